@@ -1,0 +1,209 @@
+"""The resolved configuration that rules read: values, unknowns and provenance.
+
+Nothing here knows about Python syntax, YAML or Megatron-Bridge. A field path is the dotted
+path below ``ConfigContainer`` (``dataset.offline_packing_specs.pad_seq_to_mult``); keys of
+dict-valued fields (``dataset.dataset_kwargs``, ``env_vars``) continue the path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A place in a file that set a value. Lines are 1-based; columns are 1-based characters,
+    and ``end_column`` is exclusive (SARIF's convention)."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    kind: str = "set"  # set | default | override | unknown
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+        }
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.column)
+
+
+class Unknown:
+    """A value mblint could not know. Rules stay silent on it."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str = "") -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"<unknown{': ' + self.reason if self.reason else ''}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Unknown)
+
+    def __hash__(self) -> int:
+        return hash(Unknown)
+
+
+class _Absent:
+    """The field does not exist here (its parent is None, or a dict lacks the key)."""
+
+    _instance: "_Absent | None" = None
+
+    def __new__(cls) -> "_Absent":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "<absent>"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNKNOWN = Unknown()
+ABSENT = _Absent()
+
+
+def is_known(value: Any) -> bool:
+    return not isinstance(value, Unknown)
+
+
+@dataclass(frozen=True)
+class ResolvedField:
+    path: str
+    value: Any
+    origins: tuple[Origin, ...] = ()
+
+    @property
+    def known(self) -> bool:
+        return is_known(self.value)
+
+    @property
+    def last_origin(self) -> Origin | None:
+        return self.origins[-1] if self.origins else None
+
+
+@dataclass(frozen=True)
+class RecipeRef:
+    """The recipe function (or override pairing) a configuration came from."""
+
+    path: str
+    function: str
+    line: int = 1
+    column: int = 1
+    end_line: int = 1
+    end_column: int = 1
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}::{self.function}"
+
+    def origin(self) -> Origin:
+        return Origin(self.path, self.line, self.column, self.end_line, self.end_column, "recipe")
+
+
+@dataclass
+class EffectiveConfig:
+    """A resolved ``ConfigContainer``: each leaf field path with its value and origins, and the
+    class of every object node (``""`` is the container, ``"dataset"`` the dataset config...).
+    Dict-valued nodes have the type ``"dict"``; ``open_dicts`` are dicts with unknown extra keys.
+    """
+
+    fields: dict[str, ResolvedField]
+    types: dict[str, str]
+    recipe: RecipeRef
+    schema_version: str = ""
+    open_dicts: frozenset[str] = frozenset()
+    notes: list[str] = field(default_factory=list)
+
+    def get(self, path: str) -> ResolvedField | None:
+        return self.fields.get(path)
+
+    def value(self, path: str) -> Any:
+        """The field's value, ``UNKNOWN`` if it cannot be known, ``ABSENT`` if it does not exist."""
+        resolved = self.fields.get(path)
+        if resolved is not None:
+            return resolved.value
+        if path in self.types:
+            return _NodeMarker(self.types[path])
+        return self._absent_or_unknown(path)
+
+    def _absent_or_unknown(self, path: str) -> Any:
+        parts = path.split(".")
+        for cut in range(len(parts) - 1, -1, -1):
+            prefix = ".".join(parts[:cut])
+            leaf = self.fields.get(prefix) if prefix else None
+            if leaf is not None:
+                return UNKNOWN if not leaf.known else ABSENT
+            if prefix in self.types:
+                return UNKNOWN if prefix in self.open_dicts else ABSENT
+        return ABSENT
+
+    def type_of(self, path: str) -> str | None:
+        """Class name of an object node, or None when the node is not an object (or unknown)."""
+        return self.types.get(path)
+
+    def origins(self, path: str) -> tuple[Origin, ...]:
+        resolved = self.fields.get(path)
+        return resolved.origins if resolved else ()
+
+    def children(self, prefix: str) -> Iterator[ResolvedField]:
+        start = prefix + "." if prefix else ""
+        for path, resolved in self.fields.items():
+            if path.startswith(start) and "." not in path[len(start):]:
+                yield resolved
+
+    def to_json(self) -> dict:
+        return {
+            "recipe": self.recipe.label,
+            "schema": self.schema_version,
+            "types": dict(sorted(self.types.items())),
+            "fields": {
+                path: {
+                    "value": json_value(resolved.value),
+                    "known": resolved.known,
+                    "origins": [origin.to_json() for origin in resolved.origins],
+                }
+                for path, resolved in sorted(self.fields.items())
+            },
+        }
+
+
+class _NodeMarker:
+    """Returned by ``EffectiveConfig.value`` for an object node: it exists, and is no scalar."""
+
+    __slots__ = ("type_name",)
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"
+
+
+def is_node(value: Any) -> bool:
+    return isinstance(value, _NodeMarker)
+
+
+def json_value(value: Any) -> Any:
+    if isinstance(value, Unknown):
+        return None
+    if isinstance(value, (list, tuple)):
+        return [json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): json_value(item) for key, item in value.items()}
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
