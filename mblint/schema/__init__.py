@@ -39,6 +39,7 @@ class FieldSpec:
     default_kind: str
     default: Any
     factory_class: str | None = None
+    init: bool = True
 
     def default_value(self) -> Any:
         if self.default_kind == "value":
@@ -116,6 +117,7 @@ def _field_from_json(name: str, data: dict) -> FieldSpec:
         default_kind=data.get("default_kind", "unknown"),
         default=data.get("default"),
         factory_class=data.get("factory_class"),
+        init=data.get("init", True),
     )
 
 

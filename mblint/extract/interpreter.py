@@ -1,0 +1,1272 @@
+"""A small abstract interpreter over recipe functions. It reads the code (``ast``) and never
+imports or runs it. Values it cannot know become ``UNKNOWN``; a branch on an unknown condition
+runs both ways and merges (equal -> known, different -> unknown); stores inside loops and
+objects handed to calls it cannot follow become unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from mblint.extract.modules import ModuleFinder, ModuleSource, SourceError
+from mblint.extract.values import (
+    BoundMethod,
+    ClassRef,
+    EnumRef,
+    External,
+    FuncRef,
+    HFBridge,
+    ModuleRef,
+    Obj,
+    dotted_value,
+    is_missing,
+    is_unknown,
+    merge_values,
+)
+from mblint.model import UNKNOWN, Origin, Unknown
+from mblint.schema import ClassSpec, Schema
+
+MAX_CALL_DEPTH = 24
+MAX_STEPS = 200_000
+MAX_EXPR_DEPTH = 200
+
+
+class Return(Exception):
+    """A ``return`` (or a ``raise``: value None, dead) leaving the current function body."""
+
+    def __init__(self, value: Any, dead: bool = False) -> None:
+        self.value = value
+        self.dead = dead
+
+
+class BudgetExceeded(Exception):
+    pass
+
+
+@dataclass
+class LazyImport:
+    module: str | None  # absolute module name, or None for relative
+    attr: str | None
+    from_file: Path
+    level: int = 0
+
+
+class ModuleScope:
+    """The top-level namespace of one module, built on first use."""
+
+    def __init__(self, interp: "Interpreter", source: ModuleSource) -> None:
+        self.source = source
+        self.names: dict[str, Any] = {}
+        self.star_imports: list[LazyImport] = []
+        self._interp = interp
+        self._built = False
+        self._building = False
+        self._searching_stars = False
+
+    @property
+    def path(self) -> Path:
+        return self.source.path
+
+    def lookup(self, name: str) -> Any:
+        self.build()
+        if name in self.names:
+            value = self.names[name]
+            if isinstance(value, LazyImport):
+                value = self._interp.resolve_import(value)
+                self.names[name] = value
+            return value
+        if self._searching_stars:
+            return _NOT_FOUND
+        self._searching_stars = True
+        try:
+            for star in self.star_imports:
+                target = self._interp.resolve_import(star)
+                if isinstance(target, ModuleRef) and target.scope is not self:
+                    value = target.scope.lookup(name)
+                    if value is not _NOT_FOUND:
+                        return value
+        finally:
+            self._searching_stars = False
+        return _NOT_FOUND
+
+    def build(self) -> None:
+        if self._built or self._building:
+            return
+        self._building = True
+        try:
+            self._interp.run_module_body(self)
+        finally:
+            self._building = False
+            self._built = True
+
+
+class _NotFound:
+    pass
+
+
+_NOT_FOUND = _NotFound()
+
+
+@dataclass
+class Frame:
+    scope: ModuleScope
+    locals: dict[str, Any] = field(default_factory=dict)
+    returns: list[tuple[Any, dict]] = field(default_factory=list)
+    function: str = "<module>"
+
+
+BINARY_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.BitOr: operator.or_,
+    ast.BitAnd: operator.and_,
+    ast.BitXor: operator.xor,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+}
+COMPARE_OPS = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+}
+SCALARS = (int, float, str, bool, type(None))
+
+
+def _known_seq(values: Iterable[Any]) -> bool:
+    return all(not is_unknown(v) and not isinstance(v, Obj) for v in values)
+
+
+def _pure(fn):
+    def call(args, kwargs):
+        if kwargs or not _known_seq(args):
+            return UNKNOWN
+        try:
+            return fn(*args)
+        except Exception:  # noqa: BLE001 - a call that would raise yields unknown
+            return UNKNOWN
+
+    return call
+
+
+PURE_BUILTINS = {
+    "min": _pure(min),
+    "max": _pure(max),
+    "abs": _pure(abs),
+    "int": _pure(int),
+    "float": _pure(float),
+    "str": _pure(str),
+    "bool": _pure(bool),
+    "round": _pure(round),
+    "len": _pure(len),
+    "sum": _pure(sum),
+    "sorted": _pure(lambda *a: list(sorted(*a))),
+    "any": _pure(any),
+    "all": _pure(all),
+    "tuple": _pure(lambda *a: tuple(*a)),
+    "list": _pure(lambda *a: list(*a)),
+    "math.lcm": _pure(math.lcm),
+    "math.gcd": _pure(math.gcd),
+    "math.ceil": _pure(math.ceil),
+    "math.floor": _pure(math.floor),
+    "math.prod": _pure(math.prod),
+    "math.sqrt": _pure(math.sqrt),
+    "math.log2": _pure(math.log2),
+}
+MATH_NAMES = {"lcm", "gcd", "ceil", "floor", "prod", "sqrt", "log2"}
+
+
+class Interpreter:
+    """Evaluates recipe functions over one ``Schema``. One instance serves many recipes; each
+    recipe evaluation gets fresh objects."""
+
+    def __init__(self, schema: Schema, finder: ModuleFinder) -> None:
+        self.schema = schema
+        self.finder = finder
+        self.scopes: dict[Path, ModuleScope] = {}
+        self.objects: list[Obj] = []
+        self.call_stack: list[ast.AST] = []
+        self.havoc_depth = 0
+        self.steps = 0
+        self.expr_depth = 0
+        self.notes: list[str] = []
+        overlay = schema.overlay or {}
+        self.hf_factories = {q.rsplit(".", 2)[-2] + "." + q.rsplit(".", 1)[-1]
+                             for q in overlay.get("hf_model_factories", [])} or {"AutoBridge.from_hf_pretrained"}
+        self.hf_methods = set(overlay.get("hf_provider_methods", [])) or {"to_megatron_provider", "get_model_config"}
+
+    # ----- modules -------------------------------------------------------------------------
+
+    def scope_for(self, path: Path) -> ModuleScope:
+        key = path.resolve()
+        scope = self.scopes.get(key)
+        if scope is None:
+            scope = ModuleScope(self, self.finder.load(path))
+            self.scopes[key] = scope
+        return scope
+
+    def resolve_import(self, imp: LazyImport) -> Any:
+        if imp.level:
+            path = self.finder.find_relative(imp.from_file, imp.level, imp.module)
+            label = f"{'.' * imp.level}{imp.module or ''}"
+        else:
+            path = self.finder.find(imp.module or "")
+            label = imp.module or ""
+        if imp.attr is None:
+            return self._module_value(path, label)
+        if path is not None:
+            scope = self._scope_or_none(path)
+            if scope is not None:
+                value = scope.lookup(imp.attr)
+                if value is not _NOT_FOUND:
+                    return value
+            submodule = self._submodule(imp, path)
+            if submodule is not None:
+                return submodule
+        return self.external(f"{label}.{imp.attr}".lstrip("."))
+
+    def _submodule(self, imp: LazyImport, package_file: Path) -> Any:
+        if package_file.name != "__init__.py":
+            return None
+        candidate = package_file.parent / f"{imp.attr}.py"
+        if not candidate.is_file():
+            candidate = package_file.parent / imp.attr / "__init__.py"
+        if candidate.is_file():
+            scope = self._scope_or_none(candidate)
+            return ModuleRef(scope) if scope else UNKNOWN
+        return None
+
+    def _module_value(self, path: Path | None, label: str) -> Any:
+        if path is None:
+            return External(label)
+        scope = self._scope_or_none(path)
+        return ModuleRef(scope) if scope else External(label)
+
+    def _scope_or_none(self, path: Path) -> ModuleScope | None:
+        try:
+            return self.scope_for(path)
+        except SourceError as error:
+            self.notes.append(f"{error.path}:{error.line}: {error.message}")
+            return None
+
+    def external(self, qualname: str) -> Any:
+        name = qualname.rsplit(".", 1)[-1]
+        module = qualname.rsplit(".", 1)[0] if "." in qualname else None
+        spec = self.schema.find_class(name, module) if _may_be_config_class(qualname) else None
+        if spec is not None:
+            return ClassRef(spec)
+        members = self.schema.find_enum(name) if _may_be_config_class(qualname) else None
+        if members is not None:
+            return EnumRef(name, tuple(members.items()))
+        return External(qualname)
+
+    def run_module_body(self, scope: ModuleScope) -> None:
+        frame = Frame(scope, locals=scope.names)
+        for stmt in scope.source.tree.body:
+            try:
+                self.exec_module_stmt(stmt, frame)
+            except (Return, BudgetExceeded):
+                break
+            except RecursionError:
+                self.notes.append(f"{scope.source.display_path}:{stmt.lineno}: too deeply nested")
+
+    def exec_module_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            frame.locals[stmt.name] = FuncRef(frame.scope, stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            frame.locals[stmt.name] = self._class_value(stmt.name, frame.scope)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            self.exec_import(stmt, frame)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            self.exec_stmt(stmt, frame)
+        elif isinstance(stmt, ast.If):
+            self.exec_stmt(stmt, frame)
+        elif isinstance(stmt, ast.Try):
+            for inner in stmt.body:
+                self.exec_module_stmt(inner, frame)
+
+    def _class_value(self, name: str, scope: ModuleScope) -> Any:
+        spec = self.schema.find_class(name, _module_name_guess(scope.path))
+        if spec is not None and spec.name == name and _is_megatron_path(scope.path):
+            return ClassRef(spec)
+        members = self.schema.find_enum(name) if _is_megatron_path(scope.path) else None
+        if members is not None:
+            return EnumRef(name, tuple(members.items()))
+        return External(f"<class {name}>")
+
+    def exec_import(self, stmt: ast.Import | ast.ImportFrom, frame: Frame) -> None:
+        path = frame.scope.path
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    frame.locals[alias.asname] = LazyImport(alias.name, None, path)
+                else:
+                    top = alias.name.split(".")[0]
+                    frame.locals[top] = LazyImport(top, None, path)
+            return
+        for alias in stmt.names:
+            imp = LazyImport(stmt.module, alias.name, path, stmt.level)
+            if alias.name == "*":
+                frame.scope.star_imports.append(LazyImport(stmt.module, None, path, stmt.level))
+            else:
+                frame.locals[alias.asname or alias.name] = imp
+
+    # ----- snapshots -----------------------------------------------------------------------
+
+    def new_obj(self, cls: ClassSpec | None, origin: Origin | None) -> Obj:
+        obj = Obj(cls, origin)
+        self.objects.append(obj)
+        return obj
+
+    def copy_obj(self, obj: Obj, memo: dict) -> Obj:
+        """A module-level object read from a recipe: each recipe gets its own copy."""
+        if obj.oid in memo:
+            return memo[obj.oid]
+        copy = self.new_obj(obj.cls, obj.created_at)
+        memo[obj.oid] = copy
+        copy.open = obj.open
+        for key, (value, origins) in obj.fields.items():
+            copy.fields[key] = (self.copy_obj(value, memo) if isinstance(value, Obj) else value, origins)
+        return copy
+
+    def snapshot(self, frame: Frame) -> dict:
+        return {
+            "objects": [(obj, dict(obj.fields), obj.open) for obj in self.objects],
+            "locals": dict(frame.locals),
+        }
+
+    def restore(self, snap: dict, frame: Frame) -> None:
+        for obj, fields, is_open in snap["objects"]:
+            obj.fields = dict(fields)
+            obj.open = is_open
+        frame.locals.clear()
+        frame.locals.update(snap["locals"])
+
+    def merge_into_current(self, other: dict, frame: Frame) -> None:
+        """Merge a snapshot taken at the end of another path into the current state."""
+        for obj, fields, is_open in other["objects"]:
+            merged = {}
+            for key in _ordered_union(obj.fields, fields):
+                merged[key] = _merge_slots(fields.get(key), obj.fields.get(key), obj.open or is_open)
+            obj.fields = merged
+            obj.open = obj.open or is_open
+        for name in _ordered_union(frame.locals, other["locals"]):
+            frame.locals[name] = merge_values(other["locals"].get(name, UNKNOWN), frame.locals.get(name, UNKNOWN))
+
+    # ----- functions -----------------------------------------------------------------------
+
+    def call_function(self, func: FuncRef, args: list, kwargs: dict, site: ast.AST | None) -> Any:
+        if len(self.call_stack) >= MAX_CALL_DEPTH or any(node is func.node for node in self.call_stack):
+            self.notes.append(f"call depth limit or recursion at {func.name}: result unknown")
+            self.havoc_values(args + list(kwargs.values()), None, None)
+            return UNKNOWN
+        frame = Frame(func.module, function=func.name)
+        self.bind_arguments(func, args, kwargs, frame)
+        self.call_stack.append(func.node)
+        try:
+            completed = self.exec_block(func.node.body, frame)
+        finally:
+            self.call_stack.pop()
+        if completed:
+            frame.returns.append((None, self.snapshot(frame)))
+        return self.finish_returns(frame)
+
+    def finish_returns(self, frame: Frame) -> Any:
+        if not frame.returns:
+            return UNKNOWN
+        value, snap = frame.returns[0]
+        self.restore(snap, frame)
+        for other_value, other_snap in frame.returns[1:]:
+            self.merge_into_current(other_snap, frame)
+            value = merge_values(value, other_value)
+        return value
+
+    def bind_arguments(self, func: FuncRef, args: list, kwargs: dict, frame: Frame) -> None:
+        spec = func.node.args
+        positional = spec.posonlyargs + spec.args
+        defaults = [None] * (len(positional) - len(spec.defaults)) + list(spec.defaults)
+        default_frame = Frame(func.module)
+        for index, (param, default) in enumerate(zip(positional, defaults)):
+            if index < len(args):
+                value = args[index]
+            elif param.arg in kwargs:
+                value = kwargs.pop(param.arg)
+            elif default is not None:
+                value = self.eval(default, default_frame)
+            else:
+                value = UNKNOWN
+            frame.locals[param.arg] = value
+        if spec.vararg:
+            extra = args[len(positional):]
+            frame.locals[spec.vararg.arg] = tuple(extra) if _known_seq(extra) else UNKNOWN
+        for param, default in zip(spec.kwonlyargs, spec.kw_defaults):
+            if param.arg in kwargs:
+                frame.locals[param.arg] = kwargs.pop(param.arg)
+            elif default is not None:
+                frame.locals[param.arg] = self.eval(default, default_frame)
+            else:
+                frame.locals[param.arg] = UNKNOWN
+        if spec.kwarg:
+            frame.locals[spec.kwarg.arg] = self.dict_from(kwargs, None)
+
+    # ----- statements ----------------------------------------------------------------------
+
+    def exec_block(self, body: list[ast.stmt], frame: Frame) -> bool:
+        """Run statements; False when the block always leaves (return/raise)."""
+        for stmt in body:
+            try:
+                self.exec_stmt(stmt, frame)
+            except Return as leaving:
+                if not leaving.dead:
+                    frame.returns.append((leaving.value, self.snapshot(frame)))
+                return False
+        return True
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise BudgetExceeded()
+
+    def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
+        self.tick()
+        handler = getattr(self, "stmt_" + type(stmt).__name__, None)
+        if handler is None:
+            self.havoc_stmt(stmt, frame)
+            return
+        try:
+            handler(stmt, frame)
+        except (Return, BudgetExceeded):
+            raise
+        except RecursionError:
+            self.havoc_stmt(stmt, frame)
+        except Exception as error:  # noqa: BLE001 - an interpreter gap must not crash the lint
+            self.notes.append(f"{frame.scope.source.display_path}:{stmt.lineno}: not understood ({type(error).__name__})")
+            self.havoc_stmt(stmt, frame)
+
+    def stmt_Expr(self, stmt: ast.Expr, frame: Frame) -> None:
+        if isinstance(stmt.value, ast.Constant):
+            return
+        self.eval(stmt.value, frame)
+
+    def stmt_Pass(self, stmt: ast.Pass, frame: Frame) -> None:
+        pass
+
+    stmt_Assert = stmt_Pass
+    stmt_Global = stmt_Pass
+    stmt_Nonlocal = stmt_Pass
+
+    def stmt_Import(self, stmt: ast.Import, frame: Frame) -> None:
+        self.exec_import(stmt, frame)
+
+    stmt_ImportFrom = stmt_Import
+
+    def stmt_FunctionDef(self, stmt: ast.FunctionDef, frame: Frame) -> None:
+        frame.locals[stmt.name] = FuncRef(frame.scope, stmt)
+
+    stmt_AsyncFunctionDef = stmt_FunctionDef
+
+    def stmt_ClassDef(self, stmt: ast.ClassDef, frame: Frame) -> None:
+        frame.locals[stmt.name] = UNKNOWN
+
+    def stmt_Return(self, stmt: ast.Return, frame: Frame) -> None:
+        value = self.eval(stmt.value, frame) if stmt.value is not None else None
+        raise Return(value)
+
+    def stmt_Raise(self, stmt: ast.Raise, frame: Frame) -> None:
+        raise Return(None, dead=True)
+
+    def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
+        value = self.eval(stmt.value, frame)
+        origin = self.origin(stmt, frame)
+        for target in stmt.targets:
+            self.store(target, value, frame, origin)
+
+    def stmt_AnnAssign(self, stmt: ast.AnnAssign, frame: Frame) -> None:
+        if stmt.value is None:
+            return
+        self.store(stmt.target, self.eval(stmt.value, frame), frame, self.origin(stmt, frame))
+
+    def stmt_AugAssign(self, stmt: ast.AugAssign, frame: Frame) -> None:
+        current = self.eval(_as_load(stmt.target), frame)
+        value = self.binary(type(stmt.op), current, self.eval(stmt.value, frame))
+        self.store(stmt.target, value, frame, self.origin(stmt, frame))
+
+    def stmt_Delete(self, stmt: ast.Delete, frame: Frame) -> None:
+        for target in stmt.targets:
+            if isinstance(target, ast.Subscript):
+                container = self.eval(target.value, frame)
+                key = self.eval(target.slice, frame)
+                if isinstance(container, Obj) and container.is_dict and not is_unknown(key):
+                    container.fields.pop(key, None)
+                    continue
+            self.havoc_target(target, frame)
+
+    def stmt_If(self, stmt: ast.If, frame: Frame) -> None:
+        test = self.truth(self.eval(stmt.test, frame))
+        if test is True:
+            self._run_branch(stmt.body, frame)
+        elif test is False:
+            self._run_branch(stmt.orelse, frame)
+        else:
+            self.exec_both(stmt.body, stmt.orelse, frame)
+
+    def _run_branch(self, body: list[ast.stmt], frame: Frame) -> None:
+        if not self.exec_block(body, frame):
+            raise Return(None, dead=True)
+
+    def exec_both(self, first: list[ast.stmt], second: list[ast.stmt], frame: Frame) -> None:
+        start = self.snapshot(frame)
+        first_open = self.exec_block(first, frame)
+        after_first = self.snapshot(frame)
+        self.restore(start, frame)
+        second_open = self.exec_block(second, frame)
+        if first_open and second_open:
+            self.merge_into_current(after_first, frame)
+        elif first_open:
+            self.restore(after_first, frame)
+        elif not second_open:
+            raise Return(None, dead=True)
+
+    def stmt_For(self, stmt: ast.For, frame: Frame) -> None:
+        self.eval(stmt.iter, frame)
+        self.havoc_loop([stmt.target], stmt.body + stmt.orelse, frame)
+
+    stmt_AsyncFor = stmt_For
+
+    def stmt_While(self, stmt: ast.While, frame: Frame) -> None:
+        self.havoc_loop([], stmt.body + stmt.orelse, frame)
+
+    def havoc_loop(self, targets: list[ast.expr], body: list[ast.stmt], frame: Frame) -> None:
+        self.havoc_depth += 1
+        try:
+            for target in targets:
+                self.havoc_target(target, frame)
+            start_returns = len(frame.returns)
+            self.exec_both(body, [], frame)
+            for index in range(start_returns, len(frame.returns)):
+                frame.returns[index] = (UNKNOWN, frame.returns[index][1])
+        finally:
+            self.havoc_depth -= 1
+
+    def stmt_Break(self, stmt: ast.stmt, frame: Frame) -> None:
+        raise Return(None, dead=True)
+
+    stmt_Continue = stmt_Break
+
+    def stmt_With(self, stmt: ast.With, frame: Frame) -> None:
+        for item in stmt.items:
+            self.eval(item.context_expr, frame)
+            if item.optional_vars is not None:
+                self.havoc_target(item.optional_vars, frame)
+        if not self.exec_block(stmt.body, frame):
+            raise Return(None, dead=True)
+
+    stmt_AsyncWith = stmt_With
+
+    def stmt_Try(self, stmt: ast.Try, frame: Frame) -> None:
+        if not stmt.handlers:
+            self._run_branch(stmt.body + stmt.orelse + stmt.finalbody, frame)
+            return
+        handlers = [s for handler in stmt.handlers for s in handler.body]
+        self.exec_both(stmt.body + stmt.orelse, handlers, frame)
+        self._run_branch(stmt.finalbody, frame)
+
+    stmt_TryStar = stmt_Try
+
+    def stmt_Match(self, stmt: ast.stmt, frame: Frame) -> None:
+        self.havoc_stmt(stmt, frame)
+
+    # ----- stores --------------------------------------------------------------------------
+
+    def store(self, target: ast.expr, value: Any, frame: Frame, origin: Origin | None) -> None:
+        if self.havoc_depth:
+            value = UNKNOWN
+        if isinstance(target, ast.Name):
+            frame.locals[target.id] = value
+        elif isinstance(target, ast.Attribute):
+            owner = self.eval(target.value, frame)
+            self.store_attr(owner, target.attr, value, origin)
+        elif isinstance(target, ast.Subscript):
+            owner = self.eval(target.value, frame)
+            key = self.eval(target.slice, frame)
+            if isinstance(owner, Obj):
+                if is_unknown(key) or isinstance(key, Obj):
+                    self.havoc_obj(owner, origin)
+                else:
+                    owner.set(key, value, origin)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self.store_sequence(target, value, frame, origin)
+        elif isinstance(target, ast.Starred):
+            self.store(target.value, UNKNOWN, frame, origin)
+
+    def store_sequence(self, target: ast.Tuple | ast.List, value: Any, frame: Frame, origin: Origin | None) -> None:
+        items = list(value) if isinstance(value, (tuple, list)) else None
+        if items is None or len(items) != len(target.elts) or any(isinstance(e, ast.Starred) for e in target.elts):
+            for element in target.elts:
+                self.store(element, UNKNOWN, frame, origin)
+            return
+        for element, item in zip(target.elts, items):
+            self.store(element, item, frame, origin)
+
+    def store_attr(self, owner: Any, name: str, value: Any, origin: Origin | None) -> None:
+        if isinstance(owner, Obj):
+            owner.set(name, value, origin)
+
+    def havoc_target(self, target: ast.expr, frame: Frame) -> None:
+        self.havoc_depth += 1
+        try:
+            self.store(target, UNKNOWN, frame, self.origin(target, frame))
+        except Exception:  # noqa: BLE001
+            pass
+        finally:
+            self.havoc_depth -= 1
+
+    def havoc_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
+        """A statement mblint cannot follow: whatever it may store or touch becomes unknown."""
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    self.havoc_target(target, frame)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                self.havoc_target(node.target, frame)
+            elif isinstance(node, ast.Call):
+                for arg in list(node.args) + [kw.value for kw in node.keywords]:
+                    try:
+                        self.havoc_values([self.eval(arg, frame)], node, frame)
+                    except Exception:  # noqa: BLE001
+                        pass
+
+    def havoc_values(self, values: list, site: ast.AST | None, frame: Frame | None) -> None:
+        origin = self.origin(site, frame) if site is not None and frame is not None else None
+        for value in values:
+            if isinstance(value, Obj):
+                self.havoc_obj(value, origin)
+
+    def havoc_obj(self, obj: Obj, origin: Origin | None, seen: set | None = None) -> None:
+        seen = seen if seen is not None else set()
+        if obj.oid in seen:
+            return
+        seen.add(obj.oid)
+        obj.open = True
+        for key, (value, origins) in list(obj.fields.items()):
+            if isinstance(value, Obj):
+                self.havoc_obj(value, origin, seen)
+            else:
+                obj.fields[key] = (UNKNOWN, origins + ((origin,) if origin else ()))
+
+    # ----- expressions ---------------------------------------------------------------------
+
+    def eval(self, node: ast.expr | None, frame: Frame) -> Any:
+        if node is None:
+            return None
+        self.expr_depth += 1
+        try:
+            if self.expr_depth > MAX_EXPR_DEPTH:
+                return UNKNOWN
+            handler = getattr(self, "expr_" + type(node).__name__, None)
+            return handler(node, frame) if handler else UNKNOWN
+        finally:
+            self.expr_depth -= 1
+
+    def expr_Constant(self, node: ast.Constant, frame: Frame) -> Any:
+        return node.value if isinstance(node.value, SCALARS) else UNKNOWN
+
+    def expr_Name(self, node: ast.Name, frame: Frame) -> Any:
+        return self.lookup(node.id, frame)
+
+    def lookup(self, name: str, frame: Frame) -> Any:
+        if name in frame.locals:
+            value = frame.locals[name]
+            if isinstance(value, LazyImport):
+                value = self.resolve_import(value)
+                frame.locals[name] = value
+            return value
+        if frame.locals is not frame.scope.names:
+            value = frame.scope.lookup(name)
+            if value is not _NOT_FOUND:
+                return self.copy_obj(value, {}) if isinstance(value, Obj) else value
+        if name in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[name]
+        if name in PURE_BUILTINS or name in BUILTIN_SPECIALS:
+            return External(f"builtins.{name}")
+        return UNKNOWN
+
+    def expr_Attribute(self, node: ast.Attribute, frame: Frame) -> Any:
+        owner = self.eval(node.value, frame)
+        return self.get_attr(owner, node.attr)
+
+    def get_attr(self, owner: Any, name: str) -> Any:
+        if isinstance(owner, Obj):
+            if not owner.is_dict:
+                value = owner.get(name)
+                if not is_missing(value):
+                    return value
+            return BoundMethod(owner, name)
+        if isinstance(owner, ModuleRef):
+            value = owner.scope.lookup(name)
+            return UNKNOWN if value is _NOT_FOUND else value
+        if isinstance(owner, External):
+            return self.external(f"{owner.qualname}.{name}")
+        if isinstance(owner, EnumRef):
+            for member, value in owner.members:
+                if member == name:
+                    return value
+            return UNKNOWN
+        if isinstance(owner, (ClassRef, HFBridge, str)):
+            return BoundMethod(owner, name)
+        return UNKNOWN
+
+    def expr_Subscript(self, node: ast.Subscript, frame: Frame) -> Any:
+        owner = self.eval(node.value, frame)
+        key = self.eval(node.slice, frame)
+        if is_unknown(key) or isinstance(key, Obj):
+            return UNKNOWN
+        if isinstance(owner, Obj) and owner.is_dict:
+            value = owner.get(key)
+            return UNKNOWN if is_missing(value) else value
+        if isinstance(owner, (tuple, list, str)) and isinstance(key, (int, slice)):
+            try:
+                return owner[key]
+            except (IndexError, TypeError):
+                return UNKNOWN
+        return UNKNOWN
+
+    def expr_Slice(self, node: ast.Slice, frame: Frame) -> Any:
+        parts = [self.eval(p, frame) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        return UNKNOWN if any(is_unknown(p) for p in parts) else slice(*parts)
+
+    def expr_Tuple(self, node: ast.Tuple, frame: Frame) -> Any:
+        items = self.eval_elements(node.elts, frame)
+        return UNKNOWN if items is None else tuple(items)
+
+    def expr_List(self, node: ast.List, frame: Frame) -> Any:
+        items = self.eval_elements(node.elts, frame)
+        return UNKNOWN if items is None else list(items)
+
+    def expr_Set(self, node: ast.Set, frame: Frame) -> Any:
+        items = self.eval_elements(node.elts, frame)
+        if items is None or not _known_seq(items):
+            return UNKNOWN
+        try:
+            return set(items)
+        except TypeError:
+            return UNKNOWN
+
+    def eval_elements(self, elements: list[ast.expr], frame: Frame) -> list | None:
+        items: list = []
+        for element in elements:
+            if isinstance(element, ast.Starred):
+                value = self.eval(element.value, frame)
+                if not isinstance(value, (tuple, list)):
+                    return None
+                items.extend(value)
+            else:
+                items.append(self.eval(element, frame))
+        return items
+
+    def expr_Dict(self, node: ast.Dict, frame: Frame) -> Any:
+        obj = self.new_obj(None, self.origin(node, frame))
+        for key_node, value_node in zip(node.keys, node.values):
+            if key_node is None:
+                self.splat_into(obj, self.eval(value_node, frame))
+                continue
+            key = self.eval(key_node, frame)
+            value = self.eval(value_node, frame)
+            if is_unknown(key) or isinstance(key, Obj):
+                obj.open = True
+            else:
+                obj.set(key, value, self.origin(value_node, frame))
+        return obj
+
+    def splat_into(self, obj: Obj, source: Any) -> None:
+        if isinstance(source, Obj) and source.is_dict:
+            for key, slot in source.fields.items():
+                obj.fields[key] = slot
+            obj.open = obj.open or source.open
+        elif source is None or (isinstance(source, dict) and not source):
+            return
+        else:
+            obj.open = True
+
+    def dict_from(self, items: dict, origin: Origin | None) -> Obj:
+        obj = self.new_obj(None, origin)
+        for key, value in items.items():
+            obj.set(key, value, origin)
+        return obj
+
+    def expr_JoinedStr(self, node: ast.JoinedStr, frame: Frame) -> Any:
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            elif isinstance(value, ast.FormattedValue) and value.format_spec is None and value.conversion == -1:
+                inner = self.eval(value.value, frame)
+                if is_unknown(inner) or not isinstance(inner, SCALARS):
+                    return UNKNOWN
+                parts.append(str(inner))
+            else:
+                return UNKNOWN
+        return "".join(parts)
+
+    def expr_BinOp(self, node: ast.BinOp, frame: Frame) -> Any:
+        return self.binary(type(node.op), self.eval(node.left, frame), self.eval(node.right, frame))
+
+    def binary(self, op: type, left: Any, right: Any) -> Any:
+        if isinstance(left, Obj) and isinstance(right, Obj) and op is ast.BitOr and left.is_dict and right.is_dict:
+            merged = self.new_obj(None, left.created_at)
+            self.splat_into(merged, left)
+            self.splat_into(merged, right)
+            return merged
+        if is_unknown(left) or is_unknown(right) or not _scalarish(left) or not _scalarish(right):
+            return UNKNOWN
+        try:
+            return BINARY_OPS[op](left, right)
+        except Exception:  # noqa: BLE001 - e.g. division by zero: the real code would raise
+            return UNKNOWN
+
+    def expr_UnaryOp(self, node: ast.UnaryOp, frame: Frame) -> Any:
+        operand = self.eval(node.operand, frame)
+        if isinstance(node.op, ast.Not):
+            truth = self.truth(operand)
+            return UNKNOWN if truth is None else not truth
+        if is_unknown(operand) or not isinstance(operand, (int, float)):
+            return UNKNOWN
+        return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(node.op)](operand)
+
+    def expr_BoolOp(self, node: ast.BoolOp, frame: Frame) -> Any:
+        is_and = isinstance(node.op, ast.And)
+        result: Any = None
+        for value_node in node.values:
+            value = self.eval(value_node, frame)
+            truth = self.truth(value)
+            if truth is None:
+                return UNKNOWN
+            result = value
+            if truth is not is_and:
+                return value
+        return result
+
+    def expr_Compare(self, node: ast.Compare, frame: Frame) -> Any:
+        left = self.eval(node.left, frame)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.eval(right_node, frame)
+            outcome = self.compare(type(op), left, right)
+            if outcome is not True:
+                return outcome
+            left = right
+        return True
+
+    def compare(self, op: type, left: Any, right: Any) -> Any:
+        if op in (ast.Is, ast.IsNot):
+            if is_unknown(left) or is_unknown(right):
+                return UNKNOWN
+            same = left is right if not (left is None or right is None) else (left is None and right is None)
+            return same if op is ast.Is else not same
+        if op in (ast.In, ast.NotIn):
+            if is_unknown(left) or isinstance(left, Obj):
+                return UNKNOWN
+            if isinstance(right, Obj) and right.is_dict:
+                present = left in right.fields
+                if not present and right.open:
+                    return UNKNOWN
+            elif isinstance(right, (tuple, list, set, str)) and _known_seq(right if not isinstance(right, str) else ()):
+                try:
+                    present = left in right
+                except TypeError:
+                    return UNKNOWN
+            else:
+                return UNKNOWN
+            return present if op is ast.In else not present
+        if is_unknown(left) or is_unknown(right) or isinstance(left, Obj) or isinstance(right, Obj):
+            return UNKNOWN
+        try:
+            return COMPARE_OPS[op](left, right)
+        except TypeError:
+            return UNKNOWN
+
+    def truth(self, value: Any) -> bool | None:
+        if is_unknown(value):
+            return None
+        if isinstance(value, Obj):
+            if value.is_dict:
+                if value.fields:
+                    return True
+                return None if value.open else False
+            return True
+        if isinstance(value, (External, BoundMethod, HFBridge)):
+            return None
+        try:
+            return bool(value)
+        except Exception:  # noqa: BLE001
+            return None
+
+    def expr_IfExp(self, node: ast.IfExp, frame: Frame) -> Any:
+        test = self.truth(self.eval(node.test, frame))
+        if test is True:
+            return self.eval(node.body, frame)
+        if test is False:
+            return self.eval(node.orelse, frame)
+        return merge_values(self.eval(node.body, frame), self.eval(node.orelse, frame))
+
+    def expr_NamedExpr(self, node: ast.NamedExpr, frame: Frame) -> Any:
+        value = self.eval(node.value, frame)
+        self.store(node.target, value, frame, self.origin(node, frame))
+        return value
+
+    def expr_Lambda(self, node: ast.Lambda, frame: Frame) -> Any:
+        return UNKNOWN
+
+    # ----- calls ---------------------------------------------------------------------------
+
+    def expr_Call(self, node: ast.Call, frame: Frame) -> Any:
+        func = self.eval(node.func, frame)
+        args: list = []
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                value = self.eval(arg.value, frame)
+                if isinstance(value, (tuple, list)):
+                    args.extend(value)
+                else:
+                    self.havoc_values([value], node, frame)
+                    return self.unmodelled_call(func, args, {}, node, frame)
+            else:
+                args.append(self.eval(arg, frame))
+        kwargs: dict = {}
+        kw_origins: dict = {}
+        for keyword in node.keywords:
+            value = self.eval(keyword.value, frame)
+            if keyword.arg is None:
+                if isinstance(value, Obj) and value.is_dict and not value.open:
+                    for key, (item, origins) in value.fields.items():
+                        kwargs[key] = item
+                        kw_origins[key] = origins[-1] if origins else self.origin(keyword, frame)
+                else:
+                    return self.unmodelled_call(func, args, kwargs, node, frame)
+            else:
+                kwargs[keyword.arg] = value
+                kw_origins[keyword.arg] = self.origin(keyword, frame)
+        return self.call(func, args, kwargs, node, frame, kw_origins)
+
+    def call(self, func: Any, args: list, kwargs: dict, node: ast.AST, frame: Frame, kw_origins: dict) -> Any:
+        if isinstance(func, FuncRef):
+            return self.call_function(func, args, dict(kwargs), node)
+        if isinstance(func, ClassRef):
+            return self.construct(func.spec, args, kwargs, node, frame, kw_origins)
+        if isinstance(func, BoundMethod):
+            return self.call_method(func, args, kwargs, node, frame)
+        if isinstance(func, External):
+            return self.call_external(func, args, kwargs, node, frame, kw_origins)
+        return self.unmodelled_call(func, args, kwargs, node, frame)
+
+    def unmodelled_call(self, func: Any, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+        self.havoc_values(list(args) + list(kwargs.values()), node, frame)
+        return UNKNOWN
+
+    def call_external(self, func: External, args: list, kwargs: dict, node: ast.AST, frame: Frame, kw_origins: dict) -> Any:
+        qualname = func.qualname
+        short = qualname[len("builtins."):] if qualname.startswith("builtins.") else qualname
+        if short.startswith("math.") or (short.rsplit(".", 1)[-1] in MATH_NAMES and "math" in short):
+            short = "math." + short.rsplit(".", 1)[-1]
+        if short in PURE_BUILTINS:
+            return PURE_BUILTINS[short](args, kwargs)
+        if short in BUILTIN_SPECIALS:
+            return BUILTIN_SPECIALS[short](self, args, kwargs, node, frame)
+        tail = ".".join(qualname.rsplit(".", 2)[-2:])
+        if tail in self.hf_factories:
+            return HFBridge(args[0] if args else kwargs.get("hf_path", UNKNOWN))
+        return self.unmodelled_call(func, args, kwargs, node, frame)
+
+    def call_method(self, method: BoundMethod, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+        target, name = method.target, method.name
+        if isinstance(target, HFBridge) and name in self.hf_methods:
+            return self.hf_provider(node, frame)
+        if isinstance(target, ClassRef):
+            if name in self.hf_factories_names():
+                return HFBridge(args[0] if args else UNKNOWN)
+            return self.unmodelled_call(method, args, kwargs, node, frame)
+        if isinstance(target, str):
+            return _string_method(target, name, args, kwargs)
+        if isinstance(target, Obj) and target.is_dict:
+            return self.dict_method(target, name, args, kwargs, node, frame)
+        return self.unmodelled_call(method, args + [target], kwargs, node, frame)
+
+    def hf_factories_names(self) -> set[str]:
+        return {entry.split(".")[-1] for entry in self.hf_factories}
+
+    def dict_method(self, target: Obj, name: str, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+        origin = self.origin(node, frame)
+        if name == "get" and args and not is_unknown(args[0]) and not isinstance(args[0], Obj):
+            value = target.get(args[0])
+            if is_missing(value):
+                return args[1] if len(args) > 1 else None
+            return value
+        if name in ("update", "setdefault") and not self.havoc_depth:
+            if name == "update" and args and isinstance(args[0], Obj) and args[0].is_dict:
+                for key, (value, _) in args[0].fields.items():
+                    target.set(key, value, origin)
+                target.open = target.open or args[0].open
+                for key, value in kwargs.items():
+                    target.set(key, value, origin)
+                return None
+            if name == "update" and not args:
+                for key, value in kwargs.items():
+                    target.set(key, value, origin)
+                return None
+            if name == "setdefault" and args and not is_unknown(args[0]):
+                current = target.get(args[0])
+                if is_missing(current):
+                    value = args[1] if len(args) > 1 else None
+                    target.set(args[0], value, origin)
+                    return value
+                return current
+        if name == "copy":
+            copy = self.new_obj(None, origin)
+            self.splat_into(copy, target)
+            return copy
+        if name in ("keys", "values", "items") and not target.open:
+            if name == "keys":
+                return list(target.fields)
+            if name == "values":
+                return [slot[0] for slot in target.fields.values()]
+            return [(key, slot[0]) for key, slot in target.fields.items()]
+        if name == "pop" and args and not is_unknown(args[0]) and not self.havoc_depth:
+            slot = target.fields.pop(args[0], None)
+            if slot is None:
+                return args[1] if len(args) > 1 else UNKNOWN
+            return slot[0]
+        self.havoc_obj(target, origin)
+        return UNKNOWN
+
+    def construct(self, spec: ClassSpec, args: list, kwargs: dict, node: ast.AST, frame: Frame, kw_origins: dict) -> Any:
+        call_origin = self.origin(node, frame)
+        obj = self.new_obj(spec, call_origin)
+        default_origin = _with_kind(call_origin, "default")
+        init_fields = [name for name, f in spec.fields.items() if f.init]
+        for index, value in enumerate(args):
+            if index < len(init_fields):
+                kwargs.setdefault(init_fields[index], value)
+                kw_origins.setdefault(init_fields[index], call_origin)
+        for name, fspec in spec.fields.items():
+            if name in kwargs:
+                obj.set(name, kwargs.pop(name), kw_origins.get(name, call_origin))
+            else:
+                obj.set(name, self.default_for(fspec, default_origin), default_origin)
+        for name, value in kwargs.items():  # not a field: the real constructor raises
+            obj.set(name, value, kw_origins.get(name, call_origin))
+        return obj
+
+    def default_for(self, fspec, origin: Origin | None) -> Any:
+        if fspec.default_kind == "factory":
+            if fspec.factory_class:
+                spec = self.schema.classes.get(fspec.factory_class)
+                if spec is not None:
+                    obj = self.new_obj(spec, origin)
+                    for name, inner in spec.fields.items():
+                        obj.set(name, self.default_for(inner, origin), origin)
+                    return obj
+                return UNKNOWN
+            if isinstance(fspec.default, dict):
+                obj = self.new_obj(None, origin)
+                for key, value in fspec.default.items():
+                    obj.set(key, value, origin)
+                return obj
+            if isinstance(fspec.default, list):
+                return list(fspec.default)
+            return UNKNOWN
+        return fspec.default_value()
+
+    def hf_provider(self, node: ast.AST, frame: Frame) -> Any:
+        spec = self.schema.classes.get(self.schema.hf_provider or "") or self.schema.find_class("GPTModelProvider")
+        if spec is None:
+            return UNKNOWN
+        origin = self.origin(node, frame)
+        obj = self.new_obj(spec, origin)
+        derived = self.schema.hf_derived_fields
+        for name, fspec in spec.fields.items():
+            if name in derived:
+                obj.set(name, Unknown("from the Hugging Face config"), _with_kind(origin, "unknown"))
+            else:
+                obj.set(name, self.default_for(fspec, _with_kind(origin, "default")), _with_kind(origin, "default"))
+        obj.open = True
+        return obj
+
+    # ----- positions -----------------------------------------------------------------------
+
+    def origin(self, node: ast.AST | None, frame: Frame | None) -> Origin | None:
+        if node is None or frame is None or not hasattr(node, "lineno"):
+            return None
+        source = frame.scope.source
+        line, end_line = node.lineno, getattr(node, "end_lineno", None) or node.lineno
+        return Origin(
+            source.display_path,
+            line,
+            source.char_column(line, node.col_offset),
+            end_line,
+            source.char_column(end_line, getattr(node, "end_col_offset", None) or node.col_offset),
+        )
+
+
+def _ordered_union(first: dict, second: dict) -> list:
+    return list(first) + [key for key in second if key not in first]
+
+
+def _merge_slots(left: tuple | None, right: tuple | None, is_open: bool) -> tuple:
+    if left is None or right is None:
+        present = left or right
+        return (UNKNOWN, present[1])
+    value = merge_values(left[0], right[0])
+    origins = left[1] if left[1] == right[1] else _merge_origins(left[1], right[1])
+    return (value, origins)
+
+
+def _merge_origins(left: tuple, right: tuple) -> tuple:
+    merged = list(left)
+    for origin in right:
+        if origin not in merged:
+            merged.append(origin)
+    return tuple(merged)
+
+
+def _with_kind(origin: Origin | None, kind: str) -> Origin | None:
+    if origin is None:
+        return None
+    return Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, kind)
+
+
+def _scalarish(value: Any) -> bool:
+    return isinstance(value, (int, float, str, bool, tuple, list)) or value is None
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    return target
+
+
+def _may_be_config_class(qualname: str) -> bool:
+    return qualname.startswith("megatron") or "." not in qualname or qualname.startswith(".")
+
+
+def _is_megatron_path(path: Path) -> bool:
+    return "megatron" in path.parts
+
+
+def _module_name_guess(path: Path) -> str | None:
+    parts = list(path.with_suffix("").parts)
+    if "megatron" not in parts:
+        return None
+    index = len(parts) - 1 - parts[::-1].index("megatron")
+    names = parts[index:]
+    if names[-1] == "__init__":
+        names = names[:-1]
+    return ".".join(names)
+
+
+def _string_method(text: str, name: str, args: list, kwargs: dict) -> Any:
+    if kwargs or not _known_seq(args):
+        return UNKNOWN
+    if name in ("lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "replace", "split", "join", "format", "title"):
+        try:
+            return getattr(text, name)(*args)
+        except Exception:  # noqa: BLE001
+            return UNKNOWN
+    return UNKNOWN
+
+
+def _isinstance(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    if len(args) != 2:
+        return UNKNOWN
+    value, kinds = args
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    answers = [_isinstance_one(interp, value, kind) for kind in kinds]
+    if any(answer is True for answer in answers):
+        return True
+    if all(answer is False for answer in answers):
+        return False
+    return UNKNOWN
+
+
+def _isinstance_one(interp: Interpreter, value: Any, kind: Any) -> Any:
+    builtin_types = {"builtins.str": str, "builtins.int": int, "builtins.float": float,
+                     "builtins.bool": bool, "builtins.list": list, "builtins.tuple": tuple, "builtins.dict": dict}
+    if is_unknown(value):
+        return UNKNOWN
+    if isinstance(kind, External) and kind.qualname in builtin_types:
+        python_type = builtin_types[kind.qualname]
+        if isinstance(value, Obj):
+            return value.is_dict and python_type is dict
+        if isinstance(value, (External, BoundMethod, HFBridge, FuncRef, ClassRef, ModuleRef, EnumRef)):
+            return UNKNOWN
+        return isinstance(value, python_type)
+    if isinstance(kind, ClassRef):
+        if isinstance(value, Obj) and value.cls is not None:
+            return interp.schema.is_subclass(value.cls.qualname, kind.spec.qualname) or UNKNOWN
+        if isinstance(value, SCALARS) or (isinstance(value, Obj) and value.is_dict):
+            return False
+    return UNKNOWN
+
+
+def _getattr(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    if len(args) < 2 or not isinstance(args[1], str):
+        return UNKNOWN
+    owner = args[0]
+    if isinstance(owner, Obj) and not owner.is_dict:
+        value = owner.get(args[1])
+        if is_missing(value):
+            if owner.cls is not None and args[1] not in owner.cls.fields and len(args) > 2 and not owner.open:
+                return args[2]
+            return UNKNOWN
+        return value
+    return UNKNOWN
+
+
+def _hasattr(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    if len(args) != 2 or not isinstance(args[1], str):
+        return UNKNOWN
+    owner = args[0]
+    if isinstance(owner, Obj) and not owner.is_dict:
+        if args[1] in owner.fields:
+            return True
+        return UNKNOWN if owner.open else False
+    return UNKNOWN
+
+
+def _setattr(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    if len(args) == 3 and isinstance(args[0], Obj):
+        if isinstance(args[1], str):
+            value = UNKNOWN if interp.havoc_depth else args[2]
+            args[0].set(args[1], value, interp.origin(node, frame))
+        else:
+            interp.havoc_obj(args[0], interp.origin(node, frame))
+    return None
+
+
+def _dict(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    obj = interp.new_obj(None, interp.origin(node, frame))
+    for arg in args:
+        interp.splat_into(obj, arg)
+    for key, value in kwargs.items():
+        obj.set(key, value, interp.origin(node, frame))
+    return obj
+
+
+BUILTIN_SPECIALS = {
+    "isinstance": _isinstance,
+    "getattr": _getattr,
+    "hasattr": _hasattr,
+    "setattr": _setattr,
+    "dict": _dict,
+}

@@ -1,0 +1,162 @@
+"""Finding and parsing Python modules by name, without importing them."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+
+class SourceError(Exception):
+    """A file that cannot be read or parsed; carries the position when there is one."""
+
+    def __init__(self, path: Path, message: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+@dataclass
+class ModuleSource:
+    path: Path
+    display_path: str
+    text: str
+    tree: ast.Module
+    lines: list[str] = field(default_factory=list)
+
+    def char_column(self, line: int, byte_offset: int) -> int:
+        """ast gives UTF-8 byte offsets; findings want 1-based character columns."""
+        if 0 < line <= len(self.lines):
+            text = self.lines[line - 1]
+            if not text.isascii():
+                return len(text.encode("utf-8")[:byte_offset].decode("utf-8", "replace")) + 1
+        return byte_offset + 1
+
+
+def read_source(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise SourceError(path, f"cannot read file: {error.strerror or error}") from error
+    if b"\x00" in data:
+        raise SourceError(path, "file is binary (contains NUL bytes), not Python source")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise SourceError(path, f"file is not valid UTF-8 (byte {error.start})", line) from error
+
+
+def parse_source(path: Path, text: str, display_path: str | None = None) -> ModuleSource:
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as error:
+        raise SourceError(path, f"syntax error: {error.msg}", error.lineno or 1, error.offset or 1) from error
+    except (ValueError, RecursionError, MemoryError) as error:
+        raise SourceError(path, f"cannot parse: {type(error).__name__}") from error
+    return ModuleSource(path, display_path or str(path), text, tree, text.splitlines())
+
+
+def package_root(path: Path) -> Path:
+    """The folder above the file's top-level package (the file's folder for a lone script)."""
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
+@lru_cache(maxsize=1)
+def installed_megatron_roots() -> tuple[Path, ...]:
+    """sys.path entries that hold a Megatron-Bridge source tree (found, never imported)."""
+    roots = []
+    for entry in sys.path:
+        if entry and (Path(entry) / "megatron" / "bridge" / "__init__.py").is_file():
+            roots.append(Path(entry))
+    return tuple(roots)
+
+
+class ModuleFinder:
+    """Maps module names to files under an ordered list of roots, and parses each file once."""
+
+    def __init__(self, roots: list[Path], display_root: Path | None = None) -> None:
+        self.roots = _unique(roots)
+        self.display_root = display_root or Path.cwd()
+        self._parsed: dict[Path, ModuleSource | SourceError] = {}
+        self._found: dict[str, Path | None] = {}
+
+    def add_roots(self, roots: list[Path]) -> None:
+        self.roots = _unique(self.roots + roots)
+        self._found.clear()
+
+    def find(self, name: str) -> Path | None:
+        if name in self._found:
+            return self._found[name]
+        parts = name.split(".")
+        found = None
+        for root in self.roots:
+            found = _module_file(root, parts)
+            if found is not None:
+                break
+        self._found[name] = found
+        return found
+
+    def find_relative(self, from_file: Path, level: int, name: str | None) -> Path | None:
+        base = from_file.parent
+        for _ in range(level - 1):
+            base = base.parent
+        if not name:
+            init = base / "__init__.py"
+            return init if init.is_file() else None
+        return _module_file(base, name.split("."))
+
+    def is_package_dir(self, from_file: Path, level: int, name: str | None) -> Path | None:
+        base = from_file.parent
+        for _ in range(level - 1):
+            base = base.parent
+        target = base.joinpath(*name.split(".")) if name else base
+        return target if target.is_dir() else None
+
+    def load(self, path: Path) -> ModuleSource:
+        resolved = path.resolve()
+        cached = self._parsed.get(resolved)
+        if cached is None:
+            try:
+                cached = parse_source(path, read_source(path), self.display(path))
+            except SourceError as error:
+                cached = error
+            self._parsed[resolved] = cached
+        if isinstance(cached, SourceError):
+            raise cached
+        return cached
+
+    def display(self, path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(self.display_root.resolve()))
+        except ValueError:
+            return str(path)
+
+
+def _module_file(root: Path, parts: list[str]) -> Path | None:
+    target = root.joinpath(*parts)
+    candidate = target.with_name(target.name + ".py")
+    if candidate.is_file():
+        return candidate
+    init = target / "__init__.py"
+    if init.is_file():
+        return init
+    return None
+
+
+def _unique(paths: list[Path]) -> list[Path]:
+    seen: set[Path] = set()
+    result = []
+    for path in paths:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            result.append(path)
+    return result

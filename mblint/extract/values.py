@@ -1,0 +1,145 @@
+"""The abstract values the recipe interpreter computes with.
+
+Known Python scalars, strings, ``None``, tuples and lists stand for themselves; ``Unknown``
+is top. Config objects and dicts are mutable ``Obj`` instances shared by reference, as in
+Python; every ``Obj`` is registered so that a branch can be snapshotted and merged.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from mblint.model import UNKNOWN, Origin, Unknown
+from mblint.schema import ClassSpec
+
+Slot = tuple  # (value, origins: tuple[Origin, ...])
+_ids = itertools.count(1)
+
+
+class Obj:
+    """A config object (``cls`` set) or a dict (``cls`` None). ``open`` means keys or fields
+    beyond those recorded may exist with unknown values."""
+
+    __slots__ = ("oid", "cls", "fields", "open", "created_at", "__weakref__")
+
+    def __init__(self, cls: ClassSpec | None, created_at: Origin | None = None) -> None:
+        self.oid = next(_ids)
+        self.cls = cls
+        self.fields: dict[Any, Slot] = {}
+        self.open = False
+        self.created_at = created_at
+
+    @property
+    def is_dict(self) -> bool:
+        return self.cls is None
+
+    @property
+    def type_name(self) -> str:
+        return self.cls.name if self.cls else "dict"
+
+    def get(self, key: Any) -> Any:
+        slot = self.fields.get(key)
+        if slot is not None:
+            return slot[0]
+        return UNKNOWN if self.open else _MISSING
+
+    def set(self, key: Any, value: Any, origin: Origin | None) -> None:
+        previous = self.fields.get(key)
+        origins = previous[1] if previous else ()
+        if origin is not None:
+            origins = origins + (origin,)
+        self.fields[key] = (value, origins)
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}#{self.oid}>"
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+
+def is_missing(value: Any) -> bool:
+    return value is _MISSING
+
+
+@dataclass(frozen=True)
+class FuncRef:
+    module: Any  # ModuleScope
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    spec: ClassSpec
+
+
+@dataclass(frozen=True)
+class EnumRef:
+    name: str
+    members: tuple
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    scope: Any  # ModuleScope
+
+
+@dataclass(frozen=True)
+class External:
+    """A name from a module mblint could not read (``torch.bfloat16``, ``os.path.join``)."""
+
+    qualname: str
+
+
+@dataclass(frozen=True)
+class BoundMethod:
+    target: Any
+    name: str
+
+
+@dataclass(frozen=True)
+class HFBridge:
+    """What ``AutoBridge.from_hf_pretrained(...)`` returns: a model whose architecture
+    comes from a config.json mblint does not read."""
+
+    model_id: Any
+
+
+@dataclass(frozen=True)
+class DottedName(str):
+    """A known dotted name used as a value, e.g. ``torch.bfloat16``; compares as its text."""
+
+
+def dotted_value(qualname: str) -> Any:
+    if qualname.startswith("torch."):
+        return qualname
+    return UNKNOWN
+
+
+def is_unknown(value: Any) -> bool:
+    return isinstance(value, Unknown)
+
+
+def merge_values(left: Any, right: Any) -> Any:
+    if left is right:
+        return left
+    if is_unknown(left) or is_unknown(right):
+        return UNKNOWN
+    if type(left) is type(right) and not isinstance(left, Obj):
+        try:
+            if left == right:
+                return left
+        except Exception:  # noqa: BLE001 - exotic values compare as different
+            return UNKNOWN
+    return UNKNOWN

@@ -1,0 +1,332 @@
+"""YAML override files and Hydra-style dotlist overrides, applied on a resolved recipe.
+
+YAML files are read with ruamel.yaml's round-trip loader (positions and comments kept, no
+Python tags constructed). Dotlist overrides follow the Hydra grammar that Megatron-Bridge's
+recipe runner uses: ``a.b=v``, ``+a.b=v``, ``++a.b=v``, ``~a.b``; values may be ``null``,
+booleans, numbers, quoted strings, ``[lists]`` and ``{dicts}``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mblint.extract.modules import SourceError, read_source
+from mblint.extract.values import Obj
+from mblint.model import UNKNOWN, Origin, Unknown
+
+RECIPE_PAIRING = re.compile(r"#\s*mblint:\s*recipe\s*=\s*(\S+)")
+MAX_YAML_BYTES = 5_000_000
+
+
+@dataclass(frozen=True)
+class Override:
+    """One override: set (or delete) the field at ``path``."""
+
+    path: tuple[str, ...]
+    value: Any
+    origin: Origin
+    action: str = "set"  # set | add | force | delete
+    text: str = ""
+
+
+# ----- YAML -------------------------------------------------------------------------------
+
+
+def load_yaml(path: Path, display: str | None = None) -> Any:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    text = read_source(path)
+    if len(text) > MAX_YAML_BYTES:
+        raise SourceError(path, "override file is too large to read")
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    try:
+        return yaml.load(text)
+    except YAMLError as error:
+        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+        line = mark.line + 1 if mark else 1
+        column = mark.column + 1 if mark else 1
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise SourceError(path, f"invalid YAML: {problem}", line, column) from error
+    except RecursionError as error:
+        raise SourceError(path, "invalid YAML: nested too deeply") from error
+
+
+def yaml_overrides(path: Path, display: str) -> list[Override]:
+    document = load_yaml(path, display)
+    if document is None:
+        return []
+    from ruamel.yaml.comments import CommentedMap
+
+    if not isinstance(document, CommentedMap):
+        raise SourceError(path, "an override file must be a mapping of config fields", 1, 1)
+    lines = read_source(path).splitlines()
+    overrides: list[Override] = []
+    _collect_yaml(document, (), display, lines, overrides, depth=0)
+    return overrides
+
+
+def _collect_yaml(node: Any, prefix: tuple, display: str, lines: list[str], out: list, depth: int) -> None:
+    from ruamel.yaml.comments import CommentedMap
+
+    if depth > 64:
+        return
+    for key in node:
+        line, column = node.lc.key(key)
+        origin = Origin(display, line + 1, column + 1, line + 1, len(lines[line]) + 1 if line < len(lines) else column + 2, "override")
+        value = node[key]
+        path = prefix + (str(key),)
+        if isinstance(value, CommentedMap) and "_target_" not in value:
+            out.append(Override(path, _MERGE, origin, "merge"))
+            _collect_yaml(value, path, display, lines, out, depth + 1)
+        else:
+            out.append(Override(path, _plain_yaml(value, depth), origin))
+
+
+class _Merge:
+    def __repr__(self) -> str:
+        return "<merge>"
+
+
+_MERGE = _Merge()
+
+
+def _plain_yaml(value: Any, depth: int = 0) -> Any:
+    if depth > 64:
+        return UNKNOWN
+    if isinstance(value, str) and value == "???":
+        return Unknown("mandatory value (???) not given")
+    if isinstance(value, dict):
+        return {str(k): _plain_yaml(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_yaml(v, depth + 1) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    return UNKNOWN
+
+
+def recipe_pairing(path: Path) -> str | None:
+    """``# mblint: recipe=<path or module>::<function>`` in an override file."""
+    try:
+        text = read_source(path)
+    except SourceError:
+        return None
+    match = RECIPE_PAIRING.search(text)
+    return match.group(1) if match else None
+
+
+# ----- dotlist ----------------------------------------------------------------------------
+
+_KEY = re.compile(r"^(~|\+\+|\+)?([A-Za-z_][\w]*(?:\.[\w\-]+)*)(?:=(.*))?$", re.S)
+
+
+class DotlistError(ValueError):
+    pass
+
+
+def parse_dotlist(item: str, origin: Origin) -> Override:
+    match = _KEY.match(item.strip())
+    if not match:
+        raise DotlistError(f"not an override (expected key=value, +key=value, ++key=value or ~key): {item!r}")
+    prefix, key, raw = match.groups()
+    path = tuple(key.split("."))
+    if prefix == "~":
+        return Override(path, None, origin, "delete", item)
+    if raw is None:
+        raise DotlistError(f"override {item!r} has no '=value'")
+    action = {"+": "add", "++": "force"}.get(prefix or "", "set")
+    return Override(path, parse_value(raw), origin, action, item)
+
+
+def parse_value(text: str) -> Any:
+    parser = _ValueParser(text)
+    value = parser.value(top=True)
+    parser.skip_space()
+    if parser.pos != len(text):
+        raise DotlistError(f"unexpected text in value {text!r} at position {parser.pos + 1}")
+    return value
+
+
+class _ValueParser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def skip_space(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos] in " \t":
+            self.pos += 1
+
+    def peek(self) -> str:
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def value(self, top: bool = False, depth: int = 0) -> Any:
+        if depth > 50:
+            raise DotlistError("value nested too deeply")
+        self.skip_space()
+        char = self.peek()
+        if char == "[":
+            return self.sequence(depth)
+        if char == "{":
+            return self.mapping(depth)
+        if char in "'\"":
+            return self.quoted()
+        return self.bare(top)
+
+    def sequence(self, depth: int) -> list:
+        self.pos += 1
+        items: list = []
+        self.skip_space()
+        if self.peek() == "]":
+            self.pos += 1
+            return items
+        while True:
+            items.append(self.value(depth=depth + 1))
+            self.skip_space()
+            char = self.peek()
+            self.pos += 1
+            if char == "]":
+                return items
+            if char != ",":
+                raise DotlistError(f"expected ',' or ']' in {self.text!r}")
+
+    def mapping(self, depth: int) -> dict:
+        self.pos += 1
+        items: dict = {}
+        self.skip_space()
+        if self.peek() == "}":
+            self.pos += 1
+            return items
+        while True:
+            self.skip_space()
+            key = self.quoted() if self.peek() in "'\"" else self.word(":")
+            self.skip_space()
+            if self.peek() != ":":
+                raise DotlistError(f"expected ':' after key {key!r} in {self.text!r}")
+            self.pos += 1
+            items[str(key)] = self.value(depth=depth + 1)
+            self.skip_space()
+            char = self.peek()
+            self.pos += 1
+            if char == "}":
+                return items
+            if char != ",":
+                raise DotlistError(f"expected ',' or '}}' in {self.text!r}")
+
+    def quoted(self) -> str:
+        quote = self.text[self.pos]
+        end = self.pos + 1
+        chunks = []
+        while end < len(self.text) and self.text[end] != quote:
+            if self.text[end] == "\\" and end + 1 < len(self.text):
+                end += 1
+            chunks.append(self.text[end])
+            end += 1
+        if end >= len(self.text):
+            raise DotlistError(f"unterminated quoted string in {self.text!r}")
+        self.pos = end + 1
+        return "".join(chunks)
+
+    def word(self, stops: str) -> str:
+        start = self.pos
+        while self.pos < len(self.text) and self.text[self.pos] not in stops + ",]}[{":
+            self.pos += 1
+        return self.text[start:self.pos].strip()
+
+    def bare(self, top: bool) -> Any:
+        text = self.text[self.pos:] if top else self.word("")
+        if top:
+            self.pos = len(self.text)
+            text = text.strip()
+        return _scalar(text)
+
+
+def _scalar(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("null", "~", "none"):
+        return None
+    if lowered == "true":
+        return True
+    if lowered == "false":
+        return False
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+# ----- applying ---------------------------------------------------------------------------
+
+
+def apply_overrides(resolved: Any, overrides: list[Override]) -> None:
+    for override in overrides:
+        apply_one(resolved, override)
+
+
+def apply_one(resolved: Any, override: Override) -> None:
+    interp = resolved.interp
+    owner: Any = resolved.root
+    for part in override.path[:-1]:
+        child = owner.get(part) if isinstance(owner, Obj) else UNKNOWN
+        if not isinstance(child, Obj):
+            if isinstance(owner, Obj) and override.action != "delete" and not isinstance(child, Unknown):
+                child = interp.new_obj(None, override.origin)
+                owner.set(part, child, override.origin)
+            else:
+                return
+        owner = child
+    if not isinstance(owner, Obj):
+        return
+    leaf = override.path[-1]
+    if override.action == "delete":
+        owner.fields.pop(leaf, None)
+        return
+    if override.action == "merge":
+        current = owner.get(leaf)
+        if not isinstance(current, Obj):
+            owner.set(leaf, interp.new_obj(None, override.origin), override.origin)
+        return
+    owner.set(leaf, to_graph(interp, override.value, override.origin), override.origin)
+
+
+def to_graph(interp: Any, value: Any, origin: Origin) -> Any:
+    if isinstance(value, dict):
+        target = value.get("_target_")
+        spec = interp.schema.find_class(str(target).rsplit(".", 1)[-1]) if isinstance(target, str) else None
+        obj = interp.new_obj(spec, origin)
+        if spec is not None:
+            for name, fspec in spec.fields.items():
+                obj.set(name, interp.default_for(fspec, origin), origin)
+        for key, item in value.items():
+            if key != "_target_":
+                obj.set(key, to_graph(interp, item, origin), origin)
+        return obj
+    if isinstance(value, list):
+        return [to_graph(interp, item, origin) for item in value]
+    return value
+
+
+def apply_yaml_file(resolved: Any, path: Path) -> None:
+    display = resolved.interp.finder.display(path)
+    apply_overrides(resolved, yaml_overrides(path, display))
+
+
+def apply_dotlist(resolved: Any, items: list[str], source: str = "--set") -> None:
+    overrides = []
+    for index, item in enumerate(items, start=1):
+        origin = Origin(source, index, 1, index, len(item) + 1, "override")
+        overrides.append(parse_dotlist(item, origin))
+    apply_overrides(resolved, overrides)

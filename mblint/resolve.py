@@ -1,0 +1,214 @@
+"""Resolve recipe functions to ``EffectiveConfig``: interpret the recipe, apply YAML override
+files, then dotlist overrides, and flatten the object graph with provenance."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from mblint.extract.interpreter import (
+    BudgetExceeded,
+    FuncRef,
+    Interpreter,
+    Return,
+)
+from mblint.extract.modules import ModuleFinder, SourceError, installed_megatron_roots, package_root
+from mblint.extract.values import Obj
+from mblint.model import UNKNOWN, EffectiveConfig, RecipeRef, ResolvedField, Unknown
+from mblint.schema import Schema, load_schema
+
+ANCESTOR_ROOTS = 4
+_VERSION_LINE = re.compile(r"^(MAJOR|MINOR)\s*=\s*(\d+)", re.M)
+
+
+class Project:
+    """Everything shared while resolving many recipes: module finders, parsed modules, one
+    interpreter per schema line and import roots."""
+
+    def __init__(
+        self,
+        search_paths: list[Path] | None = None,
+        version: str | None = None,
+        display_root: Path | None = None,
+    ) -> None:
+        self.search_paths = list(search_paths or [])
+        self.version = version
+        self.display_root = display_root or Path.cwd()
+        self._interpreters: dict[tuple, Interpreter] = {}
+
+    def roots_for(self, path: Path) -> list[Path]:
+        top = package_root(path.resolve())
+        roots = [top]
+        ancestor = top
+        for _ in range(ANCESTOR_ROOTS):
+            if ancestor.parent == ancestor:
+                break
+            ancestor = ancestor.parent
+            roots.append(ancestor)
+        return roots + self.search_paths + list(installed_megatron_roots()) + [path.resolve().parent]
+
+    def line_for(self, path: Path, roots: list[Path]) -> str:
+        if self.version:
+            return self.version
+        for root in roots:
+            info = root / "megatron" / "bridge" / "package_info.py"
+            if info.is_file():
+                found = dict(_VERSION_LINE.findall(info.read_text(encoding="utf-8", errors="replace")))
+                if "MAJOR" in found and "MINOR" in found:
+                    return f"{found['MAJOR']}.{found['MINOR']}"
+        return detect_line_from_text(_safe_text(path))
+
+    def interpreter_for(self, path: Path) -> Interpreter:
+        roots = self.roots_for(path)
+        line = self.line_for(path, roots)
+        key = (tuple(roots[:-1]), line)
+        interp = self._interpreters.get(key)
+        if interp is None:
+            finder = ModuleFinder(roots, self.display_root)
+            interp = Interpreter(load_schema(line), finder)
+            self._interpreters[key] = interp
+        else:
+            interp.finder.add_roots([path.resolve().parent])
+        return interp
+
+    def recipe_functions(self, path: Path) -> list[ast.FunctionDef]:
+        interp = self.interpreter_for(path)
+        source = interp.finder.load(path)
+        return [node for node in source.tree.body if is_recipe_function(node)]
+
+    def resolve_function(self, path: Path, function: str) -> EffectiveConfig | None:
+        """The recipe's configuration, or None when the function does not build a
+        ConfigContainer mblint can follow."""
+        graph = self.resolve_graph(path, function)
+        return graph.build() if graph is not None else None
+
+    def resolve_graph(self, path: Path, function: str) -> "ResolvedRecipe | None":
+        interp = self.interpreter_for(path)
+        scope = interp.scope_for(path)
+        func = scope.lookup(function)
+        if not isinstance(func, FuncRef):
+            raise LookupError(f"{path}: no function named {function!r}")
+        interp.objects = []
+        interp.steps = 0
+        interp.notes = []
+        try:
+            result = interp.call_function(func, [], {}, None)
+        except (BudgetExceeded, Return, RecursionError) as error:
+            interp.notes.append(f"{function}: left unresolved ({type(error).__name__})")
+            return None
+        if not isinstance(result, Obj) or result.cls is None:
+            return None
+        if not interp.schema.is_subclass(result.cls.qualname, interp.schema.root_qualname):
+            return None
+        node = func.node
+        source = scope.source
+        column = source.char_column(node.lineno, node.col_offset)
+        recipe = RecipeRef(source.display_path, function, node.lineno, column, node.lineno, column + len(f"def {function}"))
+        return ResolvedRecipe(result, recipe, interp)
+
+
+class ResolvedRecipe:
+    """An interpreted recipe's object graph, to which overrides are applied before flattening."""
+
+    def __init__(self, root: Obj, recipe: RecipeRef, interp: Interpreter) -> None:
+        self.root = root
+        self.recipe = recipe
+        self.interp = interp
+
+    @property
+    def schema(self) -> Schema:
+        return self.interp.schema
+
+    def build(self) -> EffectiveConfig:
+        return flatten(self.root, self.recipe, self.schema, list(self.interp.notes))
+
+
+def flatten(root: Obj, recipe: RecipeRef, schema: Schema, notes: list[str] | None = None) -> EffectiveConfig:
+    fields: dict[str, ResolvedField] = {}
+    types: dict[str, str] = {"": root.type_name}
+    open_dicts: set[str] = set()
+    for path, value, origins in _walk(root, "", types, open_dicts, set()):
+        fields[path] = ResolvedField(path, _plain(value), tuple(o for o in origins if o is not None))
+    return EffectiveConfig(
+        fields=fields,
+        types=types,
+        recipe=recipe,
+        schema_version=schema.line,
+        open_dicts=frozenset(open_dicts),
+        notes=notes or [],
+    )
+
+
+def _walk(obj: Obj, prefix: str, types: dict, open_dicts: set, active: set) -> Iterator[tuple]:
+    if obj.oid in active:
+        return
+    active.add(obj.oid)
+    if obj.open and (obj.is_dict or prefix):
+        open_dicts.add(prefix)
+    for key, (value, origins) in obj.fields.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Obj):
+            types[path] = value.type_name
+            yield from _walk(value, path, types, open_dicts, active)
+        else:
+            yield path, value, origins
+    active.discard(obj.oid)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Unknown):
+        return value
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        items = [_plain(item) for item in value]
+        if any(isinstance(item, Unknown) for item in items):
+            return UNKNOWN
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, set):
+        return _plain(sorted(value, key=repr))
+    return UNKNOWN
+
+
+def is_recipe_function(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+        return False
+    returns = ast.unparse(node.returns) if node.returns is not None else ""
+    return node.name.endswith("_config") or returns.endswith("ConfigContainer")
+
+
+def detect_line_from_text(text: str) -> str:
+    if "packed_sequence_specs" in text and "offline_packing_specs" not in text:
+        return "0.3"
+    return "0.6"
+
+
+def _safe_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def resolve(
+    path: Path,
+    function: str,
+    *,
+    search_paths: list[Path],
+    version: str | None,
+    override_files: list[Path],
+    dotlist: list[str],
+) -> EffectiveConfig:
+    from mblint.overrides import apply_dotlist, apply_yaml_file
+
+    project = Project(search_paths, version)
+    resolved = project.resolve_graph(path, function)
+    if resolved is None:
+        raise SourceError(path, f"{function} does not build a ConfigContainer mblint can follow")
+    for override in override_files:
+        apply_yaml_file(resolved, override)
+    if dotlist:
+        apply_dotlist(resolved, dotlist, source="--set")
+    return resolved.build()
