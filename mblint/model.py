@@ -21,7 +21,8 @@ class Origin:
     column: int
     end_line: int
     end_column: int
-    kind: str = "set"  # set | default | override | unknown
+    kind: str = field(default="set", compare=False)  # set | default | override | unknown | recipe
+    seq: int = field(default=0, compare=False)  # program order across files: later sets are larger
 
     def to_json(self) -> dict:
         return {

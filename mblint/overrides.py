@@ -77,7 +77,8 @@ def _collect_yaml(node: Any, prefix: tuple, display: str, lines: list[str], out:
         return
     for key in node:
         line, column = node.lc.key(key)
-        origin = Origin(display, line + 1, column + 1, line + 1, len(lines[line]) + 1 if line < len(lines) else column + 2, "override")
+        end_column = len(lines[line]) + 1 if line < len(lines) else column + 2
+        origin = Origin(display, line + 1, column + 1, line + 1, end_column, "override", _next_seq())
         value = node[key]
         path = prefix + (str(key),)
         if isinstance(value, CommentedMap) and "_target_" not in value:
@@ -85,6 +86,14 @@ def _collect_yaml(node: Any, prefix: tuple, display: str, lines: list[str], out:
             _collect_yaml(value, path, display, lines, out, depth + 1)
         else:
             out.append(Override(path, _plain_yaml(value, depth), origin))
+
+
+_override_clock = iter(range(1_000_000_000, 10**12))
+
+
+def _next_seq() -> int:
+    """Overrides come after every recipe line in program order."""
+    return next(_override_clock)
 
 
 class _Merge:
@@ -327,6 +336,6 @@ def apply_yaml_file(resolved: Any, path: Path) -> None:
 def apply_dotlist(resolved: Any, items: list[str], source: str = "--set") -> None:
     overrides = []
     for index, item in enumerate(items, start=1):
-        origin = Origin(source, index, 1, index, len(item) + 1, "override")
+        origin = Origin(source, index, 1, index, len(item) + 1, "override", _next_seq())
         overrides.append(parse_dotlist(item, origin))
     apply_overrides(resolved, overrides)

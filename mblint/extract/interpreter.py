@@ -202,6 +202,7 @@ class Interpreter:
         self.call_stack: list[ast.AST] = []
         self.havoc_depth = 0
         self.steps = 0
+        self.clock = 0
         self.expr_depth = 0
         self.notes: list[str] = []
         overlay = schema.overlay or {}
@@ -1112,12 +1113,14 @@ class Interpreter:
             return None
         source = frame.scope.source
         line, end_line = node.lineno, getattr(node, "end_lineno", None) or node.lineno
+        self.clock += 1
         return Origin(
             source.display_path,
             line,
             source.char_column(line, node.col_offset),
             end_line,
             source.char_column(end_line, getattr(node, "end_col_offset", None) or node.col_offset),
+            seq=self.clock,
         )
 
 
@@ -1145,7 +1148,7 @@ def _merge_origins(left: tuple, right: tuple) -> tuple:
 def _with_kind(origin: Origin | None, kind: str) -> Origin | None:
     if origin is None:
         return None
-    return Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, kind)
+    return Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, kind, origin.seq)
 
 
 def _scalarish(value: Any) -> bool:

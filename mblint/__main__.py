@@ -1,0 +1,3 @@
+from mblint.cli import main
+
+main()

@@ -1,0 +1,158 @@
+"""The command line. Exit codes: 0 clean, 1 findings at or above the failing severity,
+2 usage or internal error."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from mblint import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class DefaultToCheck(click.Group):
+    """``mblint PATHS`` means ``mblint check PATHS``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mblint")
+def main() -> None:
+    """mblint: a static linter for Megatron-Bridge training configurations."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--select", multiple=True, help="Rule ids, prefixes or names to enable (comma-separated or repeated).")
+@click.option("--extend-select", multiple=True, help="Rules to enable on top of the selection.")
+@click.option("--ignore", multiple=True, help="Rule ids, prefixes or names to disable.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default=None, help="Output format.")
+@click.option("--world-size", type=click.IntRange(min=1), default=None, help="GPUs the job runs on.")
+@click.option("--megatron-bridge-version", "version", default=None, help="Schema line to use (0.3, 0.6); detected by default.")
+@click.option("--search-path", "search_paths", multiple=True, type=click.Path(file_okay=False), help="Extra import root.")
+@click.option("--recipe", default=None, help="PATH_OR_MODULE::FUNCTION that YAML files given here override.")
+@click.option("--set", "dotlist", multiple=True, help="A key=value override applied after YAML files.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="warning", show_default=True,
+              help="Lowest severity that makes the exit code 1.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+def check(paths, select, extend_select, ignore, output_format, world_size, version, search_paths, recipe, dotlist,
+          fail_on, exit_zero) -> None:
+    """Lint recipe files, override files and folders."""
+    from mblint.engine import CheckOptions, Engine
+    from mblint.findings import Severity
+
+    options = CheckOptions(
+        select=_split(select), ignore=_split(ignore), extend_select=_split(extend_select),
+        world_size=world_size, version=version, search_paths=tuple(Path(p) for p in search_paths),
+        recipe=recipe, dotlist=tuple(dotlist),
+    )
+    report = Engine(options).check_paths(list(paths) or ["."])
+    _emit(report, output_format or "text")
+    for note in report.notes:
+        click.echo(f"mblint: note: {note}", err=True)
+    for error in report.errors:
+        click.echo(f"mblint: error: {error}", err=True)
+    if report.errors:
+        sys.exit(EXIT_ERROR)
+    failing = Severity.parse(fail_on)
+    if not exit_zero and any(f.severity >= failing for f in report.findings):
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN)
+
+
+def _emit(report, output_format: str) -> None:
+    if output_format == "json":
+        from mblint.report.json_format import render
+    else:
+        from mblint.report.text import render
+    click.echo(render(report), nl=False)
+
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+@main.command()
+@click.argument("target")
+@click.option("--override-file", "override_files", multiple=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--set", "dotlist", multiple=True, help="A key=value override applied after override files.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text")
+@click.option("--megatron-bridge-version", "version", default=None)
+@click.option("--search-path", "search_paths", multiple=True, type=click.Path(file_okay=False))
+@click.option("--all", "show_all", is_flag=True, help="Also list fields left at their defaults.")
+def show(target, override_files, dotlist, output_format, version, search_paths, show_all) -> None:
+    """Print the effective configuration of PATH::FUNCTION."""
+    from mblint.api import resolve_recipe
+    from mblint.extract.modules import SourceError
+    from mblint.overrides import DotlistError
+
+    if "::" not in target:
+        raise click.UsageError("TARGET must be PATH::FUNCTION")
+    path, function = target.rsplit("::", 1)
+    if not Path(path).is_file():
+        raise click.UsageError(f"{path}: no such file")
+    try:
+        cfg = resolve_recipe(path, function, search_paths=search_paths, version=version,
+                             override_files=override_files, dotlist=dotlist)
+    except (SourceError, LookupError, DotlistError) as error:
+        location = f"{error.path}:{error.line}:{error.column}: " if isinstance(error, SourceError) else ""
+        click.echo(f"mblint: error: {location}{getattr(error, 'message', error)}", err=True)
+        sys.exit(EXIT_ERROR)
+    if output_format == "json":
+        click.echo(json.dumps(cfg.to_json(), indent=2))
+        return
+    click.echo(f"# {cfg.recipe.label} (Megatron-Bridge {cfg.schema_version})")
+    for path_name, resolved in sorted(cfg.fields.items()):
+        last = resolved.last_origin
+        if not show_all and (last is None or last.kind == "default"):
+            continue
+        value = "<unknown>" if not resolved.known else repr(resolved.value)
+        where = f"  # {last.path}:{last.line}" if last is not None else ""
+        click.echo(f"{path_name} = {value}{where}")
+
+
+@main.command("rules")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text")
+def list_rules(output_format) -> None:
+    """List the available rules."""
+    from mblint.engine import ENGINE_RULES
+    from mblint.plugins import load_plugins
+
+    loaded = load_plugins()
+    rules = sorted(list(ENGINE_RULES) + loaded.rules, key=lambda r: r.id)
+    if output_format == "json":
+        click.echo(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity.label, "summary": r.summary,
+                                "versions": list(r.versions), "fixable": r.fixable} for r in rules], indent=2))
+    else:
+        for rule in rules:
+            click.echo(f"{rule.id:7} {rule.name:45} {rule.severity.label:8} {rule.summary}")
+    for error in loaded.errors:
+        click.echo(f"mblint: note: {error}", err=True)
+
+
+@main.command("rule")
+@click.argument("rule_id")
+def show_rule(rule_id) -> None:
+    """Print one rule's documentation."""
+    from mblint.engine import ENGINE_RULES
+    from mblint.plugins import load_plugins
+
+    for rule in list(ENGINE_RULES) + load_plugins().rules:
+        if rule.id == rule_id.upper() or rule.name == rule_id:
+            click.echo(f"# {rule.id} {rule.name}\n\nSeverity: {rule.severity.label}. {rule.summary}\n")
+            click.echo(rule.doc.strip())
+            return
+    click.echo(f"mblint: error: no rule {rule_id!r} (see `mblint rules`)", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+if __name__ == "__main__":
+    main()

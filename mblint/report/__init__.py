@@ -1,0 +1,1 @@
+"""Reporters only format; they decide nothing."""

@@ -1,0 +1,38 @@
+"""The JSON output. Its shape is documented in README.md and kept stable (``version`` 1)."""
+
+from __future__ import annotations
+
+import json
+
+from mblint.engine import Report
+from mblint.findings import Finding
+from mblint.model import json_value
+
+
+def finding_json(finding: Finding) -> dict:
+    return {
+        "rule": finding.rule_id,
+        "name": finding.rule_name,
+        "severity": finding.severity.label,
+        "message": finding.message,
+        "location": finding.location.to_json(),
+        "related": [{"location": r.origin.to_json(), "message": r.message} for r in finding.related],
+        "fields": list(finding.fields),
+        "recipe": finding.recipe,
+        "fixes": [
+            {"action": f.action, "field": f.field, "value": json_value(f.value), "new_field": f.new_field,
+             "safe": f.safe, "description": f.description}
+            for f in finding.fixes
+        ],
+    }
+
+
+def render(report: Report) -> str:
+    document = {
+        "version": 1,
+        "findings": [finding_json(f) for f in report.findings],
+        "errors": [{"path": e.path, "line": e.line, "column": e.column, "message": e.message} for e in report.errors],
+        "summary": {"files": report.files, "recipes": report.recipes, "resolved": report.resolved,
+                    "findings": len(report.findings)},
+    }
+    return json.dumps(document, indent=2) + "\n"

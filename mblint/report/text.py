@@ -1,0 +1,57 @@
+"""Text output in the style of ruff's full format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mblint.engine import Report
+from mblint.findings import Finding, Severity
+
+
+def render(report: Report, show_source: bool = True) -> str:
+    lines: list[str] = []
+    cache: dict[str, list[str]] = {}
+    for finding in report.findings:
+        lines.extend(render_finding(finding, cache, show_source))
+    lines.append(summary_line(report))
+    return "\n".join(lines) + "\n"
+
+
+def render_finding(finding: Finding, cache: dict, show_source: bool) -> list[str]:
+    loc = finding.location
+    out = [f"{loc.path}:{loc.line}:{loc.column}: {finding.rule_id} [{finding.severity.label}] {finding.message}"]
+    source = _line(loc.path, loc.line, cache) if show_source else None
+    if source is not None:
+        gutter = " " * len(str(loc.line))
+        start = max(loc.column - 1, 0)
+        end = loc.end_column - 1 if loc.end_line == loc.line and loc.end_column > loc.column else len(source.rstrip())
+        width = max(end - start, 1)
+        out += [f"{gutter} |", f"{loc.line} | {source.rstrip()}", f"{gutter} | {' ' * start}{'^' * width} {finding.rule_id}", f"{gutter} |"]
+    for related in finding.related:
+        r = related.origin
+        out.append(f"  = related: {r.path}:{r.line}:{r.column}: {related.message}")
+    for fix in finding.fixes:
+        out.append(f"  = {'fix' if fix.safe else 'unsafe fix'}: {fix.description}")
+    out.append("")
+    return out
+
+
+def summary_line(report: Report) -> str:
+    counts = {severity: 0 for severity in Severity}
+    for finding in report.findings:
+        counts[finding.severity] += 1
+    total = len(report.findings)
+    if not total:
+        return f"All checks passed ({report.files} files, {report.resolved} configurations resolved)."
+    parts = ", ".join(f"{counts[s]} {s.label}{'s' if counts[s] != 1 and s is not Severity.INFO else ''}" for s in reversed(Severity) if counts[s])
+    return f"Found {total} finding{'s' if total != 1 else ''} ({parts}) in {report.files} files, {report.resolved} configurations resolved."
+
+
+def _line(path: str, number: int, cache: dict) -> str | None:
+    if path not in cache:
+        try:
+            cache[path] = Path(path).read_text(encoding="utf-8-sig", errors="replace").splitlines()
+        except OSError:
+            cache[path] = []
+    lines = cache[path]
+    return lines[number - 1] if 0 < number <= len(lines) else None

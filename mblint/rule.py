@@ -1,0 +1,155 @@
+"""The base class of a rule. One rule, one file: the class holds its id, kebab-case name,
+default severity, documentation (fixed sections) and its own valid and invalid examples."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Iterable, Sequence
+
+from mblint.findings import Finding, FixIntent, Related, Severity
+from mblint.model import ABSENT, EffectiveConfig, Origin, Unknown, is_known, is_node
+
+DOC_SECTIONS = ("What it does", "Why it matters", "Example", "Fix", "Versions", "Sources")
+_ID = re.compile(r"^[A-Z]{2,4}\d{3}$")
+_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+class Rule:
+    """Subclasses set the class attributes and implement ``check``. ``doc`` is Markdown with
+    the sections of ``DOC_SECTIONS`` as ``## `` headings. Examples are recipe function bodies
+    (see ``mblint.testing``); a line of an invalid example marked ``# error`` (or
+    ``# finding``) is where the finding must land."""
+
+    id: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    severity: ClassVar[Severity] = Severity.WARNING
+    summary: ClassVar[str] = ""
+    doc: ClassVar[str] = ""
+    versions: ClassVar[tuple[str, ...]] = ("0.3", "0.6")
+    tags: ClassVar[tuple[str, ...]] = ()
+    fixable: ClassVar[bool] = False
+    valid: ClassVar[Sequence[Any]] = ()
+    invalid: ClassVar[Sequence[Any]] = ()
+
+    def check(self, cfg: EffectiveConfig, ctx: "RuleContext") -> Iterable[Finding]:
+        raise NotImplementedError
+
+    @classmethod
+    def applies_to(cls, line: str) -> bool:
+        return line in cls.versions
+
+    @classmethod
+    def problems(cls) -> list[str]:
+        """Why this rule class is malformed (empty when it is fine)."""
+        found = []
+        if not _ID.match(cls.id or ""):
+            found.append(f"id {cls.id!r} is not like 'PK001'")
+        if not _NAME.match(cls.name or ""):
+            found.append(f"name {cls.name!r} is not kebab-case")
+        if not cls.summary:
+            found.append("no summary")
+        for section in DOC_SECTIONS:
+            if f"## {section}" not in (cls.doc or ""):
+                found.append(f"documentation lacks the section '## {section}'")
+        return found
+
+
+class RuleContext:
+    """What a rule may know besides the configuration: world size and the settings."""
+
+    def __init__(self, rule: Rule, world_size: int | None = None, world_size_source: str = "",
+                 settings: dict | None = None, editable_paths: frozenset[str] | None = None) -> None:
+        self.rule = rule
+        self.world_size = world_size
+        self.world_size_source = world_size_source
+        self.settings = settings or {}
+        self.editable_paths = editable_paths
+
+    @property
+    def world_size_from_name(self) -> bool:
+        return self.world_size_source == "name"
+
+    def report(
+        self,
+        cfg: EffectiveConfig,
+        message: str,
+        fields: Sequence[str] = (),
+        *,
+        primary: str | None = None,
+        severity: Severity | None = None,
+        fixes: Sequence[FixIntent] = (),
+        related_messages: dict[str, str] | None = None,
+    ) -> Finding:
+        """A finding on ``cfg``. The primary location is ``primary``'s last origin, else the
+        field among ``fields`` set last in program order, else the recipe function."""
+        location = _primary_origin(cfg, fields, primary, self.editable_paths)
+        related = []
+        for path in fields:
+            origin = _last_effective_origin(cfg, path)
+            if origin is None or origin == location:
+                continue
+            text = (related_messages or {}).get(path) or f"{path} = {format_value(cfg.value(path))} is set here"
+            related.append(Related(origin, text))
+        return Finding(
+            rule_id=self.rule.id,
+            rule_name=self.rule.name,
+            severity=severity if severity is not None else self.rule.severity,
+            message=message,
+            location=location,
+            related=tuple(_unique_related(related)),
+            fields=tuple(fields),
+            recipe=cfg.recipe.label,
+            fixes=tuple(fixes),
+        )
+
+
+def _last_effective_origin(cfg: EffectiveConfig, path: str) -> Origin | None:
+    origins = cfg.origins(path)
+    return origins[-1] if origins else None
+
+
+def _primary_origin(cfg: EffectiveConfig, fields: Sequence[str], primary: str | None,
+                    editable: frozenset[str] | None) -> Origin:
+    """Where the edit belongs: never a file mblint must not edit (an installed base builder),
+    and never a default the recipe did not write."""
+
+    def usable(origin: Origin | None) -> bool:
+        return (origin is not None and origin.kind not in ("default", "unknown")
+                and (editable is None or origin.path in editable))
+
+    if primary is not None:
+        origin = _last_effective_origin(cfg, primary)
+        if usable(origin):
+            return origin
+    pool = [o for o in (_last_effective_origin(cfg, path) for path in fields) if usable(o)]
+    if pool:
+        return max(pool, key=lambda o: o.seq)
+    return cfg.recipe.origin()
+
+
+def _unique_related(related: list[Related]) -> list[Related]:
+    seen = set()
+    result = []
+    for item in related:
+        key = (item.origin.path, item.origin.line, item.origin.column, item.message)
+        if key not in seen:
+            seen.add(key)
+            result.append(item)
+    return result
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, Unknown):
+        return "unknown"
+    if value is ABSENT:
+        return "not set"
+    if is_node(value):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value)
+    return repr(value)
+
+
+def known(*values: Any) -> bool:
+    """True when every value is known and present (rules stay silent otherwise)."""
+    return all(is_known(v) and v is not ABSENT and not is_node(v) for v in values)

@@ -1,0 +1,28 @@
+"""The built-in Megatron-Bridge rule pack. Registered through the ``mblint`` entry-point
+group like any third-party pack; every module below this package that defines ``Rule``
+subclasses contributes them."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+from mblint.plugins import hookimpl
+from mblint.rule import Rule
+
+
+@hookimpl
+def mblint_rules() -> list[type[Rule]]:
+    found: list[type[Rule]] = []
+    for info in pkgutil.walk_packages(__path__, prefix=__name__ + "."):
+        module = importlib.import_module(info.name)
+        for _, value in inspect.getmembers(module, inspect.isclass):
+            if issubclass(value, Rule) and value is not Rule and value.__module__ == module.__name__ and value.id:
+                found.append(value)
+    return found
+
+
+@hookimpl
+def mblint_default_settings() -> dict:
+    return {}
