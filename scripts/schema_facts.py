@@ -36,7 +36,20 @@ class HFFieldCollector(ast.NodeVisitor):
             self._target(target, node.value)
             if isinstance(target, ast.Name) and TARGET_NAMES.search(target.id):
                 self._dict_literal(node.value)
+                self._constructor_keywords(node.value)
         self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self._constructor_keywords(node.value)
+        self.generic_visit(node)
+
+    def _constructor_keywords(self, value: ast.expr) -> None:
+        """Keywords of ``provider = cls(...)``, ``dict(...)`` or ``return XProvider(...)``."""
+        if isinstance(value, ast.Call):
+            for keyword in value.keywords:
+                if keyword.arg:
+                    self._add(keyword.arg, keyword.value, keyword.value)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._target(node.target, node.value)
@@ -59,6 +72,9 @@ class HFFieldCollector(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = dotted_name(node.func) or ""
+        first = dotted_name(node.args[0]) if node.args else None
+        if func.endswith("Provider") or (func.endswith("partial") and (first or "").endswith("Provider")):
+            self._constructor_keywords(node)
         if func == "setattr" and len(node.args) == 3:
             obj, key, value = node.args
             if isinstance(obj, ast.Name) and TARGET_NAMES.search(obj.id) and isinstance(key, ast.Constant):
@@ -199,7 +215,7 @@ def autobridge_modules(index: SourceIndex) -> list[str]:
             continue
         if "AutoBridge" in mod.classes:
             found.append(module)
-        elif "AutoBridge" in mod.imports and index.resolve(module, "AutoBridge"):
+        elif mod.is_package and "AutoBridge" in mod.imports:
             resolved = index.resolve(module, "AutoBridge")
             if resolved.endswith(".AutoBridge") and index.class_node(resolved):
                 found.append(module)
