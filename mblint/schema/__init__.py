@@ -12,9 +12,21 @@ Data format (``data/megatron-bridge-<line>.json``)::
                                          "default_kind": "value|required|factory|unknown",
                                          "default": json, "factory_class": qualname|null}}}},
      "enums": {"<qualname>": {"<member>": value}},
-     "hf_derived_fields": [field...], "hf_provider": qualname,
+     ...}
+
+A class may carry ``"fields_from": "<base qualname>"``: its fields are then the base's fields
+(in order) updated with its own ``fields`` entries (new or re-declared ones). The generator uses
+this only where it reproduces the dataclass field order exactly; it keeps the files small.
+Optional per-field keys: ``"enums"`` (enum qualnames the annotation mentions), ``"init": false``,
+``"default_source"`` (source text of an unknown default). Other top-level keys::
+
+     "hf_derived_fields": [field...], "hf_derived_constant_only": [field...],
+     "hf_derived_source": str, "hf_provider": qualname,
      "deprecated_fields": {"<path>": {"replacement": path|null, "source": str}},
-     "mixed_precision_recipes": [name...], "overlay": {...}}
+     "mixed_precision_recipes": [name...], "overlay": {...}
+
+``hf_derived_constant_only`` lists the HF-derived fields that bridges set only to constants
+(per model family) rather than from values read off the HF config.
 """
 
 from __future__ import annotations
@@ -121,16 +133,33 @@ def _field_from_json(name: str, data: dict) -> FieldSpec:
     )
 
 
+def _expanded_fields(qualname: str, raw: dict, cache: dict[str, dict]) -> dict:
+    """A class's full field records, following ``fields_from`` links."""
+    if qualname in cache:
+        return cache[qualname]
+    cls = raw[qualname]
+    base = cls.get("fields_from")
+    merged = dict(_expanded_fields(base, raw, cache)) if base in raw and base != qualname else {}
+    merged.update(cls["fields"])
+    cache[qualname] = merged
+    return merged
+
+
 def schema_from_json(data: dict) -> Schema:
+    raw = data["classes"]
+    expanded: dict[str, dict] = {}
     classes = {
         qualname: ClassSpec(
             qualname=qualname,
             name=cls["name"],
             module=cls["module"],
             bases=tuple(cls.get("bases", ())),
-            fields={name: _field_from_json(name, f) for name, f in cls["fields"].items()},
+            fields={
+                name: _field_from_json(name, f)
+                for name, f in _expanded_fields(qualname, raw, expanded).items()
+            },
         )
-        for qualname, cls in data["classes"].items()
+        for qualname, cls in raw.items()
     }
     by_name: dict[str, list[str]] = {}
     for qualname, spec in classes.items():

@@ -1,0 +1,359 @@
+"""Facts beyond dataclass fields, read with ``ast`` from Megatron-Bridge sources: which provider
+fields the HF bridges fill, deprecated field renames, mixed-precision recipe names, where
+``AutoBridge`` is importable from."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+
+from schema_extract import ClassKinds, FieldExtractor, SourceIndex, dotted_name
+
+BRIDGE_PREFIX = "megatron.bridge."
+MAPPING_ATTRS = re.compile(r"(CONFIG_MAPPING|ROPE_SCALING_MAPPING)$")
+REVERSE_METHODS = re.compile(r"(megatron_to_hf|to_hf|export)")
+TARGET_NAMES = re.compile(r"(provider|kwargs)", re.I)
+HF_NAMES = re.compile(r"(hf|config|pretrained)", re.I)
+
+
+# --------------------------------------------------------------------------- HF-derived fields
+
+
+class HFFieldCollector(ast.NodeVisitor):
+    """Provider fields a bridge method writes: ``provider.x = ``, ``kwargs["x"] = ``,
+    ``setattr(provider, "x", ...)``, ``kwargs.update(x=...)``, ``{"x": ...}`` literals."""
+
+    def __init__(self):
+        self.found: list[tuple[str, int, bool]] = []  # (field, line, value reads HF config)
+
+    def _add(self, name: str, node: ast.AST, value: ast.AST | None) -> None:
+        if name.isidentifier() and not name.startswith("_"):
+            self.found.append((name, node.lineno, _reads_hf(value)))
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._target(target, node.value)
+            if isinstance(target, ast.Name) and TARGET_NAMES.search(target.id):
+                self._dict_literal(node.value)
+                self._constructor_keywords(node.value)
+        self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self._constructor_keywords(node.value)
+        self.generic_visit(node)
+
+    def _constructor_keywords(self, value: ast.expr) -> None:
+        """Keywords of ``provider = cls(...)``, ``dict(...)`` or ``return XProvider(...)``."""
+        if isinstance(value, ast.Call):
+            for keyword in value.keywords:
+                if keyword.arg:
+                    self._add(keyword.arg, keyword.value, keyword.value)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._target(node.target, node.value)
+        self.generic_visit(node)
+
+    def _target(self, target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            if TARGET_NAMES.search(target.value.id):
+                self._add(target.attr, target, value)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            key = target.slice
+            if TARGET_NAMES.search(target.value.id) and isinstance(key, ast.Constant) and isinstance(key.value, str):
+                self._add(key.value, target, value)
+
+    def _dict_literal(self, value: ast.expr) -> None:
+        if isinstance(value, ast.Dict):
+            for key, item in zip(value.keys, value.values):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    self._add(key.value, key, item)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = dotted_name(node.func) or ""
+        first = dotted_name(node.args[0]) if node.args else None
+        if func.endswith("Provider") or (func.endswith("partial") and (first or "").endswith("Provider")):
+            self._constructor_keywords(node)
+        if func == "setattr" and len(node.args) == 3:
+            obj, key, value = node.args
+            if isinstance(obj, ast.Name) and TARGET_NAMES.search(obj.id) and isinstance(key, ast.Constant):
+                self._add(str(key.value), node, value)
+        elif func.endswith(".update") and TARGET_NAMES.search(func.split(".")[0]):
+            for keyword in node.keywords:
+                if keyword.arg:
+                    self._add(keyword.arg, node, keyword.value)
+            for arg in node.args:
+                self._dict_literal(arg)
+        self.generic_visit(node)
+
+
+def _reads_hf(value: ast.AST | None) -> bool:
+    if value is None:
+        return False
+    return any(
+        isinstance(n, ast.Name) and HF_NAMES.search(n.id) or isinstance(n, ast.Attribute) and n.attr == "config"
+        for n in ast.walk(value)
+    )
+
+
+def mapping_fields(node: ast.ClassDef) -> list[tuple[str, int]]:
+    """Megatron names (second items) of ``(hf_name, megatron_name)`` pairs in *_MAPPING attrs."""
+    result = []
+    for stmt in node.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        if not any(isinstance(t, ast.Name) and MAPPING_ATTRS.search(t.id) for t in targets) or stmt.value is None:
+            continue
+        for item in ast.walk(stmt.value):
+            if isinstance(item, ast.Tuple) and len(item.elts) == 2 and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in item.elts
+            ):
+                result.append((item.elts[1].value, item.lineno))
+    return result
+
+
+def is_bridge_class(node: ast.ClassDef) -> bool:
+    names = {s.name for s in node.body if isinstance(s, ast.FunctionDef)}
+    has_mapping = bool(mapping_fields(node))
+    return "provider_bridge" in names or "hf_config_to_provider_kwargs" in names or has_mapping
+
+
+def bridge_methods(node: ast.ClassDef) -> list[ast.FunctionDef]:
+    return [
+        s for s in node.body
+        if isinstance(s, ast.FunctionDef) and not REVERSE_METHODS.search(s.name) and s.name != "mapping_registry"
+    ]
+
+
+def collect_hf_fields(index: SourceIndex) -> dict[str, dict]:
+    """{field: {"from_config": bool, "sources": [path:line...]}} over every bridge class."""
+    hits: dict[str, dict] = defaultdict(lambda: {"from_config": False, "sources": []})
+
+    def record(name, path, line, from_config):
+        entry = hits[name]
+        entry["from_config"] = entry["from_config"] or from_config
+        entry["sources"].append(f"{path}:{line}")
+
+    for module, mod in sorted(index.modules.items()):
+        if not module.startswith(BRIDGE_PREFIX + "models."):
+            continue
+        path = index.relpath(module)
+        for node in mod.classes.values():
+            _collect_class(node, module, path, record)
+    return dict(hits)
+
+
+def _collect_class(node: ast.ClassDef, module: str, path: str, record) -> None:
+    if node.name == "AutoBridge":
+        methods = [s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "to_megatron_provider"]
+    elif is_bridge_class(node):
+        for name, line in mapping_fields(node):
+            record(name, path, line, True)
+        methods = bridge_methods(node)
+    else:
+        return
+    for method in methods:
+        collector = HFFieldCollector()
+        collector.visit(method)
+        for name, line, from_config in collector.found:
+            record(name, path, line, from_config)
+
+
+def provider_field_names(classes: dict[str, dict], kinds_index: SourceIndex, provider_base: str) -> set[str]:
+    """Field names of every class under megatron.bridge.models deriving from ``provider_base``."""
+    kinds = ClassKinds(kinds_index)
+    names: set[str] = set()
+    for qualname, cls in classes.items():
+        if qualname.startswith(BRIDGE_PREFIX + "models.") and provider_base in kinds.mro(qualname):
+            names.update(cls["fields"])
+    return names
+
+
+def hf_derived(index: SourceIndex, classes: dict[str, dict], transformer_config: str) -> dict:
+    hits = collect_hf_fields(index)
+    valid = provider_field_names(classes, index, transformer_config)
+    kept = {name: hit for name, hit in hits.items() if name in valid}
+    files = sorted({s.rsplit(":", 1)[0] for hit in kept.values() for s in hit["sources"]})
+    return {
+        "hf_derived_fields": sorted(kept),
+        "hf_derived_constant_only": sorted(n for n, h in kept.items() if not h["from_config"]),
+        "hf_derived_source": _hf_source_text(files),
+    }
+
+
+def _hf_source_text(files: list[str]) -> str:
+    core = [f for f in files if f.endswith(("model_bridge.py", "auto_bridge.py"))]
+    return (
+        "Union of provider fields written by HF->Megatron bridges: (hf, megatron) pairs in "
+        "*CONFIG_MAPPING / *ROPE_SCALING_MAPPING class attributes and assignments in "
+        "provider_bridge / hf_config_to_provider_kwargs and helper methods (provider.x = ..., "
+        "provider_kwargs['x'] = ..., setattr(provider, 'x', ...)), plus AutoBridge.to_megatron_provider. "
+        f"Core: {', '.join(core)}; {len(files)} files in total under megatron/bridge/models/."
+    )
+
+
+def hf_provider(index: SourceIndex) -> str | None:
+    """The provider class ``to_megatron_provider`` is annotated to return."""
+    for module, mod in index.modules.items():
+        node = mod.classes.get("AutoBridge")
+        if node is None or not module.startswith(BRIDGE_PREFIX):
+            continue
+        for stmt in node.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == "to_megatron_provider" and stmt.returns:
+                return index.resolve_expr(module, stmt.returns)
+    return None
+
+
+# --------------------------------------------------------------------------- AutoBridge locations
+
+
+def autobridge_modules(index: SourceIndex) -> list[str]:
+    """Modules where ``AutoBridge`` is defined or re-exported."""
+    found = []
+    for module, mod in sorted(index.modules.items()):
+        if not module.startswith("megatron.bridge"):
+            continue
+        if "AutoBridge" in mod.classes:
+            found.append(module)
+        elif mod.is_package and "AutoBridge" in mod.imports:
+            resolved = index.resolve(module, "AutoBridge")
+            if resolved.endswith(".AutoBridge") and index.class_node(resolved):
+                found.append(module)
+    return found
+
+
+def factories(index: SourceIndex, overlay: dict) -> dict:
+    methods = overlay.get("hf_factory_methods", ["from_hf_pretrained"])
+    modules = autobridge_modules(index)
+    node_module = next(m for m in modules if "AutoBridge" in index.modules[m].classes)
+    defined = {s.name for s in index.modules[node_module].classes["AutoBridge"].body if isinstance(s, ast.FunctionDef)}
+    return {
+        "autobridge_modules": modules,
+        "hf_model_factories": [f"{m}.AutoBridge.{meth}" for meth in methods if meth in defined for m in modules],
+        "hf_provider_methods": [m for m in overlay.get("hf_provider_methods", []) if m in defined],
+        "hf_provider_methods_missing": [m for m in overlay.get("hf_provider_methods", []) if m not in defined],
+    }
+
+
+# --------------------------------------------------------------------------- mixed precision
+
+
+def mixed_precision_recipes(index: SourceIndex) -> list[str]:
+    """Functions decorated with ``@register`` in training/mixed_precision.py; ``register`` also
+    adds the hyphenated spelling, and ``get_mixed_precision_config`` maps '-' to '_'."""
+    mod = index.modules.get(BRIDGE_PREFIX + "training.mixed_precision")
+    if mod is None:
+        return []
+    names = []
+    for node in mod.tree.body:
+        if isinstance(node, ast.FunctionDef) and any(dotted_name(d) == "register" for d in node.decorator_list):
+            names.append(node.name)
+            if "_" in node.name:
+                names.append(node.name.replace("_", "-"))
+    return sorted(names)
+
+
+# --------------------------------------------------------------------------- deprecations
+
+
+DEPRECATION_TEXT = re.compile(
+    r"(?:(?P<cls>\w+)\.)?(?P<old>\w+) is deprecated.*?[Uu]se (?:(?P<newcls>\w+)\.)?(?P<new>\w+)(?: instead)?",
+    re.S,
+)
+
+
+def container_paths(classes: dict[str, dict], root: str, index: SourceIndex) -> dict[str, str]:
+    """Class qualname -> the ConfigContainer field whose type it is (or a base of)."""
+    kinds = ClassKinds(index)
+    paths: dict[str, str] = {}
+    for name, spec in classes[root]["fields"].items():
+        for candidate in spec.get("classes", []):
+            for ancestor in kinds.mro(candidate):
+                paths.setdefault(ancestor, name)
+    return paths
+
+
+def deprecated_fields(index: SourceIndex, classes: dict[str, dict], root: str) -> dict[str, dict]:
+    paths = container_paths(classes, root, index)
+    by_name = {q.rsplit(".", 1)[-1]: q for q in paths}
+    result: dict[str, dict] = {}
+    for module, mod in sorted(index.modules.items()):
+        for cls_name, node in mod.classes.items():
+            qualname = f"{module}.{cls_name}"
+            for warn, loop_class in _deprecation_warnings(node):
+                entries = _deprecation_entries(warn, loop_class, qualname, paths, by_name, classes, index, module)
+                for key, value in entries:
+                    value["source"] = f"{index.relpath(module)}:{warn.lineno}"
+                    result.setdefault(key, value)
+    return result
+
+
+def _deprecation_warnings(node: ast.ClassDef):
+    """(warnings.warn call, class iterated by an enclosing ``for f in fields(X)`` or None)."""
+    for method in node.body:
+        if isinstance(method, ast.FunctionDef):
+            yield from _warns_in(method, None)
+
+
+def _warns_in(node: ast.AST, loop_class: str | None):
+    for child in ast.iter_child_nodes(node):
+        current = loop_class
+        if isinstance(child, ast.For) and isinstance(child.iter, ast.Call) and dotted_name(child.iter.func) == "fields":
+            arg = child.iter.args[0] if child.iter.args else None
+            current = dotted_name(arg) if arg is not None else None
+        if isinstance(child, ast.Call) and (dotted_name(child.func) or "").endswith("warn"):
+            yield child, current
+        yield from _warns_in(child, current)
+
+
+def _message_text(call: ast.Call) -> str:
+    if not call.args:
+        return ""
+    parts = []
+    for node in ast.walk(call.args[0]):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            parts.append(node.value)
+        elif isinstance(node, ast.FormattedValue):
+            parts.append("{" + (ast.unparse(node.value)) + "}")
+    return "".join(parts)
+
+
+def _deprecation_entries(warn, loop_class, qualname, paths, by_name, classes, index, module):
+    match = DEPRECATION_TEXT.search(_message_text(warn).replace("{f.name}", "FNAME"))
+    if not match:
+        return []
+    owner = by_name.get(match.group("cls") or "") or qualname
+    new_owner = by_name.get(match.group("newcls") or "") or owner
+    if owner not in paths or new_owner not in paths:
+        return []
+    olds = [match.group("old")]
+    news = [match.group("new")]
+    if match.group("old") == "FNAME" and loop_class:
+        looped = index.resolve(module, loop_class)
+        names = sorted(classes.get(looped, {}).get("fields", {}))
+        olds, news = names, names
+    return [
+        (f"{paths[owner]}.{old}", {"replacement": f"{paths[new_owner]}.{new}"})
+        for old, new in zip(olds, news)
+        if old in classes.get(owner, {}).get("fields", {}) or old in _all_fields(owner, classes, index)
+    ]
+
+
+def _all_fields(qualname: str, classes: dict, index: SourceIndex) -> set[str]:
+    names: set[str] = set()
+    kinds = ClassKinds(index)
+    for other, spec in classes.items():
+        if qualname in kinds.mro(other):
+            names.update(spec["fields"])
+    return names
+
+
+__all__ = [
+    "FieldExtractor",
+    "autobridge_modules",
+    "deprecated_fields",
+    "factories",
+    "hf_derived",
+    "hf_provider",
+    "mixed_precision_recipes",
+]
