@@ -169,7 +169,7 @@ class Engine:
         text = self.project.interpreter_for(path).finder.load(path).text
         for node in functions:
             report.recipes += 1
-            self.check_recipe(path, node.name, text, report)
+            self.check_recipe(path, node.name, text, report, dotlist=self.options.dotlist)
 
     def check_recipe(self, path: Path, function: str, text: str, report: Report,
                      overrides: Iterable = (), dotlist: tuple[str, ...] = ()) -> EffectiveConfig | None:

@@ -307,7 +307,8 @@ class Interpreter:
         members = self.schema.find_enum(name) if _is_megatron_path(scope.path) else None
         if members is not None:
             return EnumRef(name, tuple(members.items()))
-        return External(f"<class {name}>")
+        module = _module_name_guess(scope.path)
+        return External(f"{module}.{name}" if module else f"<class {name}>")
 
     def exec_import(self, stmt: ast.Import | ast.ImportFrom, frame: Frame) -> None:
         path = frame.scope.path

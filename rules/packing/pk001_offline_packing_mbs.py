@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule, known
+from mblint.testing import Example
+from rules._derived import offline_packing, specs_path
+
+
+class OfflinePackingRequiresMbs1(Rule):
+    id = "PK001"
+    name = "offline-packing-requires-mbs1"
+    severity = Severity.ERROR
+    summary = "Offline sequence packing needs train.micro_batch_size = 1."
+    fixable = True
+    tags = ("packing", "batch")
+    doc = """## What it does
+Flags offline-packed fine-tuning (`dataset.enable_offline_packing = True` in 0.6.x, or
+`dataset.packed_sequence_specs` with a positive `packed_sequence_size` in 0.3.x) whose
+`train.micro_batch_size` is larger than 1.
+
+## Why it matters
+A packed sample already holds several sequences; Megatron-Bridge rejects micro-batch sizes
+above 1 in `ConfigContainer.validate()` with "Micro batch size should be 1 when training with
+packed sequence", after the job has been scheduled and started on every rank.
+
+## Example
+```python
+cfg = _sft_common()           # offline packing on, packed_sequence_size = 2048
+cfg.train.micro_batch_size = 2
+```
+
+## Fix
+Unsafe (changes batch arithmetic and the packed dataset): set `micro_batch_size = 1`, divide
+`global_batch_size` by the old micro-batch size and multiply `packed_sequence_size` by it,
+exactly what Megatron-Bridge's error message proposes; the same tokens per step result.
+
+## Versions
+0.3.x (`dataset.packed_sequence_specs`) and 0.6.x (`dataset.enable_offline_packing`).
+
+## Sources
+megatron/bridge/training/config.py (0.6.2: `ConfigContainer.validate`, "Micro batch size should
+be 1"; 0.3.1: lines 1561-1579); skills/nemo-mbridge-perf-sequence-packing/SKILL.md.
+"""
+    valid = [
+        "cfg = _sft_common()\ncfg.train.micro_batch_size = 1",
+        "cfg = _sft_common()\ncfg.dataset.enable_offline_packing = False\n"
+        "cfg.dataset.offline_packing_specs = None\ncfg.train.micro_batch_size = 4",
+        Example("cfg = _sft_common()\ncfg.train.micro_batch_size = 1", version="0.3"),
+        "cfg = _pretrain_common()\ncfg.train.micro_batch_size = 4",
+    ]
+    invalid = [
+        "cfg = _sft_common()\ncfg.train.micro_batch_size = 2  # error",
+        Example("cfg = _sft_common()\ncfg.train.micro_batch_size = 2  # error", version="0.3"),
+        Example("cfg = _sft_common()", yaml="train:\n  micro_batch_size: 4  # error\n"),
+        Example("cfg = _sft_common()", dotlist=("train.micro_batch_size=2",)),
+    ]
+
+    def check(self, cfg, ctx):
+        mbs = cfg.value("train.micro_batch_size")
+        if offline_packing(cfg) is not True or not known(mbs) or not isinstance(mbs, int) or mbs <= 1:
+            return
+        specs = specs_path(cfg)
+        gbs = cfg.value("train.global_batch_size")
+        size = cfg.value(f"{specs}.packed_sequence_size")
+        message = (f"train.micro_batch_size is {mbs}, but offline sequence packing requires 1 "
+                   f"(each packed sample already holds several sequences)")
+        fixes = []
+        if known(gbs, size) and isinstance(gbs, int) and isinstance(size, int):
+            message += (f"; the equivalent setting is micro_batch_size=1, global_batch_size={gbs // mbs}, "
+                        f"packed_sequence_size={size * mbs}")
+            fixes = [
+                FixIntent("set", "train.micro_batch_size", 1, safe=False, description="set micro_batch_size to 1"),
+                FixIntent("set", "train.global_batch_size", gbs // mbs, safe=False,
+                          description=f"set global_batch_size to {gbs // mbs}"),
+                FixIntent("set", f"{specs}.packed_sequence_size", size * mbs, safe=False,
+                          description=f"set packed_sequence_size to {size * mbs}"),
+            ]
+        yield ctx.report(cfg, message, ["train.micro_batch_size", "dataset.enable_offline_packing"
+                                         if cfg.schema_version != "0.3" else f"{specs}.packed_sequence_size"],
+                         primary="train.micro_batch_size", fixes=fixes)

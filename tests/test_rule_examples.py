@@ -1,0 +1,47 @@
+"""Every rule's own valid and invalid examples, run against the real Megatron-Bridge builders."""
+
+from __future__ import annotations
+
+import pytest
+
+from mblint.engine import ENGINE_RULES
+from mblint.plugins import load_plugins
+from mblint.testing import Example, run_example
+
+PLUGINS = load_plugins()
+RULES = [r for r in PLUGINS.rules if r not in ENGINE_RULES]
+
+
+def _cases(kind: str):
+    for rule in RULES:
+        for index, item in enumerate(getattr(rule, kind)):
+            yield pytest.param(rule, Example.of(item), id=f"{rule.id}-{kind}-{index}")
+
+
+def test_builtin_pack_loads_cleanly():
+    assert PLUGINS.errors == []
+    assert RULES, "the built-in rule pack registered no rules"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_rule_is_well_formed(rule):
+    assert rule.problems() == []
+    assert rule.invalid, f"{rule.id} has no invalid example"
+    assert rule.valid, f"{rule.id} has no valid example"
+
+
+@pytest.mark.parametrize("rule,example", list(_cases("invalid")))
+def test_invalid_example_fires(rule, example, mb_roots, tmp_path):
+    run = run_example(rule, example, tmp_path, [mb_roots[example.version]])
+    assert run.findings, f"{rule.id} did not fire; notes: {run.notes}"
+    for finding in run.findings:
+        assert finding.severity is not None
+    if run.expected_lines:
+        got = {(f.location.path, f.location.line) for f in run.findings}
+        assert got & set(run.expected_lines), f"expected a finding at {run.expected_lines}, got {sorted(got)}"
+
+
+@pytest.mark.parametrize("rule,example", list(_cases("valid")))
+def test_valid_example_is_silent(rule, example, mb_roots, tmp_path):
+    run = run_example(rule, example, tmp_path, [mb_roots[example.version]])
+    assert run.findings == [], [f.message for f in run.findings]
