@@ -80,11 +80,16 @@ def is_known(value: Any) -> bool:
     return not isinstance(value, Unknown)
 
 
-@dataclass(frozen=True)
 class ResolvedField:
-    path: str
-    value: Any
-    origins: tuple[Origin, ...] = ()
+    __slots__ = ("path", "value", "origins")
+
+    def __init__(self, path: str, value: Any, origins: tuple = ()) -> None:
+        self.path = path
+        self.value = value
+        self.origins = origins
+
+    def __repr__(self) -> str:
+        return f"ResolvedField({self.path!r}, {self.value!r})"
 
     @property
     def known(self) -> bool:

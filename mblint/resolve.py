@@ -37,8 +37,18 @@ class Project:
         self.version = version
         self.display_root = display_root or Path.cwd()
         self._interpreters: dict[tuple, Interpreter] = {}
+        self._roots: dict[Path, list[Path]] = {}
+        self._finder_dirs: dict[int, set[Path]] = {}
 
     def roots_for(self, path: Path) -> list[Path]:
+        folder = path.parent
+        cached = self._roots.get(folder)
+        if cached is None:
+            cached = self._compute_roots(path)
+            self._roots[folder] = cached
+        return cached
+
+    def _compute_roots(self, path: Path) -> list[Path]:
         top = package_root(path.resolve())
         roots = [top]
         ancestor = top
@@ -69,8 +79,9 @@ class Project:
             finder = ModuleFinder(roots, self.display_root)
             interp = Interpreter(load_schema(line), finder)
             self._interpreters[key] = interp
-        else:
-            interp.finder.add_roots([path.resolve().parent])
+        elif path.parent not in self._finder_dirs.setdefault(id(interp), set()):
+            interp.finder.add_roots([roots[-1]])
+        self._finder_dirs.setdefault(id(interp), set()).add(path.parent)
         return interp
 
     def recipe_functions(self, path: Path) -> list[ast.FunctionDef]:
@@ -130,7 +141,7 @@ def flatten(root: Obj, recipe: RecipeRef, schema: Schema, notes: list[str] | Non
     types: dict[str, str] = {"": root.type_name}
     open_dicts: set[str] = set()
     for path, value, origins in _walk(root, "", types, open_dicts, set()):
-        fields[path] = ResolvedField(path, _plain(value), tuple(o for o in origins if o is not None))
+        fields[path] = ResolvedField(path, _plain(value), origins)
     return EffectiveConfig(
         fields=fields,
         types=types,

@@ -202,6 +202,8 @@ class Interpreter:
         self.call_stack: list[ast.AST] = []
         self.havoc_depth = 0
         self.steps = 0
+        self.budget_hit = False
+        self.memo: dict = {}
         self.clock = 0
         self.expr_depth = 0
         self.notes: list[str] = []
@@ -372,6 +374,34 @@ class Interpreter:
     # ----- functions -----------------------------------------------------------------------
 
     def call_function(self, func: FuncRef, args: list, kwargs: dict, site: ast.AST | None) -> Any:
+        key = self.memo_key(func, args, kwargs)
+        if key is not None and key in self.memo:
+            return self.copy_result(self.memo[key])
+        result = self.call_function_uncached(func, args, kwargs, site)
+        if key is not None and self.call_stack_clean():
+            self.memo[key] = result
+            return self.copy_result(result)
+        return result
+
+    def memo_key(self, func: FuncRef, args: list, kwargs: dict) -> tuple | None:
+        """Calls whose arguments are all plain scalars cannot touch the caller's objects, and
+        module-level objects are copied on read: their results can be reused."""
+        if self.havoc_depth or not all(type(v) in (int, float, str, bool, type(None)) for v in (*args, *kwargs.values())):
+            return None
+        return (id(func.node), tuple(args), tuple(sorted(kwargs.items())))
+
+    def call_stack_clean(self) -> bool:
+        return self.steps < MAX_STEPS and not self.budget_hit
+
+    def copy_result(self, value: Any) -> Any:
+        memo: dict = {}
+        if isinstance(value, Obj):
+            return self.copy_obj(value, memo)
+        if isinstance(value, tuple) and any(isinstance(v, Obj) for v in value):
+            return tuple(self.copy_obj(v, memo) if isinstance(v, Obj) else v for v in value)
+        return value
+
+    def call_function_uncached(self, func: FuncRef, args: list, kwargs: dict, site: ast.AST | None) -> Any:
         if len(self.call_stack) >= MAX_CALL_DEPTH or any(node is func.node for node in self.call_stack):
             self.notes.append(f"call depth limit or recursion at {func.name}: result unknown")
             self.havoc_values(args + list(kwargs.values()), None, None)
@@ -441,6 +471,7 @@ class Interpreter:
     def tick(self) -> None:
         self.steps += 1
         if self.steps > MAX_STEPS:
+            self.budget_hit = True
             raise BudgetExceeded()
 
     def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
@@ -1058,6 +1089,7 @@ class Interpreter:
         call_origin = self.origin(node, frame)
         obj = self.new_obj(spec, call_origin)
         default_origin = _with_kind(call_origin, "default")
+        defaults = (default_origin,) if default_origin else ()
         init_fields = [name for name, f in spec.fields.items() if f.init]
         for index, value in enumerate(args):
             if index < len(init_fields):
@@ -1067,7 +1099,7 @@ class Interpreter:
             if name in kwargs:
                 obj.set(name, kwargs.pop(name), kw_origins.get(name, call_origin))
             else:
-                obj.set(name, self.default_for(fspec, default_origin), default_origin)
+                obj.fields[name] = (self.default_for(fspec, default_origin), defaults)
         for name, value in kwargs.items():  # not a field: the real constructor raises
             obj.set(name, value, kw_origins.get(name, call_origin))
         return obj
@@ -1099,11 +1131,15 @@ class Interpreter:
         origin = self.origin(node, frame)
         obj = self.new_obj(spec, origin)
         derived = self.schema.hf_derived_fields
+        unknown_origin = (_with_kind(origin, "unknown"),)
+        default_origin = _with_kind(origin, "default")
+        defaults = (default_origin,)
+        hf_unknown = Unknown("from the Hugging Face config")
         for name, fspec in spec.fields.items():
             if name in derived:
-                obj.set(name, Unknown("from the Hugging Face config"), _with_kind(origin, "unknown"))
+                obj.fields[name] = (hf_unknown, unknown_origin)
             else:
-                obj.set(name, self.default_for(fspec, _with_kind(origin, "default")), _with_kind(origin, "default"))
+                obj.fields[name] = (self.default_for(fspec, default_origin), defaults)
         obj.open = True
         return obj
 
