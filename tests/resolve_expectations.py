@@ -301,6 +301,22 @@ CASES: list[Case] = [
         {
             "dataset.dataset_kwargs.truncation_method": "left",
             "dataset.dataset_kwargs.pad_to_max_length": ABSENT,  # (None or {}) -> {}
+            # The model comes straight from AutoBridge and nothing sets these: HF-derived fields
+            # are unknown (seq_length too: AutoBridge maps HF max_position_embeddings ->
+            # seq_length, models/conversion/model_bridge.py:446, so it is NOT GPTP:159's 1024),
+            # everything else starts at the provider / TransformerConfig default.
+            "model.seq_length": UNKNOWN,
+            "model.num_layers": UNKNOWN,
+            "model.num_query_groups": UNKNOWN,
+            "model.ffn_hidden_size": UNKNOWN,
+            "model.tensor_model_parallel_size": 1,  # MPC:55
+            "model.pipeline_model_parallel_size": 1,  # MPC:83
+            "model.context_parallel_size": 1,  # MPC:100
+            "model.expert_model_parallel_size": 1,  # MPC:127
+            "model.sequence_parallel": False,  # MPC:94
+            "model.calculate_per_token_loss": False,  # TC:277
+            "model.use_te_rng_tracker": False,  # GPTP:197
+            "model.cross_entropy_loss_fusion": True,  # GPTP:204 (MCore's default is False)
         },
     ),
     Case(
