@@ -133,6 +133,8 @@ class EffectiveConfig:
     schema_version: str = ""
     open_dicts: frozenset[str] = frozenset()
     notes: list[str] = field(default_factory=list)
+    # Override keys Megatron-Bridge skips or rejects: (field path, origin, action, value).
+    ignored_overrides: list = field(default_factory=list)
 
     def get(self, path: str) -> ResolvedField | None:
         return self.fields.get(path)

@@ -286,29 +286,55 @@ def apply_overrides(resolved: Any, overrides: list[Override]) -> None:
 
 
 def apply_one(resolved: Any, override: Override) -> None:
+    """Apply one override the way Megatron-Bridge's ``apply_overrides`` does: a key that is
+    not a field of its config object is skipped (recorded in ``resolved.ignored`` so that
+    rules can report it); a mapping merges into an existing object or dict."""
     interp = resolved.interp
     owner: Any = resolved.root
-    for part in override.path[:-1]:
-        child = owner.get(part) if isinstance(owner, Obj) else UNKNOWN
+    for depth, part in enumerate(override.path[:-1]):
+        if _unknown_field(owner, part):
+            resolved.ignored.append((".".join(override.path[: depth + 1]), override))
+            return
+        child = owner.get(part)
         if not isinstance(child, Obj):
-            if isinstance(owner, Obj) and override.action != "delete" and not isinstance(child, Unknown):
-                child = interp.new_obj(None, override.origin)
-                owner.set(part, child, override.origin)
-            else:
+            if override.action == "delete" or isinstance(child, Unknown):
                 return
+            child = interp.new_obj(None, override.origin)
+            owner.set(part, child, override.origin)
         owner = child
-    if not isinstance(owner, Obj):
-        return
     leaf = override.path[-1]
     if override.action == "delete":
         owner.fields.pop(leaf, None)
         return
+    if _unknown_field(owner, leaf):
+        resolved.ignored.append((".".join(override.path), override))
+        return
+    current = owner.get(leaf)
     if override.action == "merge":
-        current = owner.get(leaf)
         if not isinstance(current, Obj):
             owner.set(leaf, interp.new_obj(None, override.origin), override.origin)
         return
+    if isinstance(override.value, dict) and isinstance(current, Obj) and "_target_" not in override.value:
+        merge_mapping(resolved, current, override.value, override, override.path)
+        return
     owner.set(leaf, to_graph(interp, override.value, override.origin), override.origin)
+
+
+def merge_mapping(resolved: Any, target: Obj, mapping: dict, override: Override, path: tuple) -> None:
+    for key, item in mapping.items():
+        if _unknown_field(target, key):
+            resolved.ignored.append((".".join(path + (key,)), override))
+            continue
+        current = target.get(key)
+        if isinstance(item, dict) and isinstance(current, Obj):
+            merge_mapping(resolved, current, item, override, path + (key,))
+        else:
+            target.set(key, to_graph(resolved.interp, item, override.origin), override.origin)
+
+
+def _unknown_field(owner: Obj, name: str) -> bool:
+    """A config object (not a dict, not an open HF provider) without that field."""
+    return owner.cls is not None and name not in owner.cls.fields and name not in owner.fields and not owner.open
 
 
 def to_graph(interp: Any, value: Any, origin: Origin) -> Any:

@@ -127,13 +127,16 @@ class ResolvedRecipe:
         self.root = root
         self.recipe = recipe
         self.interp = interp
+        self.ignored: list = []  # (field path, Override) that Megatron-Bridge would skip
 
     @property
     def schema(self) -> Schema:
         return self.interp.schema
 
     def build(self) -> EffectiveConfig:
-        return flatten(self.root, self.recipe, self.schema, list(self.interp.notes))
+        cfg = flatten(self.root, self.recipe, self.schema, list(self.interp.notes))
+        cfg.ignored_overrides = [(path, o.origin, o.action, o.value) for path, o in self.ignored]
+        return cfg
 
 
 def flatten(root: Obj, recipe: RecipeRef, schema: Schema, notes: list[str] | None = None) -> EffectiveConfig:

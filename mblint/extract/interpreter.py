@@ -210,7 +210,9 @@ class Interpreter:
         overlay = schema.overlay or {}
         self.hf_factories = {q.rsplit(".", 2)[-2] + "." + q.rsplit(".", 1)[-1]
                              for q in overlay.get("hf_model_factories", [])} or {"AutoBridge.from_hf_pretrained"}
-        self.hf_methods = set(overlay.get("hf_provider_methods", [])) or {"to_megatron_provider", "get_model_config"}
+        # Methods missing from a release are still recognised: recipes written for newer
+        # Megatron-Bridge lines call them (e.g. get_model_config).
+        self.hf_methods = set(overlay.get("hf_provider_methods", [])) | set(overlay.get("hf_provider_methods_missing", []))
 
     # ----- modules -------------------------------------------------------------------------
 
