@@ -120,27 +120,63 @@ class RecipeRef:
         return Origin(self.path, self.line, self.column, self.end_line, self.end_column, "recipe")
 
 
-@dataclass
 class EffectiveConfig:
     """A resolved ``ConfigContainer``: each leaf field path with its value and origins, and the
     class of every object node (``""`` is the container, ``"dataset"`` the dataset config...).
-    Dict-valued nodes have the type ``"dict"``; ``open_dicts`` are dicts with unknown extra keys.
+    Dict-valued nodes have the type ``"dict"``; ``open_dicts`` are nodes with unknown extra keys.
+
+    Built either from flat tables, or from a ``graph`` (anything with ``lookup(path)``,
+    ``slot(path)`` and ``flatten()``) that is only flattened when a caller needs every field.
     """
 
-    fields: dict[str, ResolvedField]
-    types: dict[str, str]
-    recipe: RecipeRef
-    schema_version: str = ""
-    open_dicts: frozenset[str] = frozenset()
-    notes: list[str] = field(default_factory=list)
-    # Override keys Megatron-Bridge skips or rejects: (field path, origin, action, value).
-    ignored_overrides: list = field(default_factory=list)
+    def __init__(
+        self,
+        recipe: RecipeRef,
+        schema_version: str = "",
+        *,
+        fields: dict[str, ResolvedField] | None = None,
+        types: dict[str, str] | None = None,
+        open_dicts: frozenset[str] = frozenset(),
+        notes: list[str] | None = None,
+        graph: Any = None,
+    ) -> None:
+        self.recipe = recipe
+        self.schema_version = schema_version
+        self.notes = notes or []
+        self.ignored_overrides: list = []  # (field path, origin, action, value) MB skips or rejects
+        self._graph = graph
+        self._fields = fields
+        self._types = types
+        self._open_dicts = open_dicts
+
+    def _flatten(self) -> None:
+        if self._fields is None:
+            self._fields, self._types, self._open_dicts = self._graph.flatten()
+
+    @property
+    def fields(self) -> dict[str, ResolvedField]:
+        self._flatten()
+        return self._fields
+
+    @property
+    def types(self) -> dict[str, str]:
+        self._flatten()
+        return self._types
+
+    @property
+    def open_dicts(self) -> frozenset[str]:
+        self._flatten()
+        return self._open_dicts
 
     def get(self, path: str) -> ResolvedField | None:
+        if self._graph is not None and self._fields is None:
+            return self._graph.field(path)
         return self.fields.get(path)
 
     def value(self, path: str) -> Any:
         """The field's value, ``UNKNOWN`` if it cannot be known, ``ABSENT`` if it does not exist."""
+        if self._graph is not None and self._fields is None:
+            return self._graph.lookup(path)
         resolved = self.fields.get(path)
         if resolved is not None:
             return resolved.value
@@ -161,10 +197,12 @@ class EffectiveConfig:
 
     def type_of(self, path: str) -> str | None:
         """Class name of an object node, or None when the node is not an object (or unknown)."""
+        if self._graph is not None and self._fields is None:
+            return self._graph.type_of(path)
         return self.types.get(path)
 
     def origins(self, path: str) -> tuple[Origin, ...]:
-        resolved = self.fields.get(path)
+        resolved = self.get(path)
         return resolved.origins if resolved else ()
 
     def children(self, prefix: str) -> Iterator[ResolvedField]:

@@ -16,7 +16,7 @@ from mblint.extract.interpreter import (
 )
 from mblint.extract.modules import ModuleFinder, SourceError, installed_megatron_roots, package_root
 from mblint.extract.values import Obj
-from mblint.model import UNKNOWN, EffectiveConfig, RecipeRef, ResolvedField, Unknown
+from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, RecipeRef, ResolvedField, Unknown, _NodeMarker
 from mblint.schema import Schema, load_schema
 
 ANCESTOR_ROOTS = 4
@@ -139,20 +139,56 @@ class ResolvedRecipe:
         return cfg
 
 
+class GraphView:
+    """Answers field look-ups on an interpreted object graph, flattening it only on demand."""
+
+    def __init__(self, root: Obj) -> None:
+        self.root = root
+
+    def _walk_to(self, path: str) -> tuple[Any, tuple]:
+        """(value, origins) at ``path``; value may be an Obj, ABSENT or UNKNOWN."""
+        current: Any = self.root
+        origins: tuple = ()
+        for part in path.split(".") if path else ():
+            if not isinstance(current, Obj):
+                return (UNKNOWN if isinstance(current, Unknown) else ABSENT), ()
+            slot = current.fields.get(part)
+            if slot is None and current.is_dict:
+                slot = next((v for k, v in current.fields.items() if str(k) == part), None)
+            if slot is None:
+                return (UNKNOWN if current.open else ABSENT), ()
+            current, origins = slot
+        return current, origins
+
+    def lookup(self, path: str) -> Any:
+        value, _ = self._walk_to(path)
+        if isinstance(value, Obj):
+            return _NodeMarker(value.type_name)
+        return value if value is ABSENT else _plain(value)
+
+    def field(self, path: str) -> ResolvedField | None:
+        value, origins = self._walk_to(path)
+        if isinstance(value, Obj) or value is ABSENT or not path:
+            return None
+        if isinstance(value, Unknown) and not origins:
+            return None
+        return ResolvedField(path, _plain(value), origins)
+
+    def type_of(self, path: str) -> str | None:
+        value, _ = self._walk_to(path)
+        return value.type_name if isinstance(value, Obj) else None
+
+    def flatten(self) -> tuple[dict, dict, frozenset]:
+        fields: dict[str, ResolvedField] = {}
+        types: dict[str, str] = {"": self.root.type_name}
+        open_dicts: set[str] = set()
+        for path, value, origins in _walk(self.root, "", types, open_dicts, set()):
+            fields[path] = ResolvedField(path, _plain(value), origins)
+        return fields, types, frozenset(open_dicts)
+
+
 def flatten(root: Obj, recipe: RecipeRef, schema: Schema, notes: list[str] | None = None) -> EffectiveConfig:
-    fields: dict[str, ResolvedField] = {}
-    types: dict[str, str] = {"": root.type_name}
-    open_dicts: set[str] = set()
-    for path, value, origins in _walk(root, "", types, open_dicts, set()):
-        fields[path] = ResolvedField(path, _plain(value), origins)
-    return EffectiveConfig(
-        fields=fields,
-        types=types,
-        recipe=recipe,
-        schema_version=schema.line,
-        open_dicts=frozenset(open_dicts),
-        notes=notes or [],
-    )
+    return EffectiveConfig(recipe, schema.line, notes=notes or [], graph=GraphView(root))
 
 
 def _walk(obj: Obj, prefix: str, types: dict, open_dicts: set, active: set) -> Iterator[tuple]:

@@ -217,14 +217,20 @@ class Interpreter:
     # ----- modules -------------------------------------------------------------------------
 
     def scope_for(self, path: Path) -> ModuleScope:
-        key = path.resolve()
-        scope = self.scopes.get(key)
+        scope = self.scopes.get(path)
         if scope is None:
-            scope = ModuleScope(self, self.finder.load(path))
-            self.scopes[key] = scope
+            key = path.resolve()
+            scope = self.scopes.get(key)
+            if scope is None:
+                scope = ModuleScope(self, self.finder.load(path))
+                self.scopes[key] = scope
+            self.scopes[path] = scope
         return scope
 
     def resolve_import(self, imp: LazyImport) -> Any:
+        known_class = self.megatron_class(imp)
+        if known_class is not None:
+            return known_class
         if imp.level:
             path = self.finder.find_relative(imp.from_file, imp.level, imp.module)
             label = f"{'.' * imp.level}{imp.module or ''}"
@@ -243,6 +249,19 @@ class Interpreter:
             if submodule is not None:
                 return submodule
         return self.external(f"{label}.{imp.attr}".lstrip("."))
+
+    def megatron_class(self, imp: LazyImport) -> Any:
+        """A Megatron config class or enum named by an import is taken from the schema
+        without reading (or even finding) the module that defines it."""
+        if imp.level or imp.attr is None or not (imp.module or "").startswith("megatron"):
+            return None
+        spec = self.schema.find_class(imp.attr, imp.module)
+        if spec is not None and spec.name == imp.attr:
+            return ClassRef(spec)
+        members = self.schema.find_enum(imp.attr)
+        if members is not None:
+            return EnumRef(imp.attr, tuple(members.items()))
+        return None
 
     def _submodule(self, imp: LazyImport, package_file: Path) -> Any:
         if package_file.name != "__init__.py":
@@ -345,8 +364,10 @@ class Interpreter:
         copy = self.new_obj(obj.cls, obj.created_at)
         memo[obj.oid] = copy
         copy.open = obj.open
-        for key, (value, origins) in obj.fields.items():
-            copy.fields[key] = (self.copy_obj(value, memo) if isinstance(value, Obj) else value, origins)
+        copy.fields = fields = dict(obj.fields)
+        for key, slot in fields.items():
+            if type(slot[0]) is Obj:
+                fields[key] = (self.copy_obj(slot[0], memo), slot[1])
         return copy
 
     def snapshot(self, frame: Frame) -> dict:
