@@ -43,8 +43,10 @@ def main() -> None:
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="warning", show_default=True,
               help="Lowest severity that makes the exit code 1.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the result cache (.mblint_cache).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: by amount of work).")
 def check(paths, select, extend_select, ignore, output_format, world_size, version, search_paths, recipe, dotlist,
-          fail_on, exit_zero) -> None:
+          fail_on, exit_zero, no_cache, jobs) -> None:
     """Lint recipe files, override files and folders."""
     from mblint.engine import CheckOptions, Engine
     from mblint.findings import Severity
@@ -52,7 +54,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
     options = CheckOptions(
         select=_split(select), ignore=_split(ignore), extend_select=_split(extend_select),
         world_size=world_size, version=version, search_paths=tuple(Path(p) for p in search_paths),
-        recipe=recipe, dotlist=tuple(dotlist),
+        recipe=recipe, dotlist=tuple(dotlist), use_cache=not no_cache, jobs=jobs,
     )
     report = Engine(options).check_paths(list(paths) or ["."])
     _emit(report, output_format or "text")

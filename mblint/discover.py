@@ -72,11 +72,7 @@ def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[Pa
 
 
 def _add(path: Path, found: Discovered, seen: set[Path], explicit: bool) -> None:
-    try:
-        key = path.resolve()
-    except (OSError, RuntimeError):
-        found.problems.append(f"{path}: cannot resolve path (symlink loop?)")
-        return
+    key = Path(os.path.abspath(path))
     if key in seen:
         return
     if path.suffix in PYTHON_SUFFIXES:

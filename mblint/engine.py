@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Iterable
 
 from mblint.discover import discover
 from mblint.extract.modules import SourceError
-from mblint.findings import Finding, Severity
+from mblint.findings import Finding, Severity, finding_from_dict, finding_to_dict
 from mblint.model import EffectiveConfig, Origin
 from mblint.plugins import LoadedPlugins, load_plugins
 from mblint.rule import Rule, RuleContext
@@ -82,6 +83,9 @@ class CheckOptions:
     recipe: str | None = None
     dotlist: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
+    use_cache: bool = False
+    cache_root: Path | None = None
+    jobs: int | None = None  # None: decide from the amount of work
 
 
 @dataclass
@@ -97,6 +101,27 @@ class FileError:
 
 
 @dataclass
+class FileResult:
+    """What linting one file produced; cached and sent between worker processes as JSON."""
+
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    recipes: int = 0
+    resolved: int = 0
+
+    def to_dict(self) -> dict:
+        return {"findings": [finding_to_dict(f) for f in self.findings],
+                "errors": [vars(e) for e in self.errors], "notes": self.notes,
+                "recipes": self.recipes, "resolved": self.resolved}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "FileResult":
+        return cls([finding_from_dict(f) for f in data["findings"]], [FileError(**e) for e in data["errors"]],
+                   list(data["notes"]), data["recipes"], data["resolved"])
+
+
+@dataclass
 class Report:
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
@@ -104,7 +129,14 @@ class Report:
     files: int = 0
     recipes: int = 0
     resolved: int = 0
-    configs: list[EffectiveConfig] = field(default_factory=list)
+    cache_hits: int = 0
+
+    def add(self, result: FileResult) -> None:
+        self.findings.extend(result.findings)
+        self.errors.extend(result.errors)
+        self.notes.extend(result.notes)
+        self.recipes += result.recipes
+        self.resolved += result.resolved
 
 
 def select_rules(rules: Iterable[type[Rule]], select: tuple[str, ...], ignore: tuple[str, ...],
@@ -124,14 +156,22 @@ def select_rules(rules: Iterable[type[Rule]], select: tuple[str, ...], ignore: t
 
 class Engine:
     def __init__(self, options: CheckOptions, plugins: LoadedPlugins | None = None) -> None:
-        from mblint.resolve import Project
-
         self.options = options
         self.plugins = plugins or load_plugins()
         self.all_rules = list(ENGINE_RULES) + list(self.plugins.rules)
         self.rules = select_rules(self.all_rules, options.select, options.ignore, options.extend_select)
-        self.project = Project(list(options.search_paths), options.version)
+        self.display_root = Path.cwd()
+        self._project = None
         self.editable: set[str] = set()
+
+    @property
+    def project(self):
+        """The resolver, imported and built on first use: a fully cached run never needs it."""
+        if self._project is None:
+            from mblint.resolve import Project
+
+            self._project = Project(list(self.options.search_paths), self.options.version, self.display_root)
+        return self._project
 
     def rule_enabled(self, rule: type[Rule]) -> bool:
         return rule in self.rules
@@ -143,24 +183,70 @@ class Engine:
         for missing in found.missing:
             report.errors.append(FileError(missing, "no such file or directory"))
         report.notes.extend(found.problems)
-        self.editable = {self.project_display(p) for p in found.python + found.yaml}
-        for path in found.python:
-            self.check_python(path, report)
-        for path in found.yaml:
-            self.check_yaml(path, report)
-        report.files = len(found.python) + len(found.yaml)
+        files = found.python + found.yaml
+        self.editable = {self.project_display(p) for p in files}
+        cache = self.make_cache()
+        pending = []
+        for path in files:
+            cached = cache.get(path) if cache else None
+            if cached is not None:
+                report.add(FileResult.from_dict(cached))
+            else:
+                pending.append(path)
+        for path, result, deps in self.check_files(pending):
+            report.add(result)
+            if cache is not None and not result.errors:
+                cache.put(path, deps, result.to_dict())
+        report.files = len(files)
+        report.cache_hits = cache.hits if cache else 0
         report.findings = _dedupe(report.findings)
         report.findings.sort(key=Finding.sort_key)
         return report
 
-    def project_display(self, path: Path) -> str:
-        from mblint.extract.modules import ModuleFinder
+    def make_cache(self):
+        if not self.options.use_cache:
+            return None
+        from mblint import cache
 
-        return ModuleFinder([], self.project.display_root).display(path)
+        root = self.options.cache_root or cache.project_root(self.display_root)
+        options = {k: v for k, v in vars(self.options).items() if k not in ("use_cache", "cache_root", "jobs")}
+        key = cache.settings_key({"options": options, "rules": cache.rules_fingerprint(self.all_rules),
+                                  "plugins": self.plugins.versions, "cwd": str(self.display_root)})
+        return cache.ResultCache(root, key)
+
+    def check_files(self, paths: list[Path]):
+        """(path, FileResult, dependencies) for each file, in worker processes when there is
+        enough work to pay for them."""
+        jobs = self.options.jobs if self.options.jobs is not None else _default_jobs(len(paths))
+        if jobs <= 1:
+            for path in paths:
+                yield (path, *self.check_file(path))
+            return
+        yield from _check_in_workers(self, paths, jobs)
+
+    def check_file(self, path: Path) -> tuple[FileResult, set[Path]]:
+        result = FileResult()
+        if path.suffix == ".py":
+            self.check_python(path, result)
+            deps = self._deps(path)
+        else:
+            deps = self.check_yaml(path, result)
+        return result, deps
+
+    def _deps(self, path: Path) -> set[Path]:
+        try:
+            return self.project.interpreter_for(path).dependencies(path.resolve())
+        except Exception:  # noqa: BLE001 - deps only decide caching
+            return set()
+
+    def project_display(self, path: Path) -> str:
+        from mblint.extract.modules import display_path
+
+        return display_path(path, self.display_root)
 
     # ----- python ------------------------------------------------------------------------
 
-    def check_python(self, path: Path, report: Report) -> None:
+    def check_python(self, path: Path, report: FileResult) -> None:
         try:
             functions = self.project.recipe_functions(path)
         except SourceError as error:
@@ -171,9 +257,9 @@ class Engine:
             report.recipes += 1
             self.check_recipe(path, node.name, text, report, dotlist=self.options.dotlist)
 
-    def check_recipe(self, path: Path, function: str, text: str, report: Report,
+    def check_recipe(self, path: Path, function: str, text: str, report: FileResult,
                      overrides: Iterable = (), dotlist: tuple[str, ...] = ()) -> EffectiveConfig | None:
-        from mblint.overrides import apply_dotlist, apply_yaml_file
+        from mblint.overrides import DotlistError, apply_dotlist, apply_yaml_file
 
         try:
             graph = self.project.resolve_graph(path, function)
@@ -187,16 +273,23 @@ class Engine:
         self.report_limits(interp.notes, path, function, report)
         if graph is None:
             return None
-        for override in overrides:
-            apply_yaml_file(graph, override)
-        if dotlist:
-            apply_dotlist(graph, list(dotlist))
+        try:
+            for override in overrides:
+                apply_yaml_file(graph, override)
+            if dotlist:
+                apply_dotlist(graph, list(dotlist))
+        except SourceError as error:
+            self.syntax_finding(error, report)
+            return None
+        except DotlistError as error:
+            report.errors.append(FileError("--set", str(error)))
+            return None
         cfg = graph.build()
         report.resolved += 1
         self.run_rules(cfg, text, report)
         return cfg
 
-    def run_rules(self, cfg: EffectiveConfig, text: str, report: Report) -> None:
+    def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult) -> None:
         world_size, source = self.world_size_for(cfg, text)
         for rule_class in self.rules:
             if rule_class in ENGINE_RULES or not rule_class.applies_to(cfg.schema_version):
@@ -220,14 +313,14 @@ class Engine:
             return int(match.group(1)), "name"
         return None, ""
 
-    def report_limits(self, notes: list[str], path: Path, function: str, report: Report) -> None:
+    def report_limits(self, notes: list[str], path: Path, function: str, report: FileResult) -> None:
         limited = [n for n in notes if "limit" in n or "unresolved" in n or "too deep" in n]
         if limited and self.rule_enabled(ResolverLimitRule):
             origin = Origin(self.project_display(path), 1, 1, 1, 1)
             report.findings.append(Finding(ResolverLimitRule.id, ResolverLimitRule.name, ResolverLimitRule.severity,
                                            f"{function}: {limited[0]}", origin, recipe=f"{origin.path}::{function}"))
 
-    def syntax_finding(self, error: SourceError, report: Report) -> None:
+    def syntax_finding(self, error: SourceError, report: FileResult) -> None:
         if not self.rule_enabled(SyntaxErrorRule):
             return
         display = self.project_display(error.path)
@@ -236,28 +329,31 @@ class Engine:
 
     # ----- yaml --------------------------------------------------------------------------
 
-    def check_yaml(self, path: Path, report: Report) -> None:
+    def check_yaml(self, path: Path, report: FileResult) -> set[Path]:
+        """Lint an override file paired with a recipe; returns the files the result depends on."""
         from mblint.overrides import load_yaml, recipe_pairing
 
         pairing = self.options.recipe or recipe_pairing(path)
         if pairing is None:
-            return
+            return set()
         try:
             load_yaml(path)
         except SourceError as error:
             self.syntax_finding(error, report)
-            return
+            return set()
         target = self.find_recipe(pairing, path)
         if target is None:
             report.errors.append(FileError(str(path), f"paired recipe {pairing!r} not found"))
-            return
+            return set()
         recipe_path, function = target
         try:
             text = self.project.interpreter_for(recipe_path).finder.load(recipe_path).text
         except SourceError as error:
             self.syntax_finding(error, report)
-            return
+            return set()
+        report.recipes += 1
         self.check_recipe(recipe_path, function, text, report, overrides=[path], dotlist=self.options.dotlist)
+        return self._deps(recipe_path) | {recipe_path.resolve()}
 
     def find_recipe(self, pairing: str, near: Path) -> tuple[Path, str] | None:
         if "::" not in pairing:
@@ -281,3 +377,55 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
             seen.add(key)
             unique.append(finding)
     return unique
+
+
+def _default_jobs(files: int) -> int:
+    """Worker processes pay off from a few dozen files on; never more than the cores."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(cores, max(1, files // 40))
+
+
+_WORKER_ENGINE: "Engine | None" = None
+
+
+def _worker_init(engine: "Engine") -> None:
+    global _WORKER_ENGINE
+    _WORKER_ENGINE = engine
+
+
+def _worker_run(paths: list[str]) -> list[tuple[str, dict, list[str]]]:
+    engine = _WORKER_ENGINE
+    results = []
+    for raw in paths:
+        path = Path(raw)
+        result, deps = engine.check_file(path)
+        results.append((raw, result.to_dict(), [str(d) for d in deps]))
+    return results
+
+
+def _check_in_workers(engine: Engine, paths: list[Path], jobs: int):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        for path in paths:
+            yield (path, *engine.check_file(path))
+        return
+    context = multiprocessing.get_context("fork")
+    chunks = _chunks_by_folder(paths, jobs)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init,
+                             initargs=(engine,)) as pool:
+        for batch in pool.map(_worker_run, [[str(p) for p in chunk] for chunk in chunks]):
+            for raw, data, deps in batch:
+                yield Path(raw), FileResult.from_dict(data), {Path(d) for d in deps}
+
+
+def _chunks_by_folder(paths: list[Path], jobs: int) -> list[list[Path]]:
+    """Contiguous runs of sorted paths, so a folder's shared modules are parsed by one worker;
+    a few chunks per worker keep both cores busy to the end."""
+    ordered = sorted(paths, key=lambda p: str(p))
+    count = max(1, jobs * 4)
+    size = max(1, -(-len(ordered) // count))
+    return [ordered[i:i + size] for i in range(0, len(ordered), size)]

@@ -65,3 +65,33 @@ class Finding:
 
     def identity(self) -> tuple:
         return (self.rule_id, self.location.path, self.location.line, self.location.column, self.message)
+
+
+def origin_from_dict(data: dict) -> Origin:
+    return Origin(data["path"], data["line"], data["column"], data["end_line"], data["end_column"],
+                  data.get("kind", "set"), data.get("seq", 0))
+
+
+def finding_to_dict(finding: Finding) -> dict:
+    def origin(o: Origin) -> dict:
+        return {**o.to_json(), "kind": o.kind, "seq": o.seq}
+
+    return {
+        "rule_id": finding.rule_id, "rule_name": finding.rule_name, "severity": int(finding.severity),
+        "message": finding.message, "location": origin(finding.location),
+        "related": [{"origin": origin(r.origin), "message": r.message} for r in finding.related],
+        "fields": list(finding.fields), "recipe": finding.recipe,
+        "fixes": [{"action": f.action, "field": f.field, "value": f.value, "new_field": f.new_field,
+                   "safe": f.safe, "description": f.description} for f in finding.fixes],
+        "extra": finding.extra,
+    }
+
+
+def finding_from_dict(data: dict) -> Finding:
+    return Finding(
+        rule_id=data["rule_id"], rule_name=data["rule_name"], severity=Severity(data["severity"]),
+        message=data["message"], location=origin_from_dict(data["location"]),
+        related=tuple(Related(origin_from_dict(r["origin"]), r["message"]) for r in data["related"]),
+        fields=tuple(data["fields"]), recipe=data["recipe"],
+        fixes=tuple(FixIntent(**f) for f in data["fixes"]), extra=data.get("extra", {}),
+    )

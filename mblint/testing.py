@@ -93,7 +93,7 @@ def run_example(rule_class, example: Example, workdir: Path, search_paths: Seque
         search_paths=tuple(search_paths), dotlist=example.dotlist,
     )
     engine = Engine(options, LoadedPlugins(rules=[rule_class]))
-    engine.project.display_root = workdir
+    engine.display_root = workdir
     report = engine.check_paths(paths)
     findings = [f for f in report.findings if f.rule_id == rule_class.id]
     return ExampleRun(findings, recipe_file, yaml_file, expected, report.notes + [str(e) for e in report.errors])

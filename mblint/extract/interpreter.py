@@ -67,6 +67,7 @@ class ModuleScope:
         self._built = False
         self._building = False
         self._searching_stars = False
+        self.deps: set[Path] = set()  # modules this one's imports resolved to
 
     @property
     def path(self) -> Path:
@@ -237,6 +238,9 @@ class Interpreter:
         else:
             path = self.finder.find(imp.module or "")
             label = imp.module or ""
+        owner = self.scopes.get(imp.from_file)
+        if owner is not None and path is not None:
+            owner.deps.add(path)
         if imp.attr is None:
             return self._module_value(path, label)
         if path is not None:
@@ -249,6 +253,19 @@ class Interpreter:
             if submodule is not None:
                 return submodule
         return self.external(f"{label}.{imp.attr}".lstrip("."))
+
+    def dependencies(self, path: Path) -> set[Path]:
+        """Every module file that ``path``'s module reached through imports, transitively."""
+        seen: set[Path] = set()
+        stack = [path]
+        while stack:
+            current = stack.pop()
+            scope = self.scopes.get(current)
+            if scope is None or scope.path.resolve() in seen:
+                continue
+            seen.add(scope.path.resolve())
+            stack.extend(scope.deps)
+        return seen
 
     def megatron_class(self, imp: LazyImport) -> Any:
         """A Megatron config class or enum named by an import is taken from the schema
@@ -270,6 +287,9 @@ class Interpreter:
         if not candidate.is_file():
             candidate = package_file.parent / imp.attr / "__init__.py"
         if candidate.is_file():
+            owner = self.scopes.get(imp.from_file)
+            if owner is not None:
+                owner.deps.add(candidate)
             scope = self._scope_or_none(candidate)
             return ModuleRef(scope) if scope else UNKNOWN
         return None

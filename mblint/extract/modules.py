@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -134,10 +135,14 @@ class ModuleFinder:
         return cached
 
     def display(self, path: Path) -> str:
-        try:
-            return str(path.resolve().relative_to(self.display_root.resolve()))
-        except ValueError:
-            return str(path)
+        return display_path(path, self.display_root)
+
+
+def display_path(path: Path, root: Path) -> str:
+    """How findings name a file: relative to ``root`` when below it, else as given."""
+    absolute = os.path.abspath(path)
+    base = os.path.abspath(root).rstrip(os.sep) + os.sep
+    return absolute[len(base):] if absolute.startswith(base) else str(path)
 
 
 def _module_file(root: Path, parts: list[str]) -> Path | None:
