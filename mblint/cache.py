@@ -27,19 +27,19 @@ def project_root(start: Path) -> Path:
     return start
 
 
-_HASHES: dict[str, str | None] = {}
-
-
-def content_hash(path: Path) -> str | None:
-    """The file's content digest, computed once per process."""
+def content_hash(path: Path, memo: dict | None = None) -> str | None:
+    """The file's content digest (computed once per run when a ``memo`` is given)."""
     key = os.path.abspath(path)
-    if key not in _HASHES:
-        try:
-            with open(key, "rb") as handle:
-                _HASHES[key] = hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
-        except OSError:
-            _HASHES[key] = None
-    return _HASHES[key]
+    if memo is not None and key in memo:
+        return memo[key]
+    try:
+        with open(key, "rb") as handle:
+            digest = hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
+    except OSError:
+        digest = None
+    if memo is not None:
+        memo[key] = digest
+    return digest
 
 
 def rules_fingerprint(rules: list) -> str:
@@ -63,6 +63,7 @@ class ResultCache:
         self.settings_key = settings_key
         self.hits = 0
         self.misses = 0
+        self.hashes: dict[str, str | None] = {}
 
     def _entry_path(self, path: Path) -> Path:
         name = hashlib.blake2b(f"{os.path.abspath(path)}|{self.settings_key}".encode(), digest_size=16).hexdigest()
@@ -83,12 +84,12 @@ class ResultCache:
         return entry["result"]
 
     def _deps_unchanged(self, deps: dict[str, str | None]) -> bool:
-        return all(content_hash(Path(dep)) == digest for dep, digest in deps.items())
+        return all(content_hash(Path(dep), self.hashes) == digest for dep, digest in deps.items())
 
     def put(self, path: Path, deps: set[Path], result: Any) -> None:
         entry = {
             "settings": self.settings_key,
-            "deps": {os.path.abspath(dep): content_hash(dep) for dep in sorted({Path(os.path.abspath(path)), *deps})},
+            "deps": {os.path.abspath(dep): content_hash(dep, self.hashes) for dep in sorted({Path(os.path.abspath(path)), *deps})},
             "result": result,
         }
         entry_path = self._entry_path(path)

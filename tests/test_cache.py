@@ -1,0 +1,100 @@
+"""The result cache: hits when nothing changed, misses when the file or a module it reads
+changed, never used with --no-cache, and harmless when entries are corrupt."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mblint.engine import CheckOptions, Engine
+
+COMMON = '''\
+from megatron.bridge.training.config import ConfigContainer, TrainingConfig
+from megatron.bridge.data.builders import GPTSFTDatasetConfig
+from megatron.bridge.data.packing import PackedSequenceSpecs
+
+MBS = {mbs}
+
+
+def _base():
+    return ConfigContainer(
+        train=TrainingConfig(micro_batch_size=MBS, global_batch_size=8),
+        dataset=GPTSFTDatasetConfig(seq_length=2048, enable_offline_packing=True,
+                                    offline_packing_specs=PackedSequenceSpecs(packed_sequence_size=2048)),
+    )
+'''
+RECIPE = '''\
+from proj.common import _base
+
+
+def tiny_sft_config():
+    cfg = _base()
+    return cfg
+'''
+
+
+def make_project(root: Path, mbs: int) -> Path:
+    package = root / "proj"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "common.py").write_text(COMMON.format(mbs=mbs))
+    (package / "recipe.py").write_text(RECIPE)
+    (root / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
+    return package / "recipe.py"
+
+
+def run(root: Path, recipe: Path, use_cache: bool = True):
+    engine = Engine(CheckOptions(select=("PK001",), use_cache=use_cache, cache_root=root))
+    engine.display_root = root
+    return engine.check_paths([str(recipe)])
+
+
+def test_second_run_is_served_from_the_cache(tmp_path):
+    recipe = make_project(tmp_path, mbs=2)
+    first = run(tmp_path, recipe)
+    second = run(tmp_path, recipe)
+    assert first.cache_hits == 0 and second.cache_hits == 1
+    assert [f.rule_id for f in second.findings] == ["PK001"] == [f.rule_id for f in first.findings]
+    assert second.findings[0].location == first.findings[0].location
+
+
+def test_a_change_in_an_imported_base_builder_invalidates_the_recipe(tmp_path):
+    recipe = make_project(tmp_path, mbs=2)
+    assert [f.rule_id for f in run(tmp_path, recipe).findings] == ["PK001"]
+    (tmp_path / "proj" / "common.py").write_text(COMMON.format(mbs=1))
+    after = run(tmp_path, recipe)
+    assert after.cache_hits == 0
+    assert after.findings == []
+
+
+def test_no_cache_neither_reads_nor_writes(tmp_path):
+    recipe = make_project(tmp_path, mbs=2)
+    run(tmp_path, recipe, use_cache=False)
+    assert not (tmp_path / ".mblint_cache").exists()
+    run(tmp_path, recipe)
+    again = run(tmp_path, recipe, use_cache=False)
+    assert again.cache_hits == 0
+
+
+def test_corrupt_entries_are_ignored(tmp_path):
+    recipe = make_project(tmp_path, mbs=2)
+    run(tmp_path, recipe)
+    for entry in (tmp_path / ".mblint_cache").rglob("*.json"):
+        entry.write_text("{not json")
+    report = run(tmp_path, recipe)
+    assert report.cache_hits == 0 and [f.rule_id for f in report.findings] == ["PK001"]
+
+
+def test_concurrent_runs_leave_valid_entries(tmp_path):
+    recipe = make_project(tmp_path, mbs=2)
+    command = [sys.executable, "-m", "mblint", "check", str(recipe), "--select", "PK001"]
+    processes = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                 for _ in range(4)]
+    assert [p.wait() for p in processes] == [1, 1, 1, 1]
+    entries = list((tmp_path / ".mblint_cache").rglob("*.json"))
+    assert entries and all(json.loads(e.read_text())["result"]["findings"] for e in entries)
+    assert not [p for p in (tmp_path / ".mblint_cache").rglob(".tmp-*")]
+    assert os.path.exists(tmp_path / ".mblint_cache" / ".gitignore")
