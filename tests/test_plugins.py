@@ -1,0 +1,58 @@
+"""Rule packs register through the ``mblint`` entry-point group; a broken one is reported and
+skipped. The packs are made visible to a fresh interpreter by a ``.dist-info`` folder on its
+path, which is what installing them would create."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "plugins"
+RECIPE = '''\
+from megatron.bridge.training.config import ConfigContainer, TrainingConfig
+
+
+def tiny_pretrain_config():
+    cfg = ConfigContainer(train=TrainingConfig(micro_batch_size=1, global_batch_size=8))
+    return cfg
+'''
+
+
+def install_pack(site: Path, package: str, source: Path) -> None:
+    shutil.copytree(source / package, site / package)
+    info = site / f"{package}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[mblint]\n{package} = {package}\n")
+
+
+def run_mblint(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "mblint", *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def test_third_party_pack_rule_runs_and_broken_pack_is_skipped(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    install_pack(site, "mblint_example_pack", FIXTURES / "example_pack")
+    install_pack(site, "mblint_broken_pack", FIXTURES / "broken_pack")
+    (tmp_path / "recipe.py").write_text(RECIPE)
+
+    listed = run_mblint(site, tmp_path, "rules")
+    assert "EX001" in listed.stdout and "PK001" in listed.stdout
+    assert "mblint_broken_pack" in listed.stderr and "broken on purpose" in listed.stderr
+
+    result = run_mblint(site, tmp_path, "check", "recipe.py", "--no-cache")
+    assert result.returncode == 1, result.stderr
+    assert "recipe.py:5:" in result.stdout and "EX001" in result.stdout
+    assert "below this team's minimum of 16" in result.stdout
+
+
+def test_without_the_pack_its_rule_is_absent(tmp_path):
+    (tmp_path / "recipe.py").write_text(RECIPE)
+    result = run_mblint(tmp_path, tmp_path, "check", "recipe.py", "--no-cache")
+    assert "EX001" not in result.stdout
+    assert result.returncode == 0, result.stdout + result.stderr
