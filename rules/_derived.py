@@ -278,3 +278,33 @@ def is_model_class(cfg: EffectiveConfig, base: str) -> Any:
     if spec is None:
         return UNKNOWN
     return schema.is_subclass(spec.qualname, base)
+
+
+def comm_overlap_present(cfg: EffectiveConfig) -> Any:
+    """True when ``cfg.comm_overlap`` is a CommOverlapConfig, False when None, else UNKNOWN."""
+    if cfg.type_of("comm_overlap") is not None:
+        return True
+    current = cfg.value("comm_overlap")
+    if current is None or current is ABSENT:
+        return False
+    return UNKNOWN
+
+
+def effective_overlap_flag(cfg: EffectiveConfig, name: str) -> tuple[Any, str]:
+    """An EP-overlap flag (overlap_moe_expert_parallel_comm, delay_wgrad_compute) as the model
+    sees it after ``runtime_config_update``: with a CommOverlapConfig, ``comm_overlap.setup()``
+    writes the comm_overlap value (None -> False) onto the model (training/comm_overlap.py
+    ``_get_model_comm_overlap_cfgs``/``_apply_cfgs``); without one the model's own field stays.
+    Returns (value, the field that decides it)."""
+    present = comm_overlap_present(cfg)
+    if present is True:
+        path = f"comm_overlap.{name}"
+        flag = value(cfg, path, None)
+        if not is_known(flag) or is_node(flag):
+            return UNKNOWN, path
+        return flag is True, path
+    if present is False:
+        path = f"model.{name}"
+        flag = value(cfg, path, False)
+        return (bool(flag) if known(flag) else UNKNOWN), path
+    return UNKNOWN, f"model.{name}"
