@@ -224,11 +224,13 @@ def cuda_graphs(cfg: EffectiveConfig) -> CudaGraphs:
 
 
 def graph_fields(graphs: CudaGraphs, cfg: EffectiveConfig) -> list[str]:
-    """The fields that turn graphs on, for related locations: impl plus any module field the
-    recipe set."""
+    """The fields that decide the graph setup, for locations: impl plus any module field that
+    holds module names (a "full"/None/empty value is left out, so a recipe's idle
+    ``cuda_graph_scope = "full"`` line never becomes the primary location)."""
     fields = [graphs.impl_path]
     for path in graphs.modules_paths:
-        if any(o.kind not in ("default",) for o in cfg.origins(path)):
+        names = _graph_names(cfg.value(path))
+        if names is UNKNOWN or names:
             fields.append(path)
     return fields
 
