@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule, known
+from rules._derived import cuda_graphs, graph_fields, offline_packing, pad_to_max_length
+
+MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+
+
+class OfflinePackingGraphStaticWidth(Rule):
+    id = "CG012"
+    name = "offline-packing-graph-static-width"
+    severity = Severity.ERROR
+    summary = "Offline packing with CUDA graphs requires pad_to_max_length."
+    fixable = True
+    versions = ("0.6",)
+    tags = ("cuda-graphs", "packing")
+    doc = """## What it does
+Flags offline packing (`dataset.enable_offline_packing = True`) with training CUDA graphs
+(full-iteration capture or `cuda_graph_impl = "transformer_engine"`) when the dataset does not pad
+to the maximum length (`dataset.pad_to_max_length` / `dataset.dataset_kwargs["pad_to_max_length"]`).
+
+## Why it matters
+Every training graph needs a static token width. `ConfigContainer.validate()` raises "Offline
+packing with CUDA graphs requires dataset pad_to_max_length=True."
+
+## Example
+```python
+cfg = _sft_common()
+cfg.dataset.dataset_kwargs = {}
+cfg.model.cuda_graph_impl = "transformer_engine"
+```
+
+## Fix
+Set `pad_to_max_length = True` (in `dataset_kwargs` for `GPTSFTDatasetConfig`). Not safe: it
+changes the data layout of every packed row.
+
+## Versions
+0.6.x (0.3.x does not validate this).
+
+## Sources
+0.6.2 megatron/bridge/training/config.py:1162-1179. Oracle (0.6.2): llama3_8b_sft_config with
+TE graphs and dataset.dataset_kwargs={} fails with that message.
+"""
+    valid = [
+        'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
+        'cfg.dataset.offline_packing_specs.pad_cu_seqlens = True',
+        'cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs = {}',
+        'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
+        'for kw in [{}]:\n    cfg.dataset.dataset_kwargs = kw',
+        'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"',
+    ]
+    invalid = [
+        'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
+        'cfg.dataset.dataset_kwargs = {"pad_to_max_length": False}  # error',
+        # an emptied dict leaves no origin for the key: the finding lands on the graph switch
+        'cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs = {}\n'
+        'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
+        'cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs["pad_to_max_length"] = False\n'
+        'cfg.model.cuda_graph_impl = "full_iteration"  # error',
+    ]
+
+    def check(self, cfg, ctx):
+        graphs = cuda_graphs(cfg)
+        if offline_packing(cfg) is not True:
+            return
+        training_graphs = graphs.full_iteration is True or graphs.te is True
+        if not training_graphs:
+            return
+        pad, pad_field = pad_to_max_length(cfg)
+        if not known(pad) or pad:
+            return
+        if not cfg.origins(pad_field) and pad_field.startswith("dataset.dataset_kwargs."):
+            pad_field = "dataset.dataset_kwargs"  # the dict was replaced without the key
+        fields = graph_fields(graphs, cfg) + ["dataset.enable_offline_packing", pad_field]
+        yield ctx.report(
+            cfg,
+            f"{pad_field} is not True, but offline packing with CUDA graphs (cuda_graph_impl={graphs.impl!r}) "
+            "requires a static token width: set pad_to_max_length=True",
+            fields,
+            fixes=[FixIntent("set", "dataset.dataset_kwargs.pad_to_max_length"
+                             if cfg.type_of("dataset") == "GPTSFTDatasetConfig" else "dataset.pad_to_max_length",
+                             True, safe=False, description="pad every packed row to the maximum length")],
+        )

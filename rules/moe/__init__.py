@@ -1,0 +1,1 @@
+"""MoE dispatch, HybridEP and expert-parallel overlap rules."""

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule, known
+from mblint.testing import Example
+from rules._derived import dispatcher, flex_backend
+
+MOE = ('cfg = _pretrain_common()\n'
+       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+ADJACENT_LINES = 5
+
+
+class FlexBackendWithoutFlexDispatcher(Rule):
+    id = "MO001"
+    name = "flex-backend-without-flex-dispatcher"
+    severity = Severity.WARNING
+    summary = "A flex dispatcher backend is chosen but moe_token_dispatcher_type is not 'flex'."
+    fixable = True
+    tags = ("moe",)
+    doc = """## What it does
+Flags `model.moe_flex_dispatcher_backend` assigned "deepep", "hybridep" or "ncclep" (after the
+last assignment of `model.moe_token_dispatcher_type`) while the effective dispatcher type is known
+and not "flex". Stays silent when the recipe chose a non-flex dispatcher right next to the backend
+(within a few lines of the same file): recipes record the backend there on purpose for a later
+`apply_flex_dispatcher_backend(cfg.model, cfg.model.moe_flex_dispatcher_backend)`. Silent when the
+dispatcher type is unknown (HF-derived, or after `apply_flex_dispatcher_backend`, whose result
+depends on the GPU).
+
+## Why it matters
+The backend is read only by the flex dispatcher; with "alltoall"/"allgather" DeepEP/HybridEP is
+never used and the expected speed-up silently does not happen.
+
+## Example
+```python
+cfg = base_moe_config()                          # dispatcher "alltoall"
+cfg.model.moe_flex_dispatcher_backend = "hybridep"
+```
+
+## Fix
+Safe: also set `model.moe_token_dispatcher_type = "flex"` (and `moe_shared_expert_overlap = False`),
+or call `apply_flex_dispatcher_backend(cfg.model, "hybridep")`.
+
+## Versions
+0.3.x and 0.6.x.
+
+## Sources
+0.6.2 megatron/bridge/training/flex_dispatcher_backend.py:34-99 (`apply_flex_dispatcher_backend` sets
+the type together with the backend); MCore 0.19.2 megatron/core/transformer/transformer_config.py:869-873;
+skills moe-comm-overlap SKILL.md.
+"""
+    valid = [
+        MOE + 'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.moe_flex_dispatcher_backend = "hybridep"',
+        # the idiom: a non-flex choice with the backend recorded next to it
+        MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_flex_dispatcher_backend = "deepep"',
+        MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n'
+        'cfg.model.moe_flex_dispatcher_backend = "deepep"\n'
+        'apply_flex_dispatcher_backend(cfg.model, cfg.model.moe_flex_dispatcher_backend)',
+        # dispatcher type HF-derived (unknown)
+        MOE + 'cfg.model.moe_flex_dispatcher_backend = "hybridep"',
+        MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_flex_dispatcher_backend = None',
+    ]
+    invalid = [
+        MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n' + 'cfg.train.train_iters = 10\n' * 6
+        + 'cfg.model.moe_flex_dispatcher_backend = "hybridep"  # error',
+        Example(MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"',
+                dotlist=("model.moe_flex_dispatcher_backend=hybridep",)),
+        Example(MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"',
+                yaml="model:\n  moe_flex_dispatcher_backend: deepep  # error\n", version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        backend = flex_backend(cfg)
+        kind = dispatcher(cfg)
+        if not known(backend, kind) or backend not in ("deepep", "hybridep", "ncclep") or kind == "flex":
+            return
+        backend_origins = cfg.origins("model.moe_flex_dispatcher_backend")
+        if not backend_origins or backend_origins[-1].kind in ("default", "unknown"):
+            return
+        last_backend = backend_origins[-1]
+        kind_origins = cfg.origins("model.moe_token_dispatcher_type")
+        last_kind = kind_origins[-1] if kind_origins else None
+        if last_kind is not None and last_kind.kind not in ("default", "unknown"):
+            if last_kind.seq > last_backend.seq:
+                return  # the dispatcher was chosen after the backend: a deliberate non-flex choice
+            if (last_kind.path == last_backend.path and last_backend.kind != "override"
+                    and 0 <= last_backend.line - last_kind.line <= ADJACENT_LINES):
+                return
+        yield ctx.report(
+            cfg,
+            f"model.moe_flex_dispatcher_backend is {backend!r}, but model.moe_token_dispatcher_type is {kind!r}; "
+            f"the {backend} backend is used only with the 'flex' dispatcher",
+            ["model.moe_flex_dispatcher_backend", "model.moe_token_dispatcher_type"],
+            primary="model.moe_flex_dispatcher_backend",
+            fixes=[FixIntent("set", "model.moe_token_dispatcher_type", "flex", safe=True,
+                             description='set moe_token_dispatcher_type to "flex"')],
+        )
