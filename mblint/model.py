@@ -202,6 +202,9 @@ class EffectiveConfig:
         return self.types.get(path)
 
     def origins(self, path: str) -> tuple[Origin, ...]:
+        """Where the field (or, for an object node, the object) was set, in program order."""
+        if self._graph is not None:
+            return tuple(self._graph.origins(path))
         resolved = self.get(path)
         return resolved.origins if resolved else ()
 

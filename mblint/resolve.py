@@ -174,6 +174,10 @@ class GraphView:
             return None
         return ResolvedField(path, _plain(value), origins)
 
+    def origins(self, path: str) -> tuple:
+        """Origins of a leaf, or of an object node (where the object was assigned)."""
+        return self._walk_to(path)[1]
+
     def type_of(self, path: str) -> str | None:
         value, _ = self._walk_to(path)
         return value.type_name if isinstance(value, Obj) else None

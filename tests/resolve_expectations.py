@@ -162,7 +162,10 @@ SFT_TYPES = {
     "scheduler": "SchedulerConfig",
     "ddp": "DistributedDataParallelConfig",
     "rng": "RNGConfig",
-    "model": "GPTModelProvider",  # Llama's bridge returns a GPTModelProvider
+    # Llama's bridge returns a GPTModelProvider, but which provider class a bridge returns
+    # depends on the model family (Nemotron-H gets a Mamba provider): mblint does not read the
+    # HF config, so the class is reported as unknown ("HFModelProvider").
+    "model": "HFModelProvider",
 }
 
 # ---------------------------------------------------------------------------------------------

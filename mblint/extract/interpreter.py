@@ -34,6 +34,9 @@ from mblint.schema import ClassSpec, Schema
 MAX_CALL_DEPTH = 24
 MAX_STEPS = 200_000
 MAX_EXPR_DEPTH = 200
+MAX_COMPREHENSION = 10_000
+HF_PROVIDER_LABEL = "HFModelProvider"
+LIST_MUTATORS = {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"}
 
 
 class Return(Exception):
@@ -384,6 +387,7 @@ class Interpreter:
         copy = self.new_obj(obj.cls, obj.created_at)
         memo[obj.oid] = copy
         copy.open = obj.open
+        copy.label = obj.label
         copy.fields = fields = dict(obj.fields)
         for key, slot in fields.items():
             if type(slot[0]) is Obj:
@@ -801,7 +805,7 @@ class Interpreter:
         if isinstance(owner, EnumRef):
             for member, value in owner.members:
                 if member == name:
-                    return value
+                    return _enum_value(member, value)
             return UNKNOWN
         if isinstance(owner, (ClassRef, HFBridge, str)):
             return BoundMethod(owner, name)
@@ -815,6 +819,8 @@ class Interpreter:
         if isinstance(owner, Obj) and owner.is_dict:
             value = owner.get(key)
             return UNKNOWN if is_missing(value) else value
+        if isinstance(owner, EnumRef) and isinstance(key, str):
+            return self.get_attr(owner, key)
         if isinstance(owner, (tuple, list, str)) and isinstance(key, (int, slice)):
             try:
                 return owner[key]
@@ -1007,9 +1013,83 @@ class Interpreter:
     def expr_Lambda(self, node: ast.Lambda, frame: Frame) -> Any:
         return UNKNOWN
 
+    # ----- comprehensions over known iterables -----------------------------------------------
+
+    def comprehension_items(self, node: ast.expr, frame: Frame, element) -> list | None:
+        """Evaluate ``element(frame)`` for every binding of the generators, or None when an
+        iterable or a condition is unknown."""
+        results: list = []
+        scope = Frame(frame.scope, locals=dict(frame.locals), function=frame.function)
+        if not self._comprehend(node.generators, 0, scope, element, results):
+            return None
+        return results
+
+    def _comprehend(self, generators: list, index: int, frame: Frame, element, results: list) -> bool:
+        if index == len(generators):
+            results.append(element(frame))
+            return True
+        generator = generators[index]
+        iterable = self.iterate(self.eval(generator.iter, frame))
+        if iterable is None or len(iterable) > MAX_COMPREHENSION:
+            return False
+        for item in iterable:
+            self.tick()
+            self.store(generator.target, item, frame, None)
+            keep = True
+            for condition in generator.ifs:
+                truth = self.truth(self.eval(condition, frame))
+                if truth is None:
+                    return False
+                keep = keep and truth
+            if keep and not self._comprehend(generators, index + 1, frame, element, results):
+                return False
+        return True
+
+    def iterate(self, value: Any) -> list | None:
+        if isinstance(value, (list, tuple, set, str)):
+            return list(value) if not isinstance(value, set) else sorted(value, key=repr)
+        if isinstance(value, Obj) and value.is_dict and not value.open:
+            return list(value.fields)
+        if isinstance(value, EnumRef):
+            return [_enum_value(name, member) for name, member in value.members]
+        return None
+
+    def expr_ListComp(self, node: ast.ListComp, frame: Frame) -> Any:
+        items = self.comprehension_items(node, frame, lambda f: self.eval(node.elt, f))
+        return UNKNOWN if items is None else items
+
+    def expr_GeneratorExp(self, node: ast.GeneratorExp, frame: Frame) -> Any:
+        items = self.comprehension_items(node, frame, lambda f: self.eval(node.elt, f))
+        return UNKNOWN if items is None else tuple(items)
+
+    def expr_SetComp(self, node: ast.SetComp, frame: Frame) -> Any:
+        items = self.comprehension_items(node, frame, lambda f: self.eval(node.elt, f))
+        if items is None or not _known_seq(items):
+            return UNKNOWN
+        try:
+            return set(items)
+        except TypeError:
+            return UNKNOWN
+
+    def expr_DictComp(self, node: ast.DictComp, frame: Frame) -> Any:
+        pairs = self.comprehension_items(node, frame, lambda f: (self.eval(node.key, f), self.eval(node.value, f)))
+        if pairs is None:
+            return UNKNOWN
+        obj = self.new_obj(None, self.origin(node, frame))
+        for key, value in pairs:
+            if is_unknown(key) or isinstance(key, Obj):
+                obj.open = True
+            else:
+                obj.set(key, value, self.origin(node, frame))
+        return obj
+
     # ----- calls ---------------------------------------------------------------------------
 
     def expr_Call(self, node: ast.Call, frame: Frame) -> Any:
+        if isinstance(node.func, ast.Attribute) and node.func.attr in LIST_MUTATORS:
+            holder = self.eval(node.func.value, frame)
+            if isinstance(holder, list):
+                return self.mutate_list(holder, node, frame)
         func = self.eval(node.func, frame)
         args: list = []
         for arg in node.args:
@@ -1037,6 +1117,23 @@ class Interpreter:
                 kwargs[keyword.arg] = value
                 kw_origins[keyword.arg] = self.origin(keyword, frame)
         return self.call(func, args, kwargs, node, frame, kw_origins)
+
+    def mutate_list(self, current: list, node: ast.Call, frame: Frame) -> Any:
+        """Lists are values here, so ``x.append(v)`` stores the new list back into ``x``."""
+        name = node.func.attr
+        args = [self.eval(arg, frame) for arg in node.args]
+        updated: Any = UNKNOWN
+        if name == "append" and len(args) == 1:
+            updated = current + [args[0]]
+        elif name == "extend" and len(args) == 1 and isinstance(args[0], (list, tuple)):
+            updated = current + list(args[0])
+        elif name == "insert" and len(args) == 2 and isinstance(args[0], int):
+            updated = list(current)
+            updated.insert(args[0], args[1])
+        elif name == "clear" and not args:
+            updated = []
+        self.store(node.func.value, updated, frame, self.origin(node, frame))
+        return None
 
     def call(self, func: Any, args: list, kwargs: dict, node: ast.AST, frame: Frame, kw_origins: dict) -> Any:
         if isinstance(func, FuncRef):
@@ -1173,6 +1270,9 @@ class Interpreter:
             return UNKNOWN
         origin = self.origin(node, frame)
         obj = self.new_obj(spec, origin)
+        # The provider class depends on the model family (GPT, Mamba, ...): mblint only
+        # knows the fields every provider shares, so the class itself stays unknown.
+        obj.label = HF_PROVIDER_LABEL
         derived = self.schema.hf_derived_fields
         unknown_origin = (_with_kind(origin, "unknown"),)
         default_origin = _with_kind(origin, "default")
@@ -1202,6 +1302,12 @@ class Interpreter:
             source.char_column(end_line, getattr(node, "end_col_offset", None) or node.col_offset),
             seq=self.clock,
         )
+
+
+def _enum_value(name: str, value: Any) -> Any:
+    """Enum members stand for their string value, or their name when the value is not a
+    string (``CudaGraphScope.attn`` -> "attn"): Megatron-Bridge accepts member names."""
+    return value if isinstance(value, str) else name
 
 
 def _ordered_union(first: dict, second: dict) -> list:
@@ -1261,7 +1367,9 @@ def _module_name_guess(path: Path) -> str | None:
 def _string_method(text: str, name: str, args: list, kwargs: dict) -> Any:
     if kwargs or not _known_seq(args):
         return UNKNOWN
-    if name in ("lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "replace", "split", "join", "format", "title"):
+    if name in ("lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "replace", "split",
+                "rsplit", "join", "format", "title", "partition", "rpartition", "removeprefix", "removesuffix",
+                "count", "find", "isdigit", "zfill"):
         try:
             return getattr(text, name)(*args)
         except Exception:  # noqa: BLE001
@@ -1295,6 +1403,8 @@ def _isinstance_one(interp: Interpreter, value: Any, kind: Any) -> Any:
             return UNKNOWN
         return isinstance(value, python_type)
     if isinstance(kind, ClassRef):
+        if isinstance(value, Obj) and value.label:
+            return UNKNOWN
         if isinstance(value, Obj) and value.cls is not None:
             return interp.schema.is_subclass(value.cls.qualname, kind.spec.qualname) or UNKNOWN
         if isinstance(value, SCALARS) or (isinstance(value, Obj) and value.is_dict):

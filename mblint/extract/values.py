@@ -23,11 +23,12 @@ class Obj:
     """A config object (``cls`` set) or a dict (``cls`` None). ``open`` means keys or fields
     beyond those recorded may exist with unknown values."""
 
-    __slots__ = ("oid", "cls", "fields", "open", "created_at", "__weakref__")
+    __slots__ = ("oid", "cls", "fields", "open", "created_at", "label", "__weakref__")
 
     def __init__(self, cls: ClassSpec | None, created_at: Origin | None = None) -> None:
         self.oid = next(_ids)
         self.cls = cls
+        self.label: str | None = None  # set when the real class is not known (HF providers)
         self.fields: dict[Any, Slot] = {}
         self.open = False
         self.created_at = created_at
@@ -38,6 +39,8 @@ class Obj:
 
     @property
     def type_name(self) -> str:
+        if self.label:
+            return self.label
         return self.cls.name if self.cls else "dict"
 
     def get(self, key: Any) -> Any:
