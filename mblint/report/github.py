@@ -1,0 +1,46 @@
+"""GitHub Actions workflow commands (annotations):
+``::error file=F,line=L,col=C,endLine=L2,endColumn=C2,title=T::message``.
+
+Actions shows at most 10 error and 10 warning annotations per step, so findings are written
+most severe first, then a plain summary line.
+"""
+
+from __future__ import annotations
+
+from mblint.engine import Report
+from mblint.findings import Finding, Severity
+from mblint.report.text import summary_line
+
+COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(finding: Finding) -> str:
+    loc = finding.location
+    end_line = max(loc.end_line, loc.line)
+    properties = [("file", loc.path), ("line", str(loc.line)), ("col", str(loc.column)),
+                  ("endLine", str(end_line))]
+    if end_line == loc.line and loc.end_column > loc.column:
+        properties.append(("endColumn", str(loc.end_column)))
+    properties.append(("title", f"mblint {finding.rule_id} ({finding.rule_name})"))
+    body = finding.message
+    for related in finding.related:
+        r = related.origin
+        body += f"\nrelated: {r.path}:{r.line}:{r.column}: {related.message}"
+    props = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
+    return f"::{COMMANDS[finding.severity]} {props}::{escape_data(body)}"
+
+
+def render(report: Report) -> str:
+    ordered = sorted((f for f in report.findings if not f.suppressed),
+                     key=lambda f: (-int(f.severity), f.sort_key()))
+    lines = [annotation(f) for f in ordered]
+    lines.append(summary_line(report))
+    return "\n".join(lines) + "\n"
