@@ -96,7 +96,12 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         sys.exit(EXIT_ERROR)
     _emit(report, output_format)
     for fmt, target in outputs:
-        Path(target).write_text(_render(report, fmt), encoding="utf-8")
+        try:
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            Path(target).write_text(_render(report, fmt), encoding="utf-8")
+        except OSError as error:
+            click.echo(f"mblint: error: cannot write {target}: {error.strerror}", err=True)
+            sys.exit(EXIT_ERROR)
     for entry in report.stale_baseline:
         click.echo(f"mblint: note: stale baseline entry (fixed? shrink the baseline): {entry}", err=True)
     for note in report.notes:
