@@ -137,9 +137,9 @@ def test_sarif_of_wheel_recipes_validates(mb06: Path, monkeypatch) -> None:
     monkeypatch.chdir(mb06)
     loaded = load_plugins()
     engine = Engine(CheckOptions(), LoadedPlugins(rules=loaded.rules + [Everywhere]))
-    recipes = Path("megatron/bridge/recipes")
-    folders = [str(p) for p in sorted(recipes.iterdir()) if p.is_dir()][:3]
-    report = engine.check_paths(folders + ["megatron/bridge/perf_recipes"])
+    # a sample of real recipe folders (all of recipes/ and perf_recipes/ takes about a minute)
+    folders = [f"megatron/bridge/recipes/{name}" for name in ("llama", "qwen", "deepseek")]
+    report = engine.check_paths(folders)
     document = json.loads(render(report))
     check_sarif(document)
     results = document["runs"][0]["results"]
