@@ -172,6 +172,11 @@ def test_github_format_chosen_on_actions(tmp_path: Path) -> None:
     assert on_actions.stdout.startswith("::error file=r.py,")
     explicit = run(["check", "--format", "text", "r.py"], tmp_path, env={"GITHUB_ACTIONS": "true"})
     assert explicit.stdout.startswith(f"r.py:{PK001_LINE}:")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "r.py").write_text(BAD_RECIPE)
+    nested = run(["check", "--format", "github", "r.py"], tmp_path / "sub")
+    assert nested.stdout.startswith("::error file=sub/r.py,")  # relative to the repository root
     local = run(["check", "r.py"], tmp_path)
     assert local.stdout.startswith(f"r.py:{PK001_LINE}:")
 

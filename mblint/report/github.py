@@ -7,6 +7,9 @@ most severe first, then a plain summary line.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from mblint.engine import Report
 from mblint.findings import Finding, Severity
 from mblint.report.text import summary_line
@@ -22,10 +25,22 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(finding: Finding) -> str:
+def workspace_path(display_path: str, root: Path | None) -> str:
+    """Annotations want paths relative to the workspace (the repository root), whatever the
+    working directory mblint ran in."""
+    if root is None:
+        return display_path
+    absolute = Path(os.path.abspath(display_path))
+    try:
+        return absolute.relative_to(root).as_posix()
+    except ValueError:
+        return display_path
+
+
+def annotation(finding: Finding, root: Path | None = None) -> str:
     loc = finding.location
     end_line = max(loc.end_line, loc.line)
-    properties = [("file", loc.path), ("line", str(loc.line)), ("col", str(loc.column)),
+    properties = [("file", workspace_path(loc.path, root)), ("line", str(loc.line)), ("col", str(loc.column)),
                   ("endLine", str(end_line))]
     if end_line == loc.line and loc.end_column > loc.column:
         properties.append(("endColumn", str(loc.end_column)))
@@ -39,8 +54,11 @@ def annotation(finding: Finding) -> str:
 
 
 def render(report: Report) -> str:
+    from mblint.report.sarif import repository_root
+
+    root = repository_root()
     ordered = sorted((f for f in report.findings if not f.suppressed),
                      key=lambda f: (-int(f.severity), f.sort_key()))
-    lines = [annotation(f) for f in ordered]
+    lines = [annotation(f, root) for f in ordered]
     lines.append(summary_line(report))
     return "\n".join(lines) + "\n"
