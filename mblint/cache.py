@@ -65,12 +65,14 @@ class ResultCache:
         self.misses = 0
         self.hashes: dict[str, str | None] = {}
 
-    def _entry_path(self, path: Path) -> Path:
-        name = hashlib.blake2b(f"{os.path.abspath(path)}|{self.settings_key}".encode(), digest_size=16).hexdigest()
+    def _entry_path(self, path: Path, extra: str) -> Path:
+        text = f"{os.path.abspath(path)}|{self.settings_key}|{extra}"
+        name = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
         return self.folder / name[:2] / f"{name}.json"
 
-    def get(self, path: Path) -> Any | None:
-        entry_path = self._entry_path(path)
+    def get(self, path: Path, extra: str = "") -> Any | None:
+        """The cached result for ``path``; ``extra`` names per-file inputs (its settings file)."""
+        entry_path = self._entry_path(path, extra)
         try:
             with open(entry_path, encoding="utf-8") as handle:
                 entry = json.load(handle)
@@ -86,13 +88,13 @@ class ResultCache:
     def _deps_unchanged(self, deps: dict[str, str | None]) -> bool:
         return all(content_hash(Path(dep), self.hashes) == digest for dep, digest in deps.items())
 
-    def put(self, path: Path, deps: set[Path], result: Any) -> None:
+    def put(self, path: Path, deps: set[Path], result: Any, extra: str = "") -> None:
         entry = {
             "settings": self.settings_key,
             "deps": {os.path.abspath(dep): content_hash(dep, self.hashes) for dep in sorted({Path(os.path.abspath(path)), *deps})},
             "result": result,
         }
-        entry_path = self._entry_path(path)
+        entry_path = self._entry_path(path, extra)
         try:
             entry_path.parent.mkdir(parents=True, exist_ok=True)
             _ensure_gitignore(self.folder.parent)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import click
 from mblint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+FORMATS = ["text", "json", "sarif", "github"]
 
 
 class DefaultToCheck(click.Group):
@@ -34,52 +36,140 @@ def main() -> None:
 @click.option("--select", multiple=True, help="Rule ids, prefixes or names to enable (comma-separated or repeated).")
 @click.option("--extend-select", multiple=True, help="Rules to enable on top of the selection.")
 @click.option("--ignore", multiple=True, help="Rule ids, prefixes or names to disable.")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default=None, help="Output format.")
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
+              help="Output format (default text; github when GITHUB_ACTIONS=true).")
 @click.option("--world-size", type=click.IntRange(min=1), default=None, help="GPUs the job runs on.")
 @click.option("--megatron-bridge-version", "version", default=None, help="Schema line to use (0.3, 0.6); detected by default.")
 @click.option("--search-path", "search_paths", multiple=True, type=click.Path(file_okay=False), help="Extra import root.")
 @click.option("--recipe", default=None, help="PATH_OR_MODULE::FUNCTION that YAML files given here override.")
 @click.option("--set", "dotlist", multiple=True, help="A key=value override applied after YAML files.")
-@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="warning", show_default=True,
-              help="Lowest severity that makes the exit code 1.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default=None,
+              help="Lowest severity that makes the exit code 1 [setting fail-on; default: warning].")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache (.mblint_cache).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: by amount of work).")
+@click.option("--output-sarif", type=click.Path(dir_okay=False), default=None, help="Also write SARIF to FILE.")
+@click.option("--output-json", type=click.Path(dir_okay=False), default=None, help="Also write JSON to FILE.")
+@click.option("--output-file", "output_files", multiple=True, metavar="FORMAT=FILE",
+              help="Also write FORMAT (text, json, sarif, github) to FILE; repeatable.")
+@click.option("--baseline", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Leave out the findings recorded in this baseline file.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False), default=None,
+              help="Record the current findings in FILE (after suppressions) and exit 0.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="Use this settings file (mblint.toml or pyproject.toml) for every file.")
+@click.option("--isolated", is_flag=True, help="Ignore settings files.")
+@click.option("--force-exclude/--no-force-exclude", default=True, show_default=True,
+              help="Apply excludes to files passed explicitly (as pre-commit does).")
 def check(paths, select, extend_select, ignore, output_format, world_size, version, search_paths, recipe, dotlist,
-          fail_on, exit_zero, no_cache, jobs) -> None:
+          fail_on, exit_zero, no_cache, jobs, output_sarif, output_json, output_files, baseline, write_baseline,
+          config_file, isolated, force_exclude) -> None:
     """Lint recipe files, override files and folders."""
+    from mblint.baseline import BaselineError, apply_baseline, write_baseline as write_baseline_file
     from mblint.engine import CheckOptions, Engine
     from mblint.findings import Severity
+    from mblint.settings import SettingsError, SettingsResolver
 
+    outputs = _outputs(output_sarif, output_json, output_files)
+    if output_format is None:
+        output_format = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+    resolver = SettingsResolver(Path(config_file) if config_file else None, isolated=isolated)
     options = CheckOptions(
         select=_split(select), ignore=_split(ignore), extend_select=_split(extend_select),
         world_size=world_size, version=version, search_paths=tuple(Path(p) for p in search_paths),
         recipe=recipe, dotlist=tuple(dotlist), use_cache=not no_cache, jobs=jobs,
+        settings=resolver, force_exclude=force_exclude,
     )
-    report = Engine(options).check_paths(list(paths) or ["."])
-    _emit(report, output_format or "text")
+    try:
+        engine = Engine(options)
+        report = engine.check_paths(list(paths) or ["."])
+        root = engine.display_root
+        if write_baseline:
+            count = write_baseline_file(Path(write_baseline), report.findings, root)
+            click.echo(f"mblint: wrote {count} finding{'s' if count != 1 else ''} to {write_baseline}", err=True)
+            sys.exit(EXIT_ERROR if report.errors else EXIT_CLEAN)
+        if baseline:
+            report.findings, report.baselined, report.stale_baseline = apply_baseline(
+                Path(baseline), report.findings, root, report.checked)
+        # fail-on is per finding: the setting in force for the finding's file, unless given here
+        fail_levels = [Severity.parse(fail_on or engine.settings_for(root / f.location.path).fail_on or "warning")
+                       for f in report.findings]
+    except (SettingsError, BaselineError) as error:
+        click.echo(f"mblint: error: {error}", err=True)
+        sys.exit(EXIT_ERROR)
+    _emit(report, output_format)
+    for fmt, target in outputs:
+        try:
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            Path(target).write_text(_render(report, fmt), encoding="utf-8")
+        except OSError as error:
+            click.echo(f"mblint: error: cannot write {target}: {error.strerror}", err=True)
+            sys.exit(EXIT_ERROR)
+    for entry in report.stale_baseline:
+        click.echo(f"mblint: note: stale baseline entry (fixed? shrink the baseline): {entry}", err=True)
     for note in report.notes:
         click.echo(f"mblint: note: {note}", err=True)
     for error in report.errors:
         click.echo(f"mblint: error: {error}", err=True)
     if report.errors:
         sys.exit(EXIT_ERROR)
-    failing = Severity.parse(fail_on)
-    if not exit_zero and any(f.severity >= failing for f in report.findings):
+    if not exit_zero and any(f.severity >= level for f, level in zip(report.findings, fail_levels)):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
 
 
-def _emit(report, output_format: str) -> None:
+def _outputs(output_sarif, output_json, output_files) -> list[tuple[str, str]]:
+    outputs = []
+    if output_sarif:
+        outputs.append(("sarif", output_sarif))
+    if output_json:
+        outputs.append(("json", output_json))
+    for item in output_files:
+        fmt, sep, target = item.partition("=")
+        if not sep or fmt not in FORMATS or not target:
+            raise click.BadParameter(f"{item!r} is not FORMAT=FILE with FORMAT one of {', '.join(FORMATS)}",
+                                     param_hint="--output-file")
+        outputs.append((fmt, target))
+    return outputs
+
+
+def _render(report, output_format: str) -> str:
     if output_format == "json":
         from mblint.report.json_format import render
+    elif output_format == "sarif":
+        from mblint.report.sarif import render
+    elif output_format == "github":
+        from mblint.report.github import render
     else:
         from mblint.report.text import render
-    click.echo(render(report), nl=False)
+    return render(report)
+
+
+def _emit(report, output_format: str) -> None:
+    click.echo(_render(report, output_format), nl=False)
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+@main.command("settings")
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text")
+def show_settings(path, config_file, output_format) -> None:
+    """Print the settings in force for PATH (the nearest mblint.toml or pyproject.toml)."""
+    from mblint.settings import SettingsError, SettingsResolver, render_settings
+
+    try:
+        settings = SettingsResolver(Path(config_file) if config_file else None).for_path(Path(path))
+    except SettingsError as error:
+        click.echo(f"mblint: error: {error}", err=True)
+        sys.exit(EXIT_ERROR)
+    if output_format == "json":
+        click.echo(json.dumps(settings.to_json(), indent=2))
+    else:
+        click.echo(render_settings(settings, path), nl=False)
 
 
 @main.command()

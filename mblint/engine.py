@@ -6,7 +6,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from mblint.discover import discover
 from mblint.extract.modules import SourceError
@@ -69,7 +69,9 @@ mblint's interpreter limits.
 """
 
 
-ENGINE_RULES: tuple[type[Rule], ...] = (SyntaxErrorRule, ResolverLimitRule)
+from mblint.suppress import SUPPRESSION_RULES  # noqa: E402 - SY003/SY004 live beside their logic
+
+ENGINE_RULES: tuple[type[Rule], ...] = (SyntaxErrorRule, ResolverLimitRule) + SUPPRESSION_RULES
 
 
 @dataclass
@@ -86,6 +88,8 @@ class CheckOptions:
     use_cache: bool = False
     cache_root: Path | None = None
     jobs: int | None = None  # None: decide from the amount of work
+    settings: Any = None  # mblint.settings.SettingsResolver; None: no settings files
+    force_exclude: bool = True  # excludes apply to explicitly passed files too
 
 
 @dataclass
@@ -130,6 +134,11 @@ class Report:
     recipes: int = 0
     resolved: int = 0
     cache_hits: int = 0
+    suppressed: int = 0  # findings dropped by suppression comments and per-file-ignores
+    baselined: int = 0  # findings dropped because the baseline holds them
+    stale_baseline: list = field(default_factory=list)  # mblint.baseline.StaleEntry
+    rules: list = field(default_factory=list)  # every rule enabled for some checked file
+    checked: list[str] = field(default_factory=list)  # display paths of the checked files
 
     def add(self, result: FileResult) -> None:
         self.findings.extend(result.findings)
@@ -160,9 +169,48 @@ class Engine:
         self.plugins = plugins or load_plugins()
         self.all_rules = list(ENGINE_RULES) + list(self.plugins.rules)
         self.rules = select_rules(self.all_rules, options.select, options.ignore, options.extend_select)
+        self.base_rules = self.rules
         self.display_root = Path.cwd()
         self._project = None
         self.editable: set[str] = set()
+        self.used_rules: set = set()
+        self._rules_cache: dict = {}
+
+    # ----- settings (per file) -------------------------------------------------------------
+
+    def settings_for(self, path: Path):
+        resolver = self.options.settings
+        return resolver.for_path(path) if resolver is not None else None
+
+    def rules_for(self, path: Path) -> list[type[Rule]]:
+        settings = self.settings_for(path)
+        if settings is None:
+            return self.base_rules
+        if settings not in self._rules_cache:
+            opts = self.options
+            self._rules_cache[settings] = select_rules(
+                self.all_rules, opts.select or settings.select or (), settings.ignore + opts.ignore,
+                settings.extend_select + opts.extend_select)
+        return self._rules_cache[settings]
+
+    def enter_file(self, path: Path) -> None:
+        """Apply the settings in force for ``path``: rules, schema line, import roots."""
+        settings = self.settings_for(path)
+        self.rules = self.rules_for(path)
+        self.used_rules.update(self.rules)
+        if settings is None:
+            return
+        if not self.options.version:
+            self.project.version = settings.version
+        for extra in settings.resolved_search_paths():
+            if extra not in self.project.search_paths:
+                self.project.search_paths.append(extra)
+
+    def excluded_by_settings(self, path: Path, explicit: bool) -> bool:
+        if explicit and not self.options.force_exclude:
+            return False
+        settings = self.settings_for(path)
+        return settings is not None and settings.is_excluded(path)
 
     @property
     def project(self):
@@ -179,7 +227,10 @@ class Engine:
     def check_paths(self, paths: list[str]) -> Report:
         report = Report()
         report.notes.extend(self.plugins.errors)
-        found = discover(paths, self.options.excludes)
+        found = discover(paths, self.options.excludes, self.options.force_exclude)
+        explicit = {Path(p).resolve() for p in paths if Path(p).is_file()}
+        found.python = [p for p in found.python if not self.excluded_by_settings(p, p.resolve() in explicit)]
+        found.yaml = [p for p in found.yaml if not self.excluded_by_settings(p, p.resolve() in explicit)]
         for missing in found.missing:
             report.errors.append(FileError(missing, "no such file or directory"))
         report.notes.extend(found.problems)
@@ -188,7 +239,7 @@ class Engine:
         cache = self.make_cache()
         pending = []
         for path in files:
-            cached = cache.get(path) if cache else None
+            cached = cache.get(path, self.settings_source(path)) if cache else None
             if cached is not None:
                 report.add(FileResult.from_dict(cached))
             else:
@@ -196,12 +247,22 @@ class Engine:
         for path, result, deps in self.check_files(pending):
             report.add(result)
             if cache is not None and not result.errors:
-                cache.put(path, deps, result.to_dict())
+                cache.put(path, deps, result.to_dict(), self.settings_source(path))
         report.files = len(files)
         report.cache_hits = cache.hits if cache else 0
         report.findings = _dedupe(report.findings)
+        from mblint.suppress import apply_suppressions
+
+        checked = found.python + found.yaml
+        report.checked = [self.project_display(p) for p in checked]
+        apply_suppressions(self, report, checked)
+        report.rules = sorted(self.used_rules or self.base_rules, key=lambda r: r.id)
         report.findings.sort(key=Finding.sort_key)
         return report
+
+    def settings_source(self, path: Path) -> str:
+        settings = self.settings_for(path)
+        return str(settings.source) if settings is not None and settings.source is not None else ""
 
     def make_cache(self):
         if not self.options.use_cache:
@@ -209,7 +270,11 @@ class Engine:
         from mblint import cache
 
         root = self.options.cache_root or cache.project_root(self.display_root)
-        options = {k: v for k, v in vars(self.options).items() if k not in ("use_cache", "cache_root", "jobs")}
+        options = {k: v for k, v in vars(self.options).items()
+                   if k not in ("use_cache", "cache_root", "jobs", "settings")}
+        resolver = self.options.settings
+        if resolver is not None:
+            options["settings"] = {"config": str(resolver.config), "isolated": resolver.isolated}
         key = cache.settings_key({"options": options, "rules": cache.rules_fingerprint(self.all_rules),
                                   "plugins": self.plugins.versions, "cwd": str(self.display_root)})
         return cache.ResultCache(root, key)
@@ -231,6 +296,9 @@ class Engine:
             deps = self._deps(path)
         else:
             deps = self.check_yaml(path, result)
+        settings = self.settings_for(path)
+        if settings is not None and settings.source is not None:
+            deps = deps | {Path(settings.source)}
         return result, deps
 
     def _deps(self, path: Path) -> set[Path]:
@@ -247,6 +315,7 @@ class Engine:
     # ----- python ------------------------------------------------------------------------
 
     def check_python(self, path: Path, report: FileResult) -> None:
+        self.enter_file(path)
         try:
             functions = self.project.recipe_functions(path)
         except SourceError as error:
@@ -305,6 +374,9 @@ class Engine:
     def world_size_for(self, cfg: EffectiveConfig, text: str) -> tuple[int | None, str]:
         if self.options.world_size:
             return self.options.world_size, "option"
+        settings = self.settings_for(self.display_root / cfg.recipe.path)
+        if settings is not None and settings.world_size:
+            return settings.world_size, "setting"
         match = WORLD_SIZE_COMMENT.search(text)
         if match:
             return int(match.group(1)), "comment"
@@ -333,7 +405,9 @@ class Engine:
         """Lint an override file paired with a recipe; returns the files the result depends on."""
         from mblint.overrides import load_yaml, recipe_pairing
 
-        pairing = self.options.recipe or recipe_pairing(path)
+        self.enter_file(path)
+        settings = self.settings_for(path)
+        pairing = self.options.recipe or recipe_pairing(path) or (settings.pairing_for(path) if settings else None)
         if pairing is None:
             return set()
         try:

@@ -33,6 +33,7 @@ def render(report: Report) -> str:
         "findings": [finding_json(f) for f in report.findings],
         "errors": [{"path": e.path, "line": e.line, "column": e.column, "message": e.message} for e in report.errors],
         "summary": {"files": report.files, "recipes": report.recipes, "resolved": report.resolved,
-                    "findings": len(report.findings)},
+                    "findings": len(report.findings), "suppressed": report.suppressed,
+                    "baselined": report.baselined, "stale_baseline": [str(e) for e in report.stale_baseline]},
     }
     return json.dumps(document, indent=2) + "\n"

@@ -42,9 +42,23 @@ def summary_line(report: Report) -> str:
         counts[finding.severity] += 1
     total = len(report.findings)
     if not total:
-        return f"All checks passed ({report.files} files, {report.resolved} configurations resolved)."
+        return f"All checks passed ({report.files} files, {report.resolved} configurations resolved){_hidden(report)}."
     parts = ", ".join(f"{counts[s]} {s.label}{'s' if counts[s] != 1 and s is not Severity.INFO else ''}" for s in reversed(Severity) if counts[s])
-    return f"Found {total} finding{'s' if total != 1 else ''} ({parts}) in {report.files} files, {report.resolved} configurations resolved."
+    return (f"Found {total} finding{'s' if total != 1 else ''} ({parts}) in {report.files} files, "
+            f"{report.resolved} configurations resolved{_hidden(report)}.")
+
+
+def _hidden(report: Report) -> str:
+    """Suppressed and baselined counts and stale baseline entries, when there are any."""
+    parts = []
+    if getattr(report, "suppressed", 0):
+        parts.append(f"{report.suppressed} suppressed")
+    if getattr(report, "baselined", 0):
+        parts.append(f"{report.baselined} in baseline")
+    stale = len(getattr(report, "stale_baseline", ()))
+    if stale:
+        parts.append(f"{stale} stale baseline entr{'y' if stale == 1 else 'ies'}")
+    return f"; {', '.join(parts)}" if parts else ""
 
 
 def _line(path: str, number: int, cache: dict) -> str | None:

@@ -1,0 +1,281 @@
+"""Settings: ``[tool.mblint]`` in ``pyproject.toml`` or the top level of ``mblint.toml``,
+found by walking up from each file; the nearest file wins (no merging with parents).
+
+Globs (``exclude``, ``per-file-ignores``, ``pairing``) are relative to the folder holding the
+settings file: a pattern without ``/`` matches any single path component (``*.py``,
+``generated``), one with ``/`` matches the relative path (``recipes/*.py``, ``conf/**``).
+Command-line options override settings: ``--select`` replaces ``select``; ``--ignore`` and
+``--extend-select`` add to the settings' lists; ``--fail-on``, ``--world-size`` and
+``--megatron-bridge-version`` replace theirs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SETTINGS_FILES = ("mblint.toml", "pyproject.toml")
+SEVERITIES = ("error", "warning", "info")
+
+# key -> (attribute, kind)
+KEYS: dict[str, tuple[str, str]] = {
+    "select": ("select", "ids"),
+    "extend-select": ("extend_select", "ids"),
+    "ignore": ("ignore", "ids"),
+    "per-file-ignores": ("per_file_ignores", "glob-ids"),
+    "exclude": ("exclude", "strs"),
+    "fail-on": ("fail_on", "severity"),
+    "megatron-bridge-version": ("version", "version"),
+    "world-size": ("world_size", "positive-int"),
+    "search-paths": ("search_paths", "strs"),
+    "pairing": ("pairing", "glob-str"),
+}
+
+
+class SettingsError(ValueError):
+    """A settings file is unreadable or holds an unknown key or a wrong value (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    source: Path | None = None
+    root: Path = field(default_factory=Path.cwd)
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = ()
+    fail_on: str | None = None
+    version: str | None = None
+    world_size: int | None = None
+    search_paths: tuple[str, ...] = ()
+    pairing: tuple[tuple[str, str], ...] = ()
+
+    # ----- per-file questions -----------------------------------------------------------
+
+    def relative(self, path: Path) -> str | None:
+        """``path`` relative to the settings folder (POSIX), or None when outside it."""
+        try:
+            rel = os.path.relpath(Path(path).resolve(), self.root.resolve())
+        except ValueError:  # another drive on Windows
+            return None
+        rel = Path(rel).as_posix()
+        return None if rel == ".." or rel.startswith("../") else rel
+
+    def matches(self, path: Path, pattern: str) -> bool:
+        from mblint.discover import is_excluded
+
+        rel = self.relative(path)
+        if rel is None:
+            return False
+        pattern = pattern.strip().rstrip("/")
+        if pattern.startswith("./"):
+            pattern = pattern[2:]
+        if is_excluded(Path(rel), (pattern,)):
+            return True
+        return pattern.startswith("**/") and is_excluded(Path(rel), (pattern[3:],))
+
+    def is_excluded(self, path: Path) -> bool:
+        return any(self.matches(path, pattern) for pattern in self.exclude)
+
+    def ignored_for(self, path: Path) -> tuple[str, ...]:
+        """Rule selectors that ``per-file-ignores`` disables for ``path``."""
+        return tuple(s for pattern, ids in self.per_file_ignores if self.matches(path, pattern) for s in ids)
+
+    def pairing_for(self, path: Path) -> str | None:
+        """The recipe (``path::function``) an override file is paired with; a path is taken
+        relative to the settings folder when such a file exists there."""
+        for pattern, target in self.pairing:
+            if self.matches(path, pattern):
+                where, _, function = target.rpartition("::")
+                candidate = self.root / where
+                if where and candidate.is_file():
+                    return f"{candidate}::{function}"
+                return target
+        return None
+
+    def resolved_search_paths(self) -> tuple[Path, ...]:
+        return tuple((self.root / p).resolve() for p in self.search_paths)
+
+    def to_json(self) -> dict:
+        return {
+            "source": str(self.source) if self.source else None,
+            "select": list(self.select) if self.select is not None else None,
+            "extend-select": list(self.extend_select),
+            "ignore": list(self.ignore),
+            "per-file-ignores": {pattern: list(ids) for pattern, ids in self.per_file_ignores},
+            "exclude": list(self.exclude),
+            "fail-on": self.fail_on,
+            "megatron-bridge-version": self.version,
+            "world-size": self.world_size,
+            "search-paths": [str(p) for p in self.resolved_search_paths()],
+            "pairing": dict(self.pairing),
+        }
+
+
+# ----- loading ----------------------------------------------------------------------------
+
+
+def read_settings_file(path: Path) -> Settings | None:
+    """The settings in ``path``; None for a ``pyproject.toml`` without ``[tool.mblint]``."""
+    try:
+        with open(path, "rb") as handle:
+            document = tomllib.load(handle)
+    except OSError as error:
+        raise SettingsError(f"{path}: cannot read settings: {error.strerror}") from error
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(f"{path}: invalid TOML: {error}") from error
+    if path.name == "pyproject.toml":
+        table = document.get("tool", {}).get("mblint")
+        if table is None:
+            return None
+        prefix = "tool.mblint."
+    else:
+        table = document.get("tool", {}).get("mblint", document) if set(document) == {"tool"} else document
+        prefix = ""
+    if not isinstance(table, dict):
+        raise SettingsError(f"{path}: [{prefix.rstrip('.') or 'mblint'}] must be a table")
+    return parse_table(table, path, prefix)
+
+
+def parse_table(table: dict, path: Path, prefix: str = "") -> Settings:
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in KEYS:
+            hint = difflib.get_close_matches(key, list(KEYS), n=1)
+            suggestion = f"; did you mean '{hint[0]}'?" if hint else f" (known: {', '.join(KEYS)})"
+            raise SettingsError(f"{path}: unknown setting '{prefix}{key}'{suggestion}")
+        attribute, kind = KEYS[key]
+        values[attribute] = _convert(value, kind, f"{path}: setting '{prefix}{key}'")
+    return Settings(source=path, root=path.parent.resolve(), **values)
+
+
+def _convert(value: Any, kind: str, where: str) -> Any:
+    def strs(item: Any) -> tuple[str, ...]:
+        if isinstance(item, str):
+            item = [item]
+        if not isinstance(item, list) or not all(isinstance(v, str) for v in item):
+            raise SettingsError(f"{where} must be a list of strings")
+        return tuple(v.strip() for v in item if v.strip())
+
+    if kind == "ids":
+        return tuple(v.upper() if v[:1].isalpha() and not "-" in v else v for v in strs(value))
+    if kind == "strs":
+        return strs(value)
+    if kind == "glob-ids":
+        if not isinstance(value, dict):
+            raise SettingsError(f"{where} must be a table of glob = [rule ids]")
+        return tuple((glob, _convert(ids, "ids", f"{where}.{glob!r}")) for glob, ids in value.items())
+    if kind == "glob-str":
+        if not isinstance(value, dict) or not all(isinstance(v, str) and "::" in v for v in value.values()):
+            raise SettingsError(f"{where} must be a table of glob = \"path/or/module::function\"")
+        return tuple(value.items())
+    if kind == "severity":
+        if value not in SEVERITIES:
+            raise SettingsError(f"{where} must be one of {', '.join(SEVERITIES)}")
+        return value
+    if kind == "version":
+        if not isinstance(value, (str, float)):
+            raise SettingsError(f"{where} must be a string such as \"0.6\"")
+        text = str(value)
+        return ".".join(text.split(".")[:2])
+    if kind == "positive-int":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise SettingsError(f"{where} must be a positive integer")
+        return value
+    raise AssertionError(kind)
+
+
+class SettingsResolver:
+    """Finds the settings for each file (nearest settings file up the tree), with caching.
+    ``config`` forces one file for everything; ``isolated`` ignores settings files."""
+
+    def __init__(self, config: Path | None = None, isolated: bool = False) -> None:
+        self.config = Path(config) if config else None
+        self.isolated = isolated
+        self._by_dir: dict[Path, Settings] = {}
+        self._by_file: dict[Path, Settings | None] = {}
+        self._default: Settings | None = None
+
+    def default(self) -> Settings:
+        if self._default is None:
+            self._default = Settings(root=Path.cwd().resolve())
+        return self._default
+
+    def for_path(self, path: Path | str) -> Settings:
+        if self.isolated:
+            return self.default()
+        if self.config is not None:
+            return self._load(self.config.resolve(), required=True) or self.default()
+        path = Path(path).resolve()
+        folder = path if path.is_dir() else path.parent
+        visited = []
+        found: Settings | None = None
+        current = folder
+        while True:
+            if current in self._by_dir:
+                found = self._by_dir[current]
+                break
+            visited.append(current)
+            for name in SETTINGS_FILES:
+                candidate = current / name
+                if candidate.is_file():
+                    found = self._load(candidate)
+                    if found is not None:
+                        break
+            if found is not None or current.parent == current:
+                break
+            current = current.parent
+        found = found or self.default()
+        for folder in visited:
+            self._by_dir[folder] = found
+        return found
+
+    def _load(self, path: Path, required: bool = False) -> Settings | None:
+        if path not in self._by_file:
+            if required and not path.is_file():
+                raise SettingsError(f"{path}: no such settings file")
+            settings = read_settings_file(path)
+            if settings is None and required:
+                raise SettingsError(f"{path}: no [tool.mblint] table")
+            self._by_file[path] = settings
+        return self._by_file[path]
+
+
+def render_settings(settings: Settings, path: str) -> str:
+    """``mblint settings PATH`` in TOML-like text."""
+    data = settings.to_json()
+    source = data.pop("source")
+    lines = [f"# settings in force for {path}", f"# from {source or '(defaults: no settings file found)'}"]
+    tables = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            tables[key] = value
+            continue
+        lines.append(f"# {key} = (not set)" if value is None else f"{key} = {_toml(value)}")
+    for key, table in tables.items():
+        lines.append(f"\n[{key}]")
+        for sub, value in table.items():
+            lines.append(f"{_toml(sub)} = {_toml(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    import json
+
+    return json.dumps(str(value))

@@ -1,0 +1,324 @@
+"""Suppressions: ``# mblint: ignore[ID, ...] reason`` on a line (Python: any line of the
+statement holding the finding; YAML: the key's line), ``# mblint: ignore-file[ID, ...]`` or
+``# mblint: ignore-file`` anywhere in a file, and ``per-file-ignores`` from the settings.
+
+A suppression that suppresses nothing is reported as SY003 (like ruff's RUF100) and a
+malformed ``# mblint:`` comment as SY004. Suppressed findings never reach reporters.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+from mblint.findings import Finding, Severity
+from mblint.model import Origin
+from mblint.rule import Rule
+
+if TYPE_CHECKING:
+    from mblint.engine import Engine, Report
+
+DIRECTIVE = re.compile(r"#\s*mblint\s*:\s*(?P<body>.*?)\s*$")
+YAML_COMMENT = re.compile(r"(?:^|\s)(#\s*mblint\s*:.*?)\s*$")
+KNOWN_OTHER = re.compile(r"^(world[-_]size\s*=\s*\d+|recipe\s*=\s*\S+)\s*$")
+IGNORE = re.compile(r"^(?P<kind>ignore-file|ignore)(?P<after>.*)$")
+RULE_ID = re.compile(r"^[A-Z]{2,4}\d{3}$")
+COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+            ast.With, ast.AsyncWith, ast.Try) + ((ast.Match,) if hasattr(ast, "Match") else ()) + (
+            (ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+class UnusedSuppressionRule(Rule):
+    id = "SY003"
+    name = "unused-suppression"
+    severity = Severity.WARNING
+    summary = "A `# mblint: ignore[...]` comment names a rule that reported nothing there."
+    tags = ("suppression",)
+    doc = """## What it does
+Reports a `# mblint: ignore[ID]` or `# mblint: ignore-file[ID]` comment, or one rule id in it,
+that suppressed no finding in this run (like ruff's RUF100 for unused `noqa`). Ids of rules
+that are not enabled for the file are not reported.
+
+## Why it matters
+Stale suppressions hide the next real problem on that line and mislead readers.
+
+## Example
+```python
+cfg.train.micro_batch_size = 1  # mblint: ignore[PK001] packed run
+```
+
+## Fix
+Delete the comment, or the unused id from it.
+
+## Versions
+All.
+
+## Sources
+ruff's unused-noqa (RUF100).
+"""
+
+
+class InvalidSuppressionRule(Rule):
+    id = "SY004"
+    name = "invalid-suppression"
+    severity = Severity.WARNING
+    summary = "A `# mblint:` comment cannot be understood (misspelt directive, missing or unknown rule ids)."
+    tags = ("suppression",)
+    doc = """## What it does
+Reports a `# mblint:` comment that is not one of `ignore[ID, ...]`, `ignore-file`,
+`ignore-file[ID, ...]`, `world-size=N` or `recipe=PATH::FUNCTION`, or that names a rule
+id no loaded rule has.
+
+## Why it matters
+A malformed suppression suppresses nothing, silently.
+
+## Example
+```python
+cfg.train.micro_batch_size = 2  # mblint: ignroe[PK001]
+```
+
+## Fix
+Correct the comment: `# mblint: ignore[PK001] reason`.
+
+## Versions
+All.
+
+## Sources
+mblint's suppression syntax.
+"""
+
+
+SUPPRESSION_RULES: tuple[type[Rule], ...] = (UnusedSuppressionRule, InvalidSuppressionRule)
+
+
+@dataclass
+class Directive:
+    line: int
+    column: int
+    end_column: int
+    file_level: bool
+    codes: tuple[str, ...]  # empty: every rule (ignore-file only)
+    used: set[str] = field(default_factory=set)
+
+    def covers(self, finding: Finding, aliases: dict[str, str]) -> str | None:
+        if not self.codes:
+            return "*"
+        for code in self.codes:
+            if aliases.get(code, code) == finding.rule_id:
+                return code
+        return None
+
+
+@dataclass
+class FileDirectives:
+    directives: list[Directive] = field(default_factory=list)
+    invalid: list[tuple[int, int, int, str]] = field(default_factory=list)  # line, col, end, message
+    ranges: list[tuple[int, int]] = field(default_factory=list)  # statement line ranges (Python)
+
+    def statement_range(self, line: int) -> tuple[int, int]:
+        best = (line, line)
+        for start, end in self.ranges:
+            if start <= line <= end and (best == (line, line) or end - start < best[1] - best[0]):
+                best = (start, end)
+        return best
+
+
+def parse_directives(path: Path, aliases: dict[str, str]) -> FileDirectives:
+    from mblint.extract.modules import SourceError, read_source
+
+    try:
+        text = read_source(path)
+    except (SourceError, OSError):
+        return FileDirectives()
+    result = FileDirectives()
+    if path.suffix == ".py":
+        comments = _python_comments(text)
+        result.ranges = _statement_ranges(text)
+    else:
+        comments = _yaml_comments(text)
+    for line, column, comment in comments:
+        match = DIRECTIVE.search(comment)
+        if match is None:
+            continue
+        column += match.start()
+        end = column + len(comment) - match.start()
+        _parse_one(match.group("body"), line, column, end, aliases, result)
+    return result
+
+
+def _parse_one(body: str, line: int, column: int, end: int, aliases: dict, result: FileDirectives) -> None:
+    def invalid(message: str) -> None:
+        result.invalid.append((line, column, end, message))
+
+    if KNOWN_OTHER.match(body):
+        return
+    match = IGNORE.match(body)
+    if match is None:
+        invalid(f"unknown mblint directive '{body.split()[0] if body.split() else ''}'; expected "
+                "ignore[ID, ...], ignore-file[ID, ...], world-size=N or recipe=PATH::FUNCTION")
+        return
+    kind, after = match.group("kind"), match.group("after")
+    codes: tuple[str, ...] = ()
+    stripped = after.lstrip()
+    if stripped.startswith("["):
+        close = stripped.find("]")
+        if close < 0:
+            invalid(f"'{kind}[' is not closed with ']'")
+            return
+        raw = [c.strip() for c in stripped[1:close].split(",")]
+        if not any(raw):
+            invalid(f"'{kind}[]' names no rule ids")
+            return
+        unknown = [c for c in raw if c and c.upper() not in aliases and c not in aliases]
+        if unknown:
+            invalid(f"'{kind}[...]' names unknown rule id{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+        codes = tuple(c.upper() if c.upper() in aliases else c for c in raw if c and c not in unknown)
+        if not codes:
+            return
+    elif after and not after[:1].isspace():
+        invalid(f"unknown mblint directive '{kind}{after.split()[0]}'")
+        return
+    elif kind == "ignore":
+        invalid("'ignore' needs the rule ids to suppress: # mblint: ignore[ID, ...] reason")
+        return
+    result.directives.append(Directive(line, column, end, kind == "ignore-file", codes))
+
+
+def _python_comments(text: str) -> list[tuple[int, int, str]]:
+    found = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT and "mblint" in token.string:
+                found.append((token.start[0], token.start[1] + 1, token.string))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return found
+
+
+def _yaml_comments(text: str) -> list[tuple[int, int, str]]:
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if "mblint" not in line:
+            continue
+        match = YAML_COMMENT.search(line)
+        if match:
+            found.append((number, match.start(1) + 1, match.group(1)))
+    return found
+
+
+def _statement_ranges(text: str) -> list[tuple[int, int]]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    ranges = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        end = node.end_lineno or node.lineno
+        if isinstance(node, COMPOUND):
+            body = getattr(node, "body", None) or []
+            first = body[0].lineno if body else end + 1
+            decorators = getattr(node, "decorator_list", [])
+            start = min([node.lineno] + [d.lineno for d in decorators])
+            end = max(node.lineno, first - 1)
+            ranges.append((start, end))
+        else:
+            ranges.append((node.lineno, end))
+    return ranges
+
+
+# ----- applying ---------------------------------------------------------------------------
+
+
+def apply_suppressions(engine: "Engine", report: "Report", checked: Iterable[Path]) -> None:
+    """Drop suppressed findings from ``report`` (counting them in ``report.suppressed``) and
+    add SY003/SY004 findings for the checked files."""
+    root = engine.display_root
+    aliases = {}
+    for rule in engine.all_rules:
+        aliases[rule.id] = rule.id
+        aliases[rule.name] = rule.id
+    cache: dict[str, FileDirectives] = {}
+    checked_displays = {engine.project_display(p): p for p in checked}
+
+    def directives_for(display: str) -> FileDirectives:
+        if display not in cache:
+            path = checked_displays.get(display) or (root / display)
+            cache[display] = parse_directives(Path(path), aliases)
+        return cache[display]
+
+    kept: list[Finding] = []
+    for finding in report.findings:
+        path = root / finding.location.path
+        settings = engine.settings_for(path)
+        if settings is not None and _selected(finding.rule_id, finding.rule_name, settings.ignored_for(path)):
+            finding.suppressed = True
+            report.suppressed += 1
+            continue
+        if finding.location.path and finding.rule_id != "SY001":
+            file = directives_for(finding.location.path)
+            if _suppress_inline(finding, file, aliases):
+                finding.suppressed = True
+                report.suppressed += 1
+                continue
+        kept.append(finding)
+
+    for display, path in checked_displays.items():
+        enabled = {rule.id for rule in engine.rules_for(path)}
+        file = directives_for(display)
+        new: list[Finding] = []
+        if InvalidSuppressionRule.id in enabled:
+            for line, column, end, message in file.invalid:
+                new.append(_finding(InvalidSuppressionRule, message, display, line, column, end))
+        if UnusedSuppressionRule.id in enabled:
+            for directive in file.directives:
+                unused = [c for c in directive.codes if c not in directive.used and aliases.get(c, c) in enabled]
+                if unused:
+                    what = "ignore-file" if directive.file_level else "ignore"
+                    message = (f"unused suppression: {', '.join(unused)} reported nothing "
+                               f"{'in this file' if directive.file_level else 'here'}; remove "
+                               f"{'it' if len(unused) == len(directive.codes) else 'the unused ids'} "
+                               f"from '# mblint: {what}[...]'")
+                    new.append(_finding(UnusedSuppressionRule, message, display, directive.line,
+                                        directive.column, directive.end_column))
+        settings = engine.settings_for(path)
+        for finding in new:
+            if settings is not None and _selected(finding.rule_id, finding.rule_name, settings.ignored_for(path)):
+                report.suppressed += 1
+            elif any(d.file_level and d.covers(finding, aliases) for d in file.directives):
+                report.suppressed += 1
+            else:
+                kept.append(finding)
+    report.findings = kept
+
+
+def _suppress_inline(finding: Finding, file: FileDirectives, aliases: dict[str, str]) -> bool:
+    loc = finding.location
+    lines = set(range(loc.line, max(loc.end_line, loc.line) + 1))
+    if file.ranges:
+        start, end = file.statement_range(loc.line)
+        lines.update(range(start, end + 1))
+    hit = False
+    for directive in file.directives:
+        if not directive.file_level and directive.line not in lines:
+            continue
+        code = directive.covers(finding, aliases)
+        if code is not None:
+            directive.used.add(code)
+            hit = True
+    return hit
+
+
+def _selected(rule_id: str, rule_name: str, selectors: tuple[str, ...]) -> bool:
+    return any(s == "ALL" or rule_id.startswith(s) or rule_name == s for s in selectors)
+
+
+def _finding(rule: type[Rule], message: str, display: str, line: int, column: int, end: int) -> Finding:
+    origin = Origin(display, line, column, line, max(end, column + 1))
+    return Finding(rule.id, rule.name, rule.severity, message, origin)

@@ -1,0 +1,165 @@
+"""Settings files: discovery (nearest wins), each key, unknown keys, CLI precedence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from integration_support import BAD_RECIPE, GOOD_RECIPE, run
+
+
+def findings(cwd: Path, *args: str) -> list[dict]:
+    result = run(["check", "--format", "json", *args], cwd)
+    assert result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout)["findings"]
+
+
+def ids(cwd: Path, *args: str) -> list[str]:
+    return [f["rule"] for f in findings(cwd, *args)]
+
+
+def test_nearest_settings_file_wins(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.mblint]\nignore = ['PK001']\n")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "r.py").write_text(BAD_RECIPE)
+    (tmp_path / "b" / "c").mkdir(parents=True)
+    (tmp_path / "b" / "mblint.toml").write_text("select = ['PK']\n")
+    (tmp_path / "b" / "c" / "r.py").write_text(BAD_RECIPE)
+    # a pyproject.toml without [tool.mblint] is skipped on the way up
+    (tmp_path / "b" / "c" / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    got = findings(tmp_path, ".")
+    assert [(f["rule"], f["location"]["path"]) for f in got] == [("PK001", "b/c/r.py")]
+
+
+def test_unknown_key_is_an_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.mblint]\nselcet = ['PK']\n")
+    (tmp_path / "r.py").write_text(BAD_RECIPE)
+    result = run(["check", "r.py"], tmp_path)
+    assert result.exit_code == 2
+    assert "unknown setting 'tool.mblint.selcet'" in result.stderr and "select" in result.stderr
+    (tmp_path / "pyproject.toml").write_text("[tool.mblint]\nworld-size = 0\n")
+    result = run(["check", "r.py"], tmp_path)
+    assert result.exit_code == 2 and "world-size" in result.stderr
+
+
+def test_select_extend_select_and_cli_precedence(tmp_path: Path) -> None:
+    (tmp_path / "r.py").write_text(BAD_RECIPE)
+    (tmp_path / "mblint.toml").write_text("select = ['SY']\n")
+    assert ids(tmp_path, "r.py") == []
+    (tmp_path / "mblint.toml").write_text("select = ['SY']\nextend-select = ['offline-packing-requires-mbs1']\n")
+    assert ids(tmp_path, "r.py") == ["PK001"]
+    (tmp_path / "mblint.toml").write_text("select = ['SY']\n")
+    assert ids(tmp_path, "r.py", "--select", "PK001") == ["PK001"]  # --select replaces the setting
+    assert ids(tmp_path, "r.py", "--isolated") == ["PK001"]  # settings ignored
+    (tmp_path / "mblint.toml").write_text("ignore = ['pk001']\n")
+    assert ids(tmp_path, "r.py") == []
+
+
+def test_per_file_ignores(tmp_path: Path) -> None:
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "old.py").write_text(BAD_RECIPE)
+    (tmp_path / "new.py").write_text(BAD_RECIPE)
+    (tmp_path / "pyproject.toml").write_text("[tool.mblint.per-file-ignores]\n'legacy/*.py' = ['PK001']\n")
+    result = run(["check", "--format", "json", "."], tmp_path)
+    document = json.loads(result.stdout)
+    assert [f["location"]["path"] for f in document["findings"]] == ["new.py"]
+    assert document["summary"]["suppressed"] == 1
+
+
+def test_exclude_applies_to_explicit_paths(tmp_path: Path) -> None:
+    (tmp_path / "generated").mkdir()
+    (tmp_path / "generated" / "r.py").write_text(BAD_RECIPE)
+    (tmp_path / "mblint.toml").write_text("exclude = ['generated']\n")
+    assert ids(tmp_path, ".") == []
+    assert ids(tmp_path, "generated/r.py") == []  # force-exclude: pre-commit passes paths
+    assert ids(tmp_path, "generated/r.py", "--no-force-exclude") == ["PK001"]
+    # an exclude in a settings file deeper down is relative to that file
+    (tmp_path / "mblint.toml").unlink()
+    (tmp_path / "generated" / "mblint.toml").write_text("exclude = ['r.py']\n")
+    assert ids(tmp_path, "generated/r.py") == []
+
+
+def test_fail_on(tmp_path: Path) -> None:
+    (tmp_path / "r.py").write_text(GOOD_RECIPE + "\nX = 1  # mblint: bogus\n")  # SY004, a warning, only
+    assert run(["check", "r.py"], tmp_path).exit_code == 1  # default fail-on = warning
+    (tmp_path / "mblint.toml").write_text("fail-on = 'error'\n")
+    assert run(["check", "r.py"], tmp_path).exit_code == 0
+    assert run(["check", "r.py", "--fail-on", "warning"], tmp_path).exit_code == 1  # CLI wins
+
+
+class _Probe:
+    """A rule that reports the world size and schema line the engine gave it."""
+
+    @staticmethod
+    def make():
+        from mblint.findings import Severity
+        from mblint.rule import Rule
+
+        class Probe(Rule):
+            id, name, severity = "ZZ001", "probe", Severity.INFO
+            summary, doc = "Probe.", "## What it does\nProbe."
+            versions = ("0.3", "0.6")
+
+            def check(self, cfg, ctx):
+                yield ctx.report(cfg, f"world={ctx.world_size}/{ctx.world_size_source} line={cfg.schema_version}")
+
+        return Probe
+
+
+def probe(cwd: Path, monkeypatch, *paths: str, **options) -> list[str]:
+    from mblint.engine import CheckOptions, Engine
+    from mblint.plugins import LoadedPlugins
+    from mblint.settings import SettingsResolver
+
+    monkeypatch.chdir(cwd)
+    engine = Engine(CheckOptions(settings=SettingsResolver(), **options), LoadedPlugins(rules=[_Probe.make()]))
+    return [f.message for f in engine.check_paths(list(paths)).findings if f.rule_id == "ZZ001"]
+
+
+def test_world_size_and_version_settings(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "r.py").write_text(GOOD_RECIPE)
+    assert probe(tmp_path, monkeypatch, "r.py") == ["world=None/ line=0.6"]
+    (tmp_path / "mblint.toml").write_text("world-size = 16\nmegatron-bridge-version = '0.3'\n")
+    assert probe(tmp_path, monkeypatch, "r.py") == ["world=16/setting line=0.3"]
+    assert probe(tmp_path, monkeypatch, "r.py", world_size=8, version="0.6") == ["world=8/option line=0.6"]
+
+
+def test_search_paths_relative_to_settings_file(tmp_path: Path) -> None:
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "helpers.py").write_text(GOOD_RECIPE.replace("def sft_config", "def base"))
+    (tmp_path / "project" / "recipes").mkdir(parents=True)
+    (tmp_path / "project" / "recipes" / "r.py").write_text(
+        "from helpers import base\n\n\ndef sft_config():\n    cfg = base()\n    cfg.train.micro_batch_size = 2\n    return cfg\n")
+    assert ids(tmp_path / "project", "recipes") == []  # helpers not found: unknown, silent
+    (tmp_path / "project" / "mblint.toml").write_text("search-paths = ['../shared']\n")
+    assert ids(tmp_path / "project", "recipes") == ["PK001"]
+
+
+def test_pairing_setting(tmp_path: Path) -> None:
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "r.py").write_text(GOOD_RECIPE)
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "run.yaml").write_text("train:\n  micro_batch_size: 4\n")
+    assert ids(tmp_path, "conf") == []
+    (tmp_path / "pyproject.toml").write_text("[tool.mblint.pairing]\n'conf/*.yaml' = 'recipes/r.py::sft_config'\n")
+    got = findings(tmp_path, "conf")
+    assert [(f["rule"], f["location"]["path"], f["location"]["line"]) for f in got] == [("PK001", "conf/run.yaml", 2)]
+
+
+def test_settings_command(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "r.py").write_text(GOOD_RECIPE)
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.mblint]\nselect = ['PK']\nworld-size = 8\nsearch-paths = ['lib']\n"
+        "[tool.mblint.per-file-ignores]\n'legacy/*' = ['PK001']\n")
+    result = run(["settings", "sub/r.py"], tmp_path)
+    assert result.exit_code == 0
+    assert f"# from {tmp_path / 'pyproject.toml'}" in result.stdout
+    assert "select = [\"PK\"]" in result.stdout and "world-size = 8" in result.stdout
+    assert "# fail-on = (not set)" in result.stdout
+    assert '"legacy/*" = ["PK001"]' in result.stdout
+    data = json.loads(run(["settings", "--format", "json", "sub/r.py"], tmp_path).stdout)
+    assert data["search-paths"] == [str((tmp_path / "lib").resolve())]
+    (tmp_path / "pyproject.toml").write_text("[tool.mblint]\nnope = 1\n")
+    bad = run(["settings", "sub/r.py"], tmp_path)
+    assert bad.exit_code == 2 and "'tool.mblint.nope'" in bad.stderr
