@@ -227,3 +227,29 @@ def constructor_site_field(cfg: EffectiveConfig, path: str) -> str | None:
         if last is not None and last.kind != "default" and (last.path, last.line) == (site.path, site.line):
             return sibling.path
     return None
+
+
+BRIDGE_GPT_DATASET = "megatron.bridge.training.config.GPTDatasetConfig"
+
+
+def dataset_is(cfg: EffectiveConfig, *bases: str) -> Any:
+    """Whether ``dataset``'s class is (a subclass of) one of ``bases`` (qualified or short
+    names), read from the schema; ``UNKNOWN`` when the dataset's class is not known."""
+    from mblint.schema import load_schema
+
+    type_name = cfg.type_of("dataset")
+    if type_name is None:
+        current = cfg.value("dataset")
+        return False if current is None or current is ABSENT else UNKNOWN
+    schema = load_schema(cfg.schema_version or "0.6")
+    spec = schema.find_class(type_name)
+    if spec is None:
+        return type_name in bases
+    return any(schema.is_subclass(spec.qualname, base) for base in bases)
+
+
+def canonical_seq_datasets(cfg: EffectiveConfig) -> tuple[str, ...]:
+    """The dataset classes whose seq_length ``ConfigContainer.validate`` compares with the model's."""
+    if cfg.schema_version == "0.3":
+        return (BRIDGE_GPT_DATASET, "FinetuningDatasetConfig")
+    return (BRIDGE_GPT_DATASET, "GPTSFTDatasetConfig", *COLLATE_DATASET_TYPES_06)
