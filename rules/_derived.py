@@ -310,3 +310,136 @@ def effective_overlap_flag(cfg: EffectiveConfig, name: str) -> tuple[Any, str]:
         flag = value(cfg, path, False)
         return (bool(flag) if known(flag) else UNKNOWN), path
     return UNKNOWN, f"model.{name}"
+# --- packing / sequence-length helpers (rules-pack) -------------------------------------------
+
+SFT_DATASET_TYPES_06 = ("GPTSFTDatasetConfig", "FinetuningDatasetConfig", "DirectHFSFTDatasetConfig",
+                        "EnergonDatasetConfig", "MockVLMSFTDatasetConfig")
+COLLATE_DATASET_TYPES_06 = ("DirectHFSFTDatasetConfig", "EnergonDatasetConfig", "MockVLMSFTDatasetConfig")
+
+
+def eval_context_parallel_size(cfg: EffectiveConfig) -> Any:
+    """``dist.eval_context_parallel_size`` (0.6.x; None when unset or on 0.3.x)."""
+    if cfg.schema_version == "0.3":
+        return None
+    result = value(cfg, "dist.eval_context_parallel_size", None)
+    return result if not is_node(result) else UNKNOWN
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """lcm of the CP and SP multiples over the training and eval CP sizes (0.6.2
+    ``ConfigContainer.validate``). ``cp_required`` is the lcm of the CP parts alone."""
+
+    required: int
+    cp_required: int
+    text: str  # e.g. "CP=2 and TP=8 with sequence parallelism need a multiple of lcm(4, 16) = 16"
+    fields: tuple[str, ...]
+
+
+def cp_sp_alignment_all(cfg: EffectiveConfig) -> Any:
+    """The CP/SP alignment over {CP, eval CP}; ``UNKNOWN`` if an input is unknown."""
+    par = parallel(cfg)
+    eval_cp = eval_context_parallel_size(cfg)
+    if not known(par.cp, par.tp, par.sp) or not is_known(eval_cp):
+        return UNKNOWN
+    if not all(isinstance(v, int) for v in (par.cp, par.tp)) or (eval_cp is not None and not isinstance(eval_cp, int)):
+        return UNKNOWN
+    sizes = [("CP", par.cp)]
+    fields = ["model.context_parallel_size", "model.tensor_model_parallel_size", "model.sequence_parallel"]
+    if eval_cp is not None and eval_cp != par.cp:
+        sizes.append(("eval CP", eval_cp))
+        fields.append("dist.eval_context_parallel_size")
+    parts, mults, cp_mults = [], [], []
+    for label, size in sizes:
+        if size > 1:
+            parts.append(f"{label}={size}")
+            mults.append(2 * size)
+            cp_mults.append(2 * size)
+    if par.sp and par.tp > 1:
+        for label, size in sizes:
+            prefix = f"{label}={size} with " if size > 1 and len(sizes) > 1 else ""
+            parts.append(f"{prefix}TP={par.tp} with sequence parallelism")
+            mults.append(size * par.tp)
+    required = math.lcm(*mults) if mults else 1
+    cp_required = math.lcm(*cp_mults) if cp_mults else 1
+    if not parts:
+        return Alignment(1, 1, "no alignment is needed", tuple(fields))
+    subject = " and ".join(parts)
+    verb = "needs" if len(parts) == 1 else "need"
+    if len(mults) == 1:
+        text = f"{subject} {verb} a multiple of {required}"
+    else:
+        text = f"{subject} {verb} a multiple of lcm({', '.join(str(m) for m in mults)}) = {required}"
+    return Alignment(required, cp_required, text, tuple(fields))
+
+
+def data_parallel_size(cfg: EffectiveConfig, world_size: Any) -> Any:
+    """world / (TP*PP*CP), or ``UNKNOWN`` (also when the world size is not divisible)."""
+    par = parallel(cfg)
+    if world_size is None or not known(par.tp, par.pp, par.cp):
+        return UNKNOWN
+    if not all(isinstance(v, int) and v > 0 for v in (par.tp, par.pp, par.cp)):
+        return UNKNOWN
+    model_parallel = par.tp * par.pp * par.cp
+    if world_size % model_parallel:
+        return UNKNOWN
+    return world_size // model_parallel
+
+
+def model_family_hints(cfg: EffectiveConfig) -> list[tuple[str, str]]:
+    """Strings that name the model (lower-cased) with where each came from: the HF model id
+    when known, the tokenizer model (recipes set it to the HF id), and the recipe function's
+    module and name."""
+    hints = []
+    for path in ("model.hf_model_id", "tokenizer.tokenizer_model"):
+        current = cfg.value(path)
+        if known(current) and isinstance(current, str) and current:
+            hints.append((current.lower(), path))
+    hints.append((f"{cfg.recipe.path.replace(chr(92), '/').rsplit('/', 1)[-1]}::{cfg.recipe.function}".lower(), "recipe"))
+    return hints
+
+
+def is_int(*values: Any) -> bool:
+    return all(known(v) and isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def constructor_site_field(cfg: EffectiveConfig, path: str) -> str | None:
+    """When ``path`` holds a dataclass default from a constructor call in the recipe (e.g.
+    ``PackedSequenceSpecs(pad_seq_to_mult=4)`` without a size), a sibling field that the same
+    call set explicitly, so a finding can land on that call; None otherwise."""
+    origins = cfg.origins(path)
+    if not origins or origins[-1].kind != "default":
+        return None
+    site = origins[-1]
+    parent = path.rsplit(".", 1)[0]
+    for sibling in cfg.children(parent):
+        last = sibling.last_origin
+        if last is not None and last.kind != "default" and (last.path, last.line) == (site.path, site.line):
+            return sibling.path
+    return None
+
+
+BRIDGE_GPT_DATASET = "megatron.bridge.training.config.GPTDatasetConfig"
+
+
+def dataset_is(cfg: EffectiveConfig, *bases: str) -> Any:
+    """Whether ``dataset``'s class is (a subclass of) one of ``bases`` (qualified or short
+    names), read from the schema; ``UNKNOWN`` when the dataset's class is not known."""
+    from mblint.schema import load_schema
+
+    type_name = cfg.type_of("dataset")
+    if type_name is None:
+        current = cfg.value("dataset")
+        return False if current is None or current is ABSENT else UNKNOWN
+    schema = load_schema(cfg.schema_version or "0.6")
+    spec = schema.find_class(type_name)
+    if spec is None:
+        return type_name in bases
+    return any(schema.is_subclass(spec.qualname, base) for base in bases)
+
+
+def canonical_seq_datasets(cfg: EffectiveConfig) -> tuple[str, ...]:
+    """The dataset classes whose seq_length ``ConfigContainer.validate`` compares with the model's."""
+    if cfg.schema_version == "0.3":
+        return (BRIDGE_GPT_DATASET, "FinetuningDatasetConfig")
+    return (BRIDGE_GPT_DATASET, "GPTSFTDatasetConfig", *COLLATE_DATASET_TYPES_06)

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule
+from rules._derived import in_batch_packing, offline_packing
+
+
+class OfflineXorInBatch(Rule):
+    id = "PK003"
+    name = "offline-xor-inbatch"
+    severity = Severity.ERROR
+    summary = "Offline packing and in-batch packing cannot both be enabled."
+    fixable = True
+    tags = ("packing",)
+    versions = ("0.6",)
+    doc = """## What it does
+Flags `dataset.enable_offline_packing = True` together with `dataset.enable_in_batch_packing = True`.
+
+## Why it matters
+The two packing modes are mutually exclusive: offline packing needs micro-batch size 1 and a
+pre-packed dataset, in-batch packing packs the sequences of a larger micro-batch at collate
+time. `ConfigContainer.validate()` raises "enable_offline_packing and enable_in_batch_packing
+are mutually exclusive." at job start.
+
+## Example
+```python
+cfg = _sft_common()                            # offline packing on
+cfg.dataset.enable_in_batch_packing = True
+```
+
+## Fix
+Unsafe (changes the data layout): disable one of the two; keep the one set last in the
+recipe. Offline packing also needs `micro_batch_size = 1`, in-batch packing needs more than 1.
+
+## Versions
+0.6.x. In 0.3.x offline packing (`packed_sequence_specs`) lives on the text SFT dataset and
+`pack_sequences_in_batch` on the VLM dataset providers, so they cannot meet.
+
+## Sources
+0.6.2 megatron/bridge/training/config.py:1150-1155 (`ConfigContainer.validate`).
+"""
+    valid = [
+        "cfg = _sft_common()",
+        "cfg = _sft_common()\ncfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None\n"
+        "cfg.dataset.enable_in_batch_packing = True",
+        # unknown flag: silent
+        "cfg = _sft_common()\nfor flag in (True, False):\n    cfg.dataset.enable_in_batch_packing = flag",
+    ]
+    invalid = [
+        "cfg = _sft_common()\ncfg.dataset.enable_in_batch_packing = True  # error",
+    ]
+
+    def check(self, cfg, ctx):
+        if offline_packing(cfg) is not True or in_batch_packing(cfg) is not True:
+            return
+        fields = ["dataset.enable_offline_packing", "dataset.enable_in_batch_packing"]
+        yield ctx.report(
+            cfg,
+            "dataset.enable_offline_packing and dataset.enable_in_batch_packing are both True, but the two "
+            "packing modes are mutually exclusive",
+            fields,
+            fixes=[FixIntent("set", "dataset.enable_in_batch_packing", False, safe=False,
+                             description="disable in-batch packing"),
+                   FixIntent("set", "dataset.enable_offline_packing", False, safe=False,
+                             description="disable offline packing (and set offline_packing_specs to None)")],
+        )

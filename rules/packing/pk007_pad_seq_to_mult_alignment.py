@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import math
+
+from mblint.findings import FixIntent, Severity
+from mblint.model import ABSENT, is_known
+from mblint.rule import Rule
+from mblint.testing import Example
+from rules._derived import cp_sp_alignment_all, is_int, offline_packing, specs_path, value
+
+
+class PadSeqToMultAlignment(Rule):
+    id = "PK007"
+    name = "pad-seq-to-mult-alignment"
+    severity = Severity.ERROR
+    summary = "Offline packing's pad_seq_to_mult must be a multiple of the CP/SP alignment."
+    fixable = True
+    tags = ("packing", "context-parallel")
+    doc = """## What it does
+With offline packing, checks that `pad_seq_to_mult` (None counts as 1) is a multiple of
+lcm(2*CP if CP>1 else 1, CP*TP if sequence parallelism and TP>1 else 1), over the training CP
+and, in 0.6.x, `dist.eval_context_parallel_size`.
+
+## Why it matters
+Each sequence inside a pack is split across context-parallel ranks in THD layout, which needs
+every segment to be divisible by 2*CP (0.6.2 data/packing/offline.py:175 "Runtime segments ...
+must be divisible for THD+CP"); otherwise the CP partitioning fails at the first step. Sequence
+parallelism additionally shards each segment over TP ranks. `ConfigContainer.validate()` does
+not check this for offline packing; only `scripts/training/run_recipe.py` repairs it. The CP part
+is an error; a violation of only the SP part is reported as a warning.
+
+## Example
+```python
+cfg.model.context_parallel_size = 2
+cfg.model.tensor_model_parallel_size = 8
+cfg.model.sequence_parallel = True
+cfg.dataset.offline_packing_specs.pad_seq_to_mult = 1
+# pad_seq_to_mult is 1, but CP=2 and TP=8 with sequence parallelism need a multiple of lcm(4, 16) = 16
+```
+
+## Fix
+Unsafe (rebuilds the packed dataset under a new path): set `pad_seq_to_mult` to
+lcm(current, required).
+
+## Versions
+0.3.x (`dataset.packed_sequence_specs`, no eval CP) and 0.6.x (`dataset.offline_packing_specs`,
+including `dist.eval_context_parallel_size`).
+
+## Sources
+0.6.2 megatron/bridge/data/packing/offline.py:167-182; megatron/bridge/training/config.py:1206-1214
+(the same multiple used for collate padding); 0.3.1 megatron/bridge/data/datasets/packed_sequence.py:242-246
+("For THD/context parallel, set to (context_parallel_size * 2)"); docs/training/packed-sequences.md:84-97.
+"""
+    valid = [
+        "cfg = _sft_common()",
+        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "cfg.model.context_parallel_size = 2\ncfg.model.tensor_model_parallel_size = 8\ncfg.model.sequence_parallel = True\n"
+        "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 16",
+        # CP unknown (loop): silent
+        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "for cp in (1, 2):\n    cfg.model.context_parallel_size = cp",
+        # packing off
+        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "cfg.model.context_parallel_size = 2\ncfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None",
+    ]
+    invalid = [
+        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 1\n"
+        "cfg.model.tensor_model_parallel_size = 8\ncfg.model.sequence_parallel = True\n"
+        "cfg.model.context_parallel_size = 2  # error",
+        Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+                "cfg.model.context_parallel_size = 4\ncfg.dataset.packed_sequence_specs.pad_seq_to_mult = 4  # error",
+                version="0.3"),
+        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "cfg.model.context_parallel_size = 2\ncfg.dataset.offline_packing_specs.pad_seq_to_mult = 4\n"
+        "cfg.dist.eval_context_parallel_size = 4  # error",
+    ]
+
+    def check(self, cfg, ctx):
+        if offline_packing(cfg) is not True:
+            return
+        path = f"{specs_path(cfg)}.pad_seq_to_mult"
+        pad = value(cfg, path)
+        if not is_known(pad) or pad is ABSENT:
+            return
+        pad_value = 1 if pad is None else pad
+        if not is_int(pad_value) or pad_value <= 0:
+            return
+        align = cp_sp_alignment_all(cfg)
+        if not is_known(align) or pad_value % align.required == 0:
+            return
+        target = math.lcm(pad_value, align.required)
+        severity = Severity.ERROR if pad_value % align.cp_required else Severity.WARNING
+        yield ctx.report(
+            cfg,
+            f"pad_seq_to_mult is {pad if pad is not None else 'None (1)'}, but {align.text}",
+            [path, *align.fields],
+            severity=severity,
+            fixes=[FixIntent("set", path, target, safe=False,
+                             description=f"set pad_seq_to_mult to lcm({pad_value}, {align.required}) = {target}; "
+                                         "the packed dataset is rebuilt")],
+        )

@@ -1,0 +1,1 @@
+"""Sequence-length rules."""

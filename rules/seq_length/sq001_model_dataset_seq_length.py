@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule
+from mblint.testing import Example
+from rules._derived import canonical_seq_datasets, dataset_is, is_int, value
+
+
+class ModelDatasetSeqLengthEqual(Rule):
+    id = "SQ001"
+    name = "model-dataset-seq-length-equal"
+    severity = Severity.ERROR
+    summary = "model.seq_length must equal dataset.seq_length."
+    fixable = True
+    tags = ("seq-length",)
+    doc = """## What it does
+For the dataset configs Megatron-Bridge checks (GPTDatasetConfig and its subclasses, the SFT
+dataset configs), flags `model.seq_length != dataset.seq_length`.
+
+## Why it matters
+`ConfigContainer.validate()` asserts "Please ensure sequence length configuration in model
+config and dataset config match." at job start. A common cause is an override of only one of
+the two (`dataset.seq_length=8192` on the command line).
+
+## Example
+```python
+cfg.model.seq_length = 4096
+cfg.dataset.seq_length = 8192
+```
+
+## Fix
+Safe: set `model.seq_length` to `dataset.seq_length` (what `scripts/training/run_recipe.py` does).
+
+## Versions
+0.3.x (GPTDatasetConfig, FinetuningDatasetConfig) and 0.6.x (GPTDatasetConfig,
+GPTSFTDatasetConfig, DirectHFSFTDatasetConfig, EnergonDatasetConfig, MockVLMSFTDatasetConfig).
+
+## Sources
+0.6.2 megatron/bridge/training/config.py:1479-1500; 0.3.1 megatron/bridge/training/config.py:1591-1605.
+"""
+    valid = [
+        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "cfg.model.seq_length = 2048",
+        "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "cfg.model.seq_length = 4096\ncfg.dataset.seq_length = 4096",
+        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "for n in (2048, 4096):\n    cfg.model.seq_length = n",
+    ]
+    invalid = [
+        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "cfg.model.seq_length = 2048\ncfg.dataset.seq_length = 4096  # error",
+        Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+                "cfg.model.seq_length = 2048", dotlist=("dataset.seq_length=8192",)),
+        Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+                "cfg.model.seq_length = 4096  # error", version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        if dataset_is(cfg, *canonical_seq_datasets(cfg)) is not True:
+            return
+        model_seq = value(cfg, "model.seq_length")
+        data_seq = value(cfg, "dataset.seq_length")
+        if not is_int(model_seq, data_seq) or model_seq == data_seq:
+            return
+        yield ctx.report(
+            cfg,
+            f"model.seq_length is {model_seq}, but dataset.seq_length is {data_seq}; they must be equal",
+            ["model.seq_length", "dataset.seq_length"],
+            fixes=[FixIntent("set", "model.seq_length", data_seq,
+                             description=f"set model.seq_length to dataset.seq_length = {data_seq}")],
+        )

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import math
+
+from mblint.findings import FixIntent, Severity
+from mblint.model import is_known
+from mblint.rule import Rule
+from rules._derived import COLLATE_DATASET_TYPES_06, cp_sp_alignment_all, dataset_is, is_int, value
+
+
+class CollateSeqLengthDivisible(Rule):
+    id = "SQ002"
+    name = "collate-seq-length-divisible"
+    severity = Severity.ERROR
+    summary = "Collate-time datasets need seq_length divisible by the CP/SP padding multiple."
+    fixable = True
+    tags = ("seq-length", "context-parallel")
+    versions = ("0.6",)
+    doc = """## What it does
+For `DirectHFSFTDatasetConfig`, `EnergonDatasetConfig` and `MockVLMSFTDatasetConfig`, flags a
+`dataset.seq_length` that is not a multiple of lcm(2*CP if CP>1 else 1, CP*TP if sequence
+parallelism and TP>1 else 1), taken over the training CP and `dist.eval_context_parallel_size`.
+
+## Why it matters
+These datasets pad each batch at collate time to that multiple and cap it at `seq_length`.
+`ConfigContainer.validate()` raises "<Dataset>.seq_length must be divisible by the CP/SP collate
+padding multiple (N)." at job start.
+
+## Example
+```python
+cfg = _sft_common_vlm()
+cfg.model.context_parallel_size = 4
+cfg.dataset.seq_length = 4100      # not a multiple of 8
+```
+
+## Fix
+Unsafe (changes the sequence length; keep `model.seq_length` equal): round `dataset.seq_length`
+up to the next multiple.
+
+## Versions
+0.6.x (these dataset configs do not exist in 0.3.x).
+
+## Sources
+0.6.2 megatron/bridge/training/config.py:1206-1225.
+"""
+    _model = ("cfg.model = AutoBridge.from_hf_pretrained('Qwen/Qwen3-VL-8B-Instruct')"
+              ".to_megatron_provider(load_weights=False)\n")
+    valid = [
+        "cfg = _sft_common_vlm()\n" + _model + "cfg.model.context_parallel_size = 4\ncfg.dataset.seq_length = 4096",
+        "cfg = _sft_common()\n" + _model + "cfg.model.context_parallel_size = 4\ncfg.dataset.seq_length = 4100",
+        "cfg = _sft_common_vlm()\n" + _model + "cfg.dataset.seq_length = 4100\n"
+        "for cp in (1, 2):\n    cfg.model.context_parallel_size = cp",
+    ]
+    invalid = [
+        "cfg = _sft_common_vlm()\n" + _model + "cfg.model.context_parallel_size = 4\ncfg.dataset.seq_length = 4100  # error",
+        "cfg = _sft_common_vlm()\n" + _model + "cfg.dataset.seq_length = 4100\ncfg.model.tensor_model_parallel_size = 8\n"
+        "cfg.model.sequence_parallel = True  # error",
+    ]
+
+    def check(self, cfg, ctx):
+        if dataset_is(cfg, *COLLATE_DATASET_TYPES_06) is not True:
+            return
+        seq = value(cfg, "dataset.seq_length")
+        align = cp_sp_alignment_all(cfg)
+        if not is_int(seq) or seq <= 0 or not is_known(align) or seq % align.required == 0:
+            return
+        target = math.ceil(seq / align.required) * align.required
+        yield ctx.report(
+            cfg,
+            f"dataset.seq_length is {seq}, but {align.text} (collate-time CP/SP padding); "
+            f"the next multiple is {target}",
+            ["dataset.seq_length", *align.fields],
+            fixes=[FixIntent("set", "dataset.seq_length", target, safe=False,
+                             description=f"set dataset.seq_length (and model.seq_length) to {target}")],
+        )
