@@ -55,6 +55,8 @@ values), 2837-2852 (DSA assertion); 0.6.2 megatron/bridge/perf_recipes/glm_moe_d
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.context_parallel_size = 2\ncfg.model.cp_comm_type = 'p2p'",
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.context_parallel_size = 2\n"
                 "cfg.model.cp_comm_type = 'all_gather'", version="0.3"),
+        # DSA spelling with an HF-derived (unknown) attention variant
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.context_parallel_size = 2\ncfg.model.cp_comm_type = 'allgather'",
     ]
     invalid = [
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.experimental_attention_variant = 'dsa'\n"
@@ -82,8 +84,10 @@ values), 2837-2852 (DSA assertion); 0.6.2 megatron/bridge/perf_recipes/glm_moe_d
                 yield ctx.report(cfg, message, ["model.cp_comm_type", "model.experimental_attention_variant",
                                                 "model.context_parallel_size"], primary="model.cp_comm_type")
                 return
+        # "allgather" is DSA's spelling; silent unless the attention variant is known not to be DSA
+        variant_known_other = known(variant) and variant != "dsa"
         wrong = sorted({i for i in items if i is not None and i not in VALID
-                        and not (i.replace("_", "").lower() == "allgather" and variant == "dsa")})
+                        and not (i.replace("_", "").lower() == "allgather" and not variant_known_other)})
         if wrong:
             message = (f"model.cp_comm_type {raw!r} contains {', '.join(map(repr, wrong))}, which is not one of "
                        f"{', '.join(map(repr, VALID))}")
