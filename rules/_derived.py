@@ -162,3 +162,10 @@ def min_gpus(par: Parallel) -> Any:
 def int_values(*values: Any) -> bool:
     """Known, present, and plain ints (bool excluded)."""
     return known(*values) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def assigned(cfg: EffectiveConfig, path: str) -> bool:
+    """Whether the recipe or an override wrote ``path`` (not just a default or an unknown
+    provider attribute). For private/optional attributes that only matter when set, such as
+    ``model._pipeline_model_parallel_layout_builder``."""
+    return any(origin.kind not in ("default", "unknown") for origin in cfg.origins(path))
