@@ -443,3 +443,52 @@ def canonical_seq_datasets(cfg: EffectiveConfig) -> tuple[str, ...]:
     if cfg.schema_version == "0.3":
         return (BRIDGE_GPT_DATASET, "FinetuningDatasetConfig")
     return (BRIDGE_GPT_DATASET, "GPTSFTDatasetConfig", *COLLATE_DATASET_TYPES_06)
+# --- context parallelism, parallel grids and world size (rules/cp, rules/parallel) ---
+
+# Dataset classes ConfigContainer.validate() treats as fine-tuning data for the CP>1 checks
+# (0.6.2 megatron/bridge/training/config.py:1440-1446 plus the deprecated alias
+# FinetuningDatasetConfig(GPTSFTDatasetConfig), data/builders/gpt_sft.py:240;
+# 0.3.1 training/config.py:1549 FinetuningDatasetConfig and its subclass HFDatasetConfig,
+# data/builders/hf_dataset.py:55).
+SFT_DATASETS_06 = frozenset({"GPTSFTDatasetConfig", "FinetuningDatasetConfig", "DirectHFSFTDatasetConfig",
+                             "EnergonDatasetConfig", "MockVLMSFTDatasetConfig"})
+SFT_DATASETS_03 = frozenset({"FinetuningDatasetConfig", "HFDatasetConfig"})
+
+
+def finetuning_dataset(cfg: EffectiveConfig) -> Any:
+    """True when validate() treats the dataset as fine-tuning data, False when it does not,
+    UNKNOWN when the dataset's class is unknown."""
+    name = cfg.type_of("dataset")
+    if not name:
+        return UNKNOWN
+    names = SFT_DATASETS_03 if cfg.schema_version == "0.3" else SFT_DATASETS_06
+    return name in names
+
+
+def megatron_fsdp(cfg: EffectiveConfig) -> Any:
+    """Whether Megatron-FSDP is on (``dist.use_megatron_fsdp`` or ``ddp.use_megatron_fsdp``)."""
+    flags = [value(cfg, "dist.use_megatron_fsdp", False), value(cfg, "ddp.use_megatron_fsdp", False)]
+    if any(flag is True for flag in flags):
+        return True
+    if not all(is_known(flag) for flag in flags):
+        return UNKNOWN
+    return False
+
+
+def min_gpus(par: Parallel) -> Any:
+    """PP * max(TP*CP, EP*ETP): the smallest world a layout runs on (DP = EDP = 1)."""
+    if not known(par.tp, par.pp, par.cp, par.ep, par.etp):
+        return UNKNOWN
+    return par.pp * max(par.tp * par.cp, par.ep * par.etp)
+
+
+def int_values(*values: Any) -> bool:
+    """Known, present, and plain ints (bool excluded)."""
+    return known(*values) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def assigned(cfg: EffectiveConfig, path: str) -> bool:
+    """Whether the recipe or an override wrote ``path`` (not just a default or an unknown
+    provider attribute). For private/optional attributes that only matter when set, such as
+    ``model._pipeline_model_parallel_layout_builder``."""
+    return any(origin.kind not in ("default", "unknown") for origin in cfg.origins(path))

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule, known
+from mblint.testing import Example
+from rules._derived import finetuning_dataset, megatron_fsdp, parallel, value
+
+MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+FIXED = "cfg.model.calculate_per_token_loss = True\n"
+
+
+class FinetuneCpNoAverageInCollective(Rule):
+    id = "CP003"
+    name = "finetune-cp-no-average-in-collective"
+    severity = Severity.ERROR
+    summary = "Fine-tuning with context_parallel_size > 1 needs ddp.average_in_collective = False."
+    fixable = True
+    tags = ("context-parallel", "finetuning", "ddp")
+    doc = """## What it does
+Flags a fine-tuning dataset (the classes `ConfigContainer.validate()` checks, see CP002)
+trained with `model.context_parallel_size > 1` while `ddp.average_in_collective` is True.
+Megatron-FSDP turns `average_in_collective` off before the check, so it is not flagged then.
+
+## Why it matters
+Per-token loss (required with CP for fine-tuning) sums gradients and divides by the token
+count; averaging inside the collective divides once more. Megatron-Bridge asserts "When
+finetuning with CP>1, average_in_collective must be False" at job start. `_pretrain_common()`
+and the VLM builders `_sft_common_vlm()`/`_peft_common_vlm()` set it True, so a VLM
+fine-tuning recipe that only raises CP trips it.
+
+## Example
+```python
+cfg = _sft_common_vlm()                  # ddp.average_in_collective = True
+cfg.model.context_parallel_size = 2
+cfg.model.calculate_per_token_loss = True
+```
+
+## Fix
+Safe: set `ddp.average_in_collective = False` (what `scripts/training/run_recipe.py` does;
+other entry points do not).
+
+## Versions
+0.3.x and 0.6.x.
+
+## Sources
+0.6.2 megatron/bridge/training/config.py:1435-1457 (`validate`), 1086-1088 (Megatron-FSDP
+deactivates it first, called at 1346); 0.6.2 megatron/bridge/recipes/common.py:85,404,508;
+0.3.1 megatron/bridge/training/config.py:1478-1480, 1545-1559.
+"""
+    valid = [
+        "cfg = _sft_common_vlm()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2\n"
+        "cfg.ddp.average_in_collective = False",
+        "cfg = _sft_common_vlm()\n" + MODEL + "cfg.model.context_parallel_size = 1",
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.context_parallel_size = 2",
+        # Megatron-FSDP turns average_in_collective off before validate() checks it
+        "cfg = _sft_common_vlm()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2\n"
+        "cfg.ddp.use_megatron_fsdp = True",
+        # unknown CP
+        "cfg = _sft_common_vlm()\n" + MODEL + "for cp in (1, 2):\n    cfg.model.context_parallel_size = cp",
+        Example("cfg = _sft_common()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2", version="0.3"),
+    ]
+    invalid = [
+        "cfg = _sft_common_vlm()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2  # error",
+        "cfg = _sft_common()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2\n"
+        "cfg.ddp.average_in_collective = True  # error",
+        Example("cfg = _sft_common()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2\n"
+                "cfg.ddp.average_in_collective = True  # error", version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        cp = parallel(cfg).cp
+        average = value(cfg, "ddp.average_in_collective", False)
+        if finetuning_dataset(cfg) is not True or not known(cp, average) or cp <= 1 or average is not True:
+            return
+        if megatron_fsdp(cfg) is not False:
+            return
+        message = (f"ddp.average_in_collective is True, but fine-tuning ({cfg.type_of('dataset')}) with "
+                   f"context_parallel_size={cp} requires False (per-token loss already normalises by the "
+                   f"token count)")
+        yield ctx.report(cfg, message, ["ddp.average_in_collective", "model.context_parallel_size"],
+                         fixes=[FixIntent("set", "ddp.average_in_collective", False,
+                                          description="set ddp.average_in_collective to False")])

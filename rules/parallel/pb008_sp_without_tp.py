@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule
+from mblint.testing import Example
+from rules._derived import int_values, parallel
+
+MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+
+
+class SpWithoutTp(Rule):
+    id = "PB008"
+    name = "sp-without-tp"
+    severity = Severity.INFO
+    summary = "sequence_parallel with tensor_model_parallel_size 1 is silently turned off."
+    fixable = True
+    tags = ("parallelism", "sequence-parallel")
+    doc = """## What it does
+Flags `model.sequence_parallel = True` with `model.tensor_model_parallel_size == 1`.
+
+## Why it matters
+Sequence parallelism shards activations across the tensor-parallel group; with TP=1 there is
+no group. Megatron-Bridge's model config silently sets `sequence_parallel = False` at
+finalisation (Megatron-Core alone would raise), so the setting does nothing, and anything
+derived from it (e.g. padding multiples) may be reasoned about wrongly.
+
+## Example
+```python
+cfg.model.tensor_model_parallel_size = 1
+cfg.model.sequence_parallel = True
+```
+
+## Fix
+Safe: drop the setting (`model.sequence_parallel = False`), or raise TP.
+
+## Versions
+0.3.x and 0.6.x.
+
+## Sources
+0.6.2 megatron/bridge/models/transformer_config.py:179-180, 255-256, 309-310; Megatron-Core
+0.19.2 megatron/core/model_parallel_config.py (SP requires TP > 1);
+skills/mbridge-perf-parallelism-strategies/SKILL.md (Pitfalls 3).
+"""
+    valid = [
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 2\ncfg.model.sequence_parallel = True",
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.sequence_parallel = False",
+        "cfg = _pretrain_common()\n" + MODEL + "for tp in (1, 2):\n    cfg.model.tensor_model_parallel_size = tp\n"
+        "cfg.model.sequence_parallel = True",
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 4\n"
+                "cfg.model.sequence_parallel = True", version="0.3"),
+    ]
+    invalid = [
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.sequence_parallel = True  # error",
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.sequence_parallel = True\n"
+                "cfg.model.tensor_model_parallel_size = 1  # error", version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        par = parallel(cfg)
+        if par.sp is not True or not int_values(par.tp) or par.tp > 1:
+            return
+        message = (f"model.sequence_parallel is True, but tensor_model_parallel_size is {par.tp}; "
+                   f"Megatron-Bridge silently turns sequence parallelism off without TP > 1")
+        yield ctx.report(cfg, message, ["model.sequence_parallel", "model.tensor_model_parallel_size"],
+                         fixes=[FixIntent("set", "model.sequence_parallel", False,
+                                          description="set sequence_parallel to False")])

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule
+from mblint.testing import Example
+from rules._derived import int_values, parallel
+
+MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+
+
+class TpWithoutSp(Rule):
+    id = "PB010"
+    name = "tp-without-sp"
+    severity = Severity.WARNING
+    summary = "Tensor parallelism without sequence parallelism wastes activation memory."
+    fixable = True
+    tags = ("parallelism", "sequence-parallel", "performance")
+    doc = """## What it does
+Flags `model.tensor_model_parallel_size > 1` with `model.sequence_parallel` False.
+
+## Why it matters
+Without sequence parallelism every tensor-parallel rank keeps a full copy of the
+LayerNorm/dropout activations, which sequence parallelism shards TP ways at no extra
+communication (the all-reduce becomes a reduce-scatter plus all-gather). TP communication
+overlap also requires it: `CommOverlapConfig` disables `tp_comm_overlap` when
+`sequence_parallel` is off.
+
+## Example
+```python
+cfg.model.tensor_model_parallel_size = 4
+cfg.model.sequence_parallel = False
+```
+
+## Fix
+Safe: set `model.sequence_parallel = True` (sequence length must then be divisible by TP,
+times CP with context parallelism).
+
+## Versions
+0.3.x and 0.6.x.
+
+## Sources
+skills/mbridge-perf-parallelism-strategies/SKILL.md ("Decision by Sequence Length": 2K-8K add
+SP; "Combined Parallelism Enablement"); 0.6.2 megatron/bridge/training/comm_overlap.py:443-447
+(TP overlap disabled without SP).
+"""
+    valid = [
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = True",
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 1",
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 4\n"
+        "for sp in (True, False):\n    cfg.model.sequence_parallel = sp",
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 2\n"
+                "cfg.model.sequence_parallel = True", version="0.3"),
+    ]
+    invalid = [
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 4  # error",
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 2\n"
+                "cfg.model.sequence_parallel = False  # error", version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        par = parallel(cfg)
+        if par.sp is not False or not int_values(par.tp) or par.tp <= 1:
+            return
+        message = (f"model.tensor_model_parallel_size is {par.tp} but sequence_parallel is False: each of the "
+                   f"{par.tp} TP ranks keeps full-sequence norm/dropout activations, and TP communication overlap "
+                   f"cannot be used")
+        yield ctx.report(cfg, message, ["model.tensor_model_parallel_size", "model.sequence_parallel"],
+                         fixes=[FixIntent("set", "model.sequence_parallel", True,
+                                          description="set sequence_parallel to True")])

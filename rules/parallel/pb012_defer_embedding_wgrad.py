@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+from mblint.findings import Severity
+from mblint.model import ABSENT
+from mblint.rule import Rule, known
+from mblint.testing import Example
+from rules._derived import parallel, value
+
+MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+
+
+class DeferEmbeddingWgrad(Rule):
+    id = "PB012"
+    name = "defer-embedding-wgrad"
+    severity = Severity.ERROR
+    summary = "defer_embedding_wgrad_compute needs pipeline parallelism and gradient_accumulation_fusion."
+    tags = ("parallelism", "pipeline", "comm-overlap")
+    doc = """## What it does
+Flags deferred embedding weight-gradient computation with `pipeline_model_parallel_size == 1`
+or with `model.gradient_accumulation_fusion` False. The effective flag is
+`comm_overlap.defer_embedding_wgrad_compute` when a `CommOverlapConfig` is set (its `setup()`
+overwrites the model field, to False when left None), otherwise
+`model.defer_embedding_wgrad_compute`. Silent when `gradient_accumulation_fusion` is left to
+its hardware-dependent default.
+
+## Why it matters
+Megatron-Core's `ModelParallelConfig.__post_init__` raises "Cannot defer embedding wgrad
+compute when pipeline model parallel is not used" / "... when gradient accumulation fusion is
+not used" when `validate()` finalises the model.
+
+## Example
+```python
+cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, defer_embedding_wgrad_compute=True)
+cfg.model.pipeline_model_parallel_size = 1
+```
+
+## Fix
+Drop the deferral, or use PP > 1 with gradient accumulation fusion; not automatic.
+
+## Versions
+0.3.x and 0.6.x.
+
+## Sources
+Megatron-Core 0.19.2 megatron/core/model_parallel_config.py:545-553; 0.6.2
+megatron/bridge/training/comm_overlap.py:422-437, 594-618 (`setup` overwrites the model field).
+"""
+    valid = [
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 4\n"
+        "cfg.model.gradient_accumulation_fusion = True\n"
+        "cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, defer_embedding_wgrad_compute=True)",
+        # a CommOverlapConfig that leaves it None overwrites the model field with False
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.defer_embedding_wgrad_compute = True\n"
+        "cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False)",
+        # gradient_accumulation_fusion left to its hardware default: unknown
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 4\n"
+        "cfg.model.defer_embedding_wgrad_compute = True",
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 2\n"
+                "cfg.model.gradient_accumulation_fusion = True\ncfg.model.defer_embedding_wgrad_compute = True",
+                version="0.3"),
+    ]
+    invalid = [
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 1\n"
+        "cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, defer_embedding_wgrad_compute=True)  # error",
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 4\n"
+        "cfg.model.defer_embedding_wgrad_compute = True\ncfg.model.gradient_accumulation_fusion = False  # error",
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.defer_embedding_wgrad_compute = True  # error",
+                version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        overlap = cfg.type_of("comm_overlap")
+        raw_overlap = cfg.value("comm_overlap")
+        if overlap:
+            path = "comm_overlap.defer_embedding_wgrad_compute"
+            defer = value(cfg, path, None)
+            if defer is None:
+                return  # setup() writes False into the model
+        elif raw_overlap is None or raw_overlap is ABSENT:
+            path = "model.defer_embedding_wgrad_compute"
+            defer = value(cfg, path, False)
+        else:
+            return
+        if defer is not True:
+            return
+        pp = parallel(cfg).pp
+        fusion = value(cfg, "model.gradient_accumulation_fusion", None)
+        if known(pp) and pp == 1:
+            message = (f"{path} is True, but pipeline_model_parallel_size is 1; deferring the embedding weight "
+                       f"gradient needs pipeline parallelism")
+            yield ctx.report(cfg, message, [path, "model.pipeline_model_parallel_size"])
+        elif known(fusion) and fusion is False:
+            message = (f"{path} is True, but model.gradient_accumulation_fusion is False; deferring the embedding "
+                       f"weight gradient needs gradient accumulation fusion")
+            yield ctx.report(cfg, message, [path, "model.gradient_accumulation_fusion"])
