@@ -144,6 +144,7 @@ class EffectiveConfig:
         self.schema_version = schema_version
         self.notes = notes or []
         self.ignored_overrides: list = []  # (field path, origin, action, value) MB skips or rejects
+        self.overrides_applied = False  # an override file or dotlist was applied
         self._graph = graph
         self._fields = fields
         self._types = types

@@ -282,6 +282,7 @@ def _scalar(text: str) -> Any:
 
 def apply_overrides(resolved: Any, overrides: list[Override]) -> None:
     for override in overrides:
+        resolved.overrides_applied += 1
         apply_one(resolved, override)
 
 

@@ -128,6 +128,7 @@ class ResolvedRecipe:
         self.recipe = recipe
         self.interp = interp
         self.ignored: list = []  # (field path, Override) that Megatron-Bridge would skip
+        self.overrides_applied = 0
 
     @property
     def schema(self) -> Schema:
@@ -136,6 +137,7 @@ class ResolvedRecipe:
     def build(self) -> EffectiveConfig:
         cfg = flatten(self.root, self.recipe, self.schema, list(self.interp.notes))
         cfg.ignored_overrides = [(path, o.origin, o.action, o.value) for path, o in self.ignored]
+        cfg.overrides_applied = self.overrides_applied > 0
         return cfg
 
 

@@ -26,9 +26,11 @@ from megatron.bridge.data.packing import PackedSequenceSpecs
 from megatron.bridge.data.builders import DirectHFSFTDatasetConfig, HFDatasetSourceConfig
 from megatron.bridge.training.flex_dispatcher_backend import apply_flex_dispatcher_backend
 from megatron.bridge.utils.cuda_graph import set_cuda_graph_modules
+from megatron.bridge.training.mixed_precision import bf16_mixed, get_mixed_precision_config
 """
 HEADER_03 = HEADER + """\
 from megatron.bridge.data.datasets.packed_sequence import PackedSequenceSpecs
+from megatron.bridge.training.mixed_precision import bf16_mixed, get_mixed_precision_config
 """
 MARKER = re.compile(r"#\s*(error|finding)\b")
 

@@ -487,8 +487,46 @@ def int_values(*values: Any) -> bool:
     return known(*values) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
 
 
+# ----- general helpers (rules-general: OT, PR, RC, OF) ------------------------------------
+
+SET_KINDS = ("set", "override")
+
+
+def last_origin(cfg: EffectiveConfig, path: str):
+    origins = cfg.origins(path)
+    return origins[-1] if origins else None
+
+
 def assigned(cfg: EffectiveConfig, path: str) -> bool:
-    """Whether the recipe or an override wrote ``path`` (not just a default or an unknown
-    provider attribute). For private/optional attributes that only matter when set, such as
-    ``model._pipeline_model_parallel_layout_builder``."""
-    return any(origin.kind not in ("default", "unknown") for origin in cfg.origins(path))
+    """True when ``path`` was written by a recipe line or an override (not left at a
+    dataclass default, and not only set by something mblint cannot follow)."""
+    origin = last_origin(cfg, path)
+    return origin is not None and origin.kind in SET_KINDS
+
+
+def from_dotlist(cfg: EffectiveConfig, path: str) -> bool:
+    """True when the last write of ``path`` is a command-line ``key=value`` override."""
+    origin = last_origin(cfg, path)
+    return origin is not None and origin.kind == "override" and origin.path == "--set"
+
+
+def has_overrides(cfg: EffectiveConfig) -> bool:
+    """True when an override file or a dotlist was applied: the configuration is then the one
+    being launched, not a recipe the launcher still completes."""
+    return cfg.overrides_applied
+
+
+def schema_of(cfg: EffectiveConfig):
+    from mblint.schema import load_schema
+
+    return load_schema(cfg.schema_version or "0.6")
+
+
+def class_fields(cfg: EffectiveConfig, node: str) -> set[str] | None:
+    """Field names of the config class at object node ``node`` ("model", "ddp", ...), or None
+    when the node is no object, a dict, or a class the schema does not know."""
+    type_name = cfg.type_of(node)
+    if type_name is None or type_name == "dict":
+        return None
+    spec = schema_of(cfg).find_class(type_name)
+    return set(spec.fields) if spec is not None else None

@@ -1,0 +1,1 @@
+"""General rules: unknown and deprecated fields, optimizer/scheduler/checkpoint contracts."""

@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+import difflib
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule, format_value
+from mblint.testing import Example
+from rules._derived import from_dotlist, last_origin, schema_of
+
+# Factory parameter names that people write onto the scheduler although the factory maps them
+# to the optimizer: 0.6.2 megatron/bridge/recipes/utils/optimizer_utils.py:100-166
+# (distributed_fused_adam_with_cosine_annealing(max_lr=..., min_lr=...) sets optimizer.lr and
+# optimizer.min_lr); 0.3.1 the same file.
+KNOWN_ALIASES = {
+    ("scheduler", "max_lr"): "optimizer.lr",
+    ("scheduler", "min_lr"): "optimizer.min_lr",
+    ("scheduler", "lr"): "optimizer.lr",
+    ("optimizer", "max_lr"): "optimizer.lr",
+}
+
+
+# Attributes that are valid although they are no dataclass fields, which the schema does not
+# record yet (reported to the schema owners): a property with a setter, or an attribute set
+# in a custom __init__ from one of its parameters.
+#   0.3.1 megatron/bridge/training/config.py:408-445 (GPTDatasetConfig.__init__ stores
+#     skip_getting_attention_mask_from_dataset; `seq_length` is a property aliasing
+#     sequence_length with a setter)
+#   0.6.2 megatron/bridge/training/config.py:249-266 (GPTDatasetConfig.__init__ stores
+#     skip_getting_attention_mask_from_dataset)
+NON_FIELD_ATTRIBUTES = {
+    "GPTDatasetConfig": {"skip_getting_attention_mask_from_dataset", "seq_length"},
+}
+
+
+class UnknownField(Rule):
+    id = "OT001"
+    name = "unknown-field"
+    severity = Severity.WARNING
+    summary = "A field that the target config class does not have: dead in Python/YAML, an error on the command line."
+    fixable = True
+    tags = ("general", "overrides")
+    doc = """## What it does
+Flags a field path whose last part is not a field of its parent's config class, such as
+`cfg.scheduler.max_lr = 3e-4` (SchedulerConfig has no `max_lr`; the learning rate lives on
+`optimizer.lr`), `cfg.model.moe_a2a_overlap = True`, or a YAML key `optimizer.finetune_lr`.
+Dict-valued nodes (`dataset.dataset_kwargs`, `env_vars`), model providers derived from a
+Hugging Face config (their fields are only known at run time), classes the schema does not
+know, private attributes (`_name`) and deprecated fields (see OT008) are skipped.
+The message suggests the nearest field of the same class, or a field of the same name (or a
+close one) on another sub-config.
+
+## Why it matters
+Megatron-Bridge's config dataclasses accept any attribute assignment, so a misspelt Python
+assignment is silently dead; an unknown YAML key is logged as a warning and skipped
+(`_apply_overrides`). On the command line, `scripts/training/run_recipe.py` applies
+`key=value` overrides in Hydra struct mode, which rejects a key that does not exist:
+"Could not override 'optimizer.finetune_lr'. To append to your config use
++optimizer.finetune_lr=3" (confirmed with Megatron-Bridge 0.6.2). Hence WARNING for Python
+and YAML, ERROR for a command-line override.
+
+## Example
+```python
+cfg = _pretrain_common()
+cfg.scheduler.max_lr = 3e-4   # dead: SchedulerConfig has no max_lr; did you mean optimizer.lr?
+```
+
+## Fix
+Rename the field to the suggestion. Unsafe: the renamed assignment starts to take effect
+and changes training (learning rate, parallelism...), so review the value.
+
+## Versions
+0.3.x and 0.6.x (field lists come from each line's schema).
+
+## Sources
+0.6.2 megatron/bridge/training/utils/omegaconf_utils.py:163-186 (Hydra overrides in struct
+mode), :454-521 (`_apply_overrides`: unknown keys warned and skipped); 0.6.2
+megatron/bridge/recipes/utils/optimizer_utils.py:100-166 (max_lr/min_lr map to optimizer.lr
+and optimizer.min_lr); MCore 0.19.2 megatron/training/config/training_config.py (SchedulerConfig
+fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
+"""
+    valid = [
+        "cfg = _pretrain_common()\ncfg.optimizer.lr = 3e-4\ncfg.scheduler.lr_warmup_iters = 10",
+        "cfg = _sft_common()\ncfg.env_vars = {'ANY_NAME': '1'}\ncfg.dataset.dataset_kwargs = {'x': 1}",
+        # HF-derived provider: extra fields are unknown-but-valid
+        "cfg = _pretrain_common()\n"
+        "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+        "cfg.model.some_family_field = 3",
+        Example("cfg = _pretrain_common()\ncfg.train.eval_iters = 3", version="0.3"),
+        Example("cfg = _pretrain_common()", dotlist=("optimizer.lr=1e-4",)),
+        Example("cfg = _pretrain_common()", yaml="optimizer:\n  lr: 0.0001\n"),
+    ]
+    invalid = [
+        "cfg = _pretrain_common()\ncfg.scheduler.max_lr = 3e-4  # error",
+        "cfg = _pretrain_common()\ncfg.train.micro_batchsize = 2  # error",
+        Example("cfg = _pretrain_common()\ncfg.optimizer.learning_rate = 1e-4  # error", version="0.3"),
+        Example("cfg = _pretrain_common()", yaml="optimizer:\n  finetune_lr: 0.0001  # error\n"),
+        Example("cfg = _pretrain_common()", dotlist=("optimizer.finetune_lr=3",)),
+    ]
+
+    def check(self, cfg, ctx):
+        schema = schema_of(cfg)
+        deprecated = set(schema.deprecated_fields)
+        reported: list[str] = []
+        paths = sorted(set(cfg.fields) | {p for p in cfg.types if p})
+        for path in paths:
+            if any(path.startswith(prefix + ".") for prefix in reported):
+                continue
+            parent, _, leaf = path.rpartition(".")
+            if leaf.startswith("_") or path in deprecated:
+                continue
+            if parent in cfg.open_dicts or any(parent.startswith(o + ".") for o in cfg.open_dicts):
+                continue
+            parent_type = cfg.type_of(parent)
+            if parent_type is None or parent_type == "dict":
+                continue
+            spec = schema.find_class(parent_type)
+            if spec is None or leaf in spec.fields or leaf in NON_FIELD_ATTRIBUTES.get(parent_type, ()):
+                continue
+            origin = last_origin(cfg, path)
+            if origin is None:
+                origin = next((last_origin(cfg, p) for p in paths if p.startswith(path + ".") and last_origin(cfg, p)), None)
+            if origin is None or origin.kind not in ("set", "override"):
+                continue
+            reported.append(path)
+            suggestion = self.suggest(cfg, schema, parent, leaf, sorted(spec.fields))
+            value = cfg.value(path)
+            shown = f" = {format_value(value)}" if path in cfg.fields else ""
+            message = f"{path}{shown}: {parent_type} has no field '{leaf}'"
+            cli = origin.kind == "override" and origin.path == "--set"
+            if cli:
+                message += (" — a command-line key=value override of a missing key is rejected by Hydra's "
+                            "struct mode (\"Could not override\")")
+            elif origin.kind == "override":
+                message += "; Megatron-Bridge warns and skips this override key"
+            else:
+                message += "; the assignment is accepted and silently has no effect"
+            fixes = []
+            if suggestion:
+                message += f"; did you mean {suggestion}?"
+                fixes = [FixIntent("rename", path, new_field=suggestion, safe=False,
+                                   description=f"rename {path} to {suggestion}")]
+            yield ctx.report(cfg, message, [path], primary=path,
+                             severity=Severity.ERROR if cli else Severity.WARNING, fixes=fixes)
+
+    @staticmethod
+    def suggest(cfg, schema, parent: str, leaf: str, own_fields: list[str]) -> str | None:
+        top = parent.split(".")[0] if parent else ""
+        alias = KNOWN_ALIASES.get((top, leaf)) if parent == top else None
+        if alias:
+            return alias
+        close = difflib.get_close_matches(leaf, own_fields, n=1, cutoff=0.75)
+        if close:
+            return f"{parent}.{close[0]}" if parent else close[0]
+        # the same field (or a close one) on another top-level sub-config
+        siblings = []
+        for node in sorted(p for p in cfg.types if p and "." not in p and p != top):
+            spec = schema.find_class(cfg.type_of(node) or "")
+            if spec is not None and cfg.type_of(node) != "dict":
+                siblings.append((node, sorted(spec.fields)))
+        for node, names in siblings:
+            if leaf in names:
+                return f"{node}.{leaf}"
+        best = None
+        for node, names in siblings:
+            for name in difflib.get_close_matches(leaf, names, n=1, cutoff=0.8):
+                score = difflib.SequenceMatcher(None, leaf, name).ratio()
+                if best is None or score > best[0]:
+                    best = (score, f"{node}.{name}")
+        if best:
+            return best[1]
+        close = difflib.get_close_matches(leaf, own_fields, n=1, cutoff=0.6)
+        if close:
+            return f"{parent}.{close[0]}" if parent else close[0]
+        return None

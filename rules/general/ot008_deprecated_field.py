@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule, format_value, known
+from mblint.testing import Example
+from rules._derived import assigned, from_dotlist, last_origin, schema_of
+
+# The deprecated train.* evaluation fields are copied onto validation.* verbatim by
+# ConfigContainer.validate() (0.6.2 megatron/bridge/training/config.py:1517-1524), so renaming
+# them keeps the behaviour exactly. Other renames change the value's type or meaning.
+PLAIN_COPIES = {"train.eval_iters", "train.eval_interval", "train.skip_train"}
+
+
+class DeprecatedField(Rule):
+    id = "OT008"
+    name = "deprecated-training-eval-fields"
+    severity = Severity.WARNING
+    summary = "A deprecated or removed field is set; use its replacement (e.g. train.eval_iters -> validation.eval_iters)."
+    fixable = True
+    tags = ("general", "deprecation")
+    doc = """## What it does
+Flags an assignment (recipe line, YAML key or command-line override) to a field that the
+Megatron-Bridge release lists as deprecated or removed, with its replacement: in 0.6.x
+`train.eval_iters`, `train.eval_interval`, `train.skip_train` (now `validation.*`),
+`dataset.packed_sequence_specs` (now `dataset.offline_packing_specs` with
+`enable_offline_packing`), `model.cuda_graph_scope`, `model.enable_cuda_graph`,
+`model.external_cuda_graph`, `model.moe_router_topk_limited_devices`,
+`model.hybrid_override_pattern`; in 0.3.x the Megatron-Core ones. The list comes from the
+schema (`deprecated_fields`), not from this rule. Fields left at their defaults are not
+reported.
+
+## Why it matters
+Deprecated `train.*` evaluation fields are copied onto `validation.*` with a
+DeprecationWarning in `ConfigContainer.validate()`, overwriting whatever the recipe set on
+`validation.*`; they will be removed. A removed field (`dataset.packed_sequence_specs` in
+0.6.x) is silently ignored in Python, skipped with a warning in YAML, and rejected by Hydra's
+struct mode on the command line (ERROR there).
+
+## Example
+```python
+cfg = _pretrain_common()
+cfg.train.eval_iters = 10      # deprecated: use cfg.validation.eval_iters
+```
+
+## Fix
+Rename to the replacement. Safe for the `train.*` evaluation fields when the replacement is
+not also set later in program order (Megatron-Bridge copies the value verbatim); unsafe for
+the others (the replacement field has another type or meaning) and when the replacement is set
+after the deprecated one.
+
+## Versions
+0.3.x and 0.6.x, each with its own list.
+
+## Sources
+0.6.2 megatron/bridge/training/config.py:456-465 (deprecated TrainingConfig fields),
+:1517-1524 (copied to ValidationConfig with a DeprecationWarning); MCore 0.19.2
+megatron/core/transformer/transformer_config.py:2358-2389 (deprecated CUDA-graph and router
+fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint schema
+`deprecated_fields` (each entry cites its source).
+"""
+    valid = [
+        "cfg = _pretrain_common()\ncfg.validation.eval_iters = 10",
+        "cfg = _pretrain_common()\ncfg.train.eval_iters = None",
+        # value unknown (assigned in a loop)
+        "cfg = _pretrain_common()\nfor n in range(3):\n    cfg.train.eval_iters = n",
+        Example("cfg = _pretrain_common()\ncfg.train.eval_iters = 10", version="0.3"),
+    ]
+    invalid = [
+        "cfg = _pretrain_common()\ncfg.train.eval_iters = 10  # error",
+        "cfg = _pretrain_common()\ncfg.train.skip_train = True  # error",
+        Example("cfg = _pretrain_common()", yaml="train:\n  eval_interval: 50  # error\n"),
+        Example("cfg = _pretrain_common()", dotlist=("train.eval_iters=5",)),
+        Example("cfg = _pretrain_common()\n"
+                "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                "cfg.model.enable_cuda_graph = True  # error", version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        schema = schema_of(cfg)
+        for path, info in sorted(schema.deprecated_fields.items()):
+            if not assigned(cfg, path):
+                continue
+            value = cfg.value(path)
+            if not known(value) or value is None:
+                continue
+            parent, _, leaf = path.rpartition(".")
+            spec = schema.find_class(cfg.type_of(parent) or "")
+            if spec is not None and leaf in spec.fields and spec.fields[leaf].default_kind == "value" \
+                    and spec.fields[leaf].default == value and not isinstance(value, bool):
+                continue
+            if spec is not None and leaf in spec.fields and isinstance(value, bool) \
+                    and spec.fields[leaf].default is value and value is False:
+                continue
+            replacement = info.get("replacement")
+            removed = spec is not None and leaf not in spec.fields
+            message = f"{path} = {format_value(value)} is {'removed' if removed else 'deprecated'}"
+            if replacement:
+                message += f"; use {replacement}"
+            if path in PLAIN_COPIES and replacement:
+                message += (f" (Megatron-Bridge copies it onto {replacement} with a DeprecationWarning, "
+                            f"overwriting {replacement} = {format_value(cfg.value(replacement))})")
+            elif removed:
+                message += " (this release no longer reads it, so the setting has no effect)"
+            severity = Severity.WARNING
+            if removed and from_dotlist(cfg, path):
+                severity = Severity.ERROR
+                message += "; a command-line override of a missing key is rejected by Hydra's struct mode"
+            fields = [path]
+            fixes = []
+            if replacement:
+                origin = last_origin(cfg, path)
+                repl_origin = last_origin(cfg, replacement) if assigned(cfg, replacement) else None
+                later = repl_origin is not None and origin is not None and repl_origin.seq > origin.seq
+                if later:
+                    fields.append(replacement)
+                safe = path in PLAIN_COPIES and not later
+                fixes = [FixIntent("rename", path, new_field=replacement, safe=safe,
+                                   description=f"rename {path} to {replacement}")]
+            yield ctx.report(cfg, message, fields, primary=path, severity=severity, fixes=fixes)

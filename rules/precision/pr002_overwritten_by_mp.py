@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule, format_value, known
+from mblint.testing import Example
+from rules._derived import assigned, class_fields, last_origin, schema_of
+
+TARGETS = ("model", "optimizer", "ddp")
+
+
+# MixedPrecisionConfig keeps fp8_param/fp8_param_gather (and the fp4 pair) in sync in
+# __setattr__, and finalize() (run before setup()) fills a None fp8_param from fp8_param_gather:
+# 0.6.2 megatron/bridge/training/mixed_precision.py:76-104.
+PARAM_PAIRS = {"fp8_param": "fp8_param_gather", "fp4_param": "fp4_param_gather"}
+
+
+def effective_mp_value(cfg, field: str):
+    """The value setup() copies for ``field``, after finalize()."""
+    value = cfg.value(f"mixed_precision.{field}")
+    if field in PARAM_PAIRS:
+        gather = cfg.value(f"mixed_precision.{PARAM_PAIRS[field]}")
+        if value is None:
+            return gather
+    return value
+
+
+class FieldOverwrittenByMixedPrecision(Rule):
+    id = "PR002"
+    name = "field-overwritten-by-mixed-precision"
+    severity = Severity.WARNING
+    summary = "A model/optimizer/ddp precision field set directly is overwritten by cfg.mixed_precision at job start."
+    fixable = True
+    tags = ("precision", "dead-setting")
+    doc = """## What it does
+When `cfg.mixed_precision` is set, flags a recipe line or override that assigns
+`model.X`, `optimizer.X` or `ddp.X` where X is a `MixedPrecisionConfig` field (`bf16`,
+`fp16`, `params_dtype`, `grad_reduce_in_fp32`, `fp8`, `fp8_recipe`, `fp8_param_gather`,
+`loss_scale`, ...) and the target class has that field, with a value different from the
+mixed-precision config's value for X. The mixed-precision value must be known: an object
+(`bf16_mixed()`, `MixedPrecisionConfig(...)`) that mblint evaluated. A recipe name given as a
+string (`cfg.mixed_precision = "bf16_mixed"`) is resolved by Megatron-Bridge only at job
+start, and mblint does not yet know the values it sets, so the rule stays silent there (the
+assignment is still overwritten).
+Only assignments in the recipe's own file or in override files are considered (values the
+Megatron-Bridge base builders set are not the author's edit).
+
+## Why it matters
+`runtime_config_update()` calls `MixedPrecisionConfig.setup()`, which copies every field of
+the mixed-precision config (defaults and `None` included) onto the model, optimizer and DDP
+configs that have a field of that name. A direct assignment such as
+`cfg.ddp.grad_reduce_in_fp32 = False` is therefore silently undone; the setting must be made
+on `cfg.mixed_precision`.
+
+## Example
+```python
+cfg = _pretrain_common()
+cfg.mixed_precision = bf16_mixed()        # grad_reduce_in_fp32 = True
+cfg.ddp.grad_reduce_in_fp32 = False       # overwritten with True at job start
+```
+
+## Fix
+Set the value on the mixed-precision object instead
+(`cfg.mixed_precision.grad_reduce_in_fp32 = False`; with a recipe name, first
+`cfg.mixed_precision = get_mixed_precision_config("<name>")`). Unsafe: the value then takes
+effect and changes numerics.
+
+## Versions
+0.3.x and 0.6.x.
+
+## Sources
+0.6.2 megatron/bridge/training/mixed_precision.py:33-75 (fields), :113-158 (`setup`,
+`update_config_with_precision_overrides` copies every field the target has);
+0.6.2 megatron/bridge/training/config.py:1873-1877; 0.3.1 config.py:1860-1864;
+0.6.2 megatron/bridge/recipes/nemotronh/h100/nemotron_3_super.py (comment:
+"grad_reduce_in_fp32 is a MixedPrecisionConfig field that setup() copies onto the DDP config").
+"""
+    valid = [
+        "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.mixed_precision.grad_reduce_in_fp32 = False",
+        # same value as the mixed-precision object: nothing changes
+        "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.optimizer.bf16 = True",
+        "cfg = _pretrain_common()\ncfg.mixed_precision = None\ncfg.ddp.grad_reduce_in_fp32 = False",
+        # a recipe name: its values are not known statically
+        "cfg = _pretrain_common()\ncfg.mixed_precision = 'bf16_mixed'\ncfg.model.pipeline_dtype = None",
+        # mixed-precision value unknown
+        "cfg = _pretrain_common()\nfor flag in [True, False]:\n    cfg.ddp.grad_reduce_in_fp32 = flag\n"
+        "cfg.mixed_precision = bf16_mixed()",
+        Example("cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.optimizer.bf16 = True", version="0.3"),
+    ]
+    invalid = [
+        "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.ddp.grad_reduce_in_fp32 = False  # error",
+        Example("cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.optimizer.fp16 = True  # error",
+                version="0.3"),
+        Example("cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()",
+                yaml="ddp:\n  grad_reduce_in_fp32: false  # error\n"),
+    ]
+
+    def check(self, cfg, ctx):
+        if cfg.type_of("mixed_precision") is None:
+            return
+        spec = schema_of(cfg).find_class("MixedPrecisionConfig")
+        if spec is None:
+            return
+        for target in TARGETS:
+            names = class_fields(cfg, target)
+            if not names:
+                continue
+            for field in spec.fields:
+                if field not in names:
+                    continue
+                path = f"{target}.{field}"
+                if not assigned(cfg, path):
+                    continue
+                origin = last_origin(cfg, path)
+                if origin.kind != "override" and origin.path != cfg.recipe.path:
+                    continue
+                value = cfg.value(path)
+                if not known(value):
+                    continue
+                mp_path = f"mixed_precision.{field}"
+                mp_value = effective_mp_value(cfg, field)
+                if not known(mp_value) or mp_value == value:
+                    continue
+                message = (f"{path} = {format_value(value)} is overwritten with {format_value(mp_value)} "
+                           f"from {mp_path} when MixedPrecisionConfig.setup() runs at job start; "
+                           f"set it on {mp_path} instead")
+                fields = [path, mp_path]
+                fixes = [FixIntent("set", mp_path, value, safe=False,
+                                   description=f"set {mp_path} = {format_value(value)} instead")]
+                yield ctx.report(cfg, message, fields, primary=path, fixes=fixes)

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule, known
+from mblint.testing import Example
+from rules._derived import value
+
+HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+
+
+class SelectiveNoneFillsCoreAttn(Rule):
+    id = "RC005"
+    name = "selective-none-fills-core-attn"
+    severity = Severity.WARNING
+    summary = "Selective recompute with recompute_modules=None silently recomputes only core_attn."
+    fixable = True
+    tags = ("recompute",)
+    doc = """## What it does
+Flags `model.recompute_granularity = "selective"` when `model.recompute_modules` is None
+(its default), known to be None after the recipe and overrides.
+
+## Why it matters
+Megatron-Core replaces a None `recompute_modules` with `["core_attn"]` without a message.
+With Transformer Engine's fused attention, recomputing `core_attn` often saves nothing (MCore
+itself warns about it), so "selective recompute" may be a no-op where the author expected to
+save memory in `mlp`, `moe_act` or `layernorm`.
+
+## Example
+```python
+cfg.model.recompute_granularity = "selective"   # recompute_modules left at None
+```
+
+## Fix
+Set an explicit list, e.g. `recompute_modules = ["core_attn"]` to keep today's behaviour, or
+the modules you meant (`["mlp"]`, `["moe_act", "layernorm"]`); `[]` is a valid "no
+recompute" control. Keeping `["core_attn"]` is safe; other lists change memory and speed.
+
+## Versions
+0.3.x and 0.6.x.
+
+## Sources
+MCore 0.19.2 megatron/core/transformer/transformer_config.py:546 (default None), :1763-1764
+(None becomes ["core_attn"]), :1801-1807 (core_attn warning with Transformer Engine).
+"""
+    valid = [
+        HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = ['core_attn']",
+        HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = []",
+        HF + "cfg.model.recompute_granularity = None",
+        # recompute_modules assigned in a loop: unknown
+        HF + "cfg.model.recompute_granularity = 'selective'\nfor m in [['mlp'], None]:\n    cfg.model.recompute_modules = m",
+        Example(HF + "cfg.model.recompute_granularity = 'selective'\n"
+                "cfg.model.recompute_modules = ['mlp']", version="0.3"),
+    ]
+    invalid = [
+        HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = None  # error",
+        Example(HF + "cfg.model.recompute_modules = None",
+                dotlist=("model.recompute_granularity=selective",)),
+        Example(HF + "cfg.model.recompute_modules = None\n"
+                "cfg.model.recompute_granularity = 'selective'  # error", version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        granularity = value(cfg, "model.recompute_granularity", None)
+        modules = value(cfg, "model.recompute_modules", None)
+        if granularity != "selective" or not known(modules) or modules is not None:
+            return
+        message = ("model.recompute_granularity is 'selective' with model.recompute_modules = None, which "
+                   "Megatron-Core silently replaces with ['core_attn']; with Transformer Engine's fused attention "
+                   "that often saves no memory. Set the modules explicitly")
+        yield ctx.report(cfg, message, ["model.recompute_granularity", "model.recompute_modules"],
+                         fixes=[FixIntent("set", "model.recompute_modules", ["core_attn"], safe=True,
+                                          description="make the current behaviour explicit")])
