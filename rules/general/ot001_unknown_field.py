@@ -122,25 +122,44 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
             if origin is None or origin.kind not in ("set", "override"):
                 continue
             reported.append(path)
-            suggestion = self.suggest(cfg, schema, parent, leaf, sorted(spec.fields))
-            value = cfg.value(path)
-            shown = f" = {format_value(value)}" if path in cfg.fields else ""
-            message = f"{path}{shown}: {parent_type} has no field '{leaf}'"
-            cli = origin.kind == "override" and origin.path == "--set"
-            if cli:
-                message += (" — a command-line key=value override of a missing key is rejected by Hydra's "
-                            "struct mode (\"Could not override\")")
-            elif origin.kind == "override":
-                message += "; Megatron-Bridge warns and skips this override key"
-            else:
-                message += "; the assignment is accepted and silently has no effect"
-            fixes = []
-            if suggestion:
-                message += f"; did you mean {suggestion}?"
-                fixes = [FixIntent("rename", path, new_field=suggestion, safe=False,
-                                   description=f"rename {path} to {suggestion}")]
-            yield ctx.report(cfg, message, [path], primary=path,
-                             severity=Severity.ERROR if cli else Severity.WARNING, fixes=fixes)
+            yield self.finding(cfg, ctx, schema, path, parent_type, spec, origin, "assign")
+        for path, origin, action, _ in cfg.ignored_overrides:
+            parent, _, leaf = path.rpartition(".")
+            parent_type = cfg.type_of(parent)
+            spec = schema.find_class(parent_type or "")
+            if spec is None or path in reported or leaf in NON_FIELD_ATTRIBUTES.get(parent_type, ()):
+                continue
+            reported.append(path)
+            yield self.finding(cfg, ctx, schema, path, parent_type, spec, origin, action)
+
+    def finding(self, cfg, ctx, schema, path, parent_type, spec, origin, action):
+        parent, _, leaf = path.rpartition(".")
+        suggestion = self.suggest(cfg, schema, parent, leaf, sorted(spec.fields))
+        value = cfg.value(path)
+        shown = f" = {format_value(value)}" if path in cfg.fields else ""
+        message = f"{path}{shown}: {parent_type} has no field '{leaf}'"
+        # Hydra struct mode rejects a plain `key=value` for a missing key; `+key`/`++key` are
+        # accepted and then skipped by Megatron-Bridge's apply_overrides (omegaconf_utils.py).
+        rejected = origin.kind == "override" and origin.path == "--set" and action == "set"
+        if rejected:
+            message += (" — a command-line key=value override of a missing key is rejected by Hydra's "
+                        "struct mode (\"Could not override\")")
+        elif origin.kind == "override":
+            message += "; Megatron-Bridge warns and skips this override key"
+        else:
+            message += "; the assignment is accepted and silently has no effect"
+        fixes = []
+        if suggestion:
+            message += f"; did you mean {suggestion}?"
+            fixes = [FixIntent("rename", path, new_field=suggestion, safe=False,
+                               description=f"rename {path} to {suggestion}")]
+        if path in cfg.fields:
+            return ctx.report(cfg, message, [path], primary=path,
+                              severity=Severity.ERROR if rejected else Severity.WARNING, fixes=fixes)
+        finding = ctx.report(cfg, message, [], severity=Severity.ERROR if rejected else Severity.WARNING, fixes=fixes)
+        finding.location = origin
+        finding.fields = (path,)
+        return finding
 
     @staticmethod
     def suggest(cfg, schema, parent: str, leaf: str, own_fields: list[str]) -> str | None:
