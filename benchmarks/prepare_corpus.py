@@ -35,6 +35,19 @@ VERSIONS: dict[str, list[str]] = {
 
 KEEP_PREFIXES = ("megatron/bridge/recipes/", "megatron/bridge/perf_recipes/")
 MARKER = ".complete"
+ROOT_MARKER_TEXT = """\
+# Written by the mblint benchmark. It marks this corpus directory as a project root of its own.
+# benchmarks/.corpus/ is gitignored, and linters that honour .gitignore even for files named on
+# the command line (Fixit does) would otherwise silently check nothing. No settings here: every
+# tool runs with its defaults.
+"""
+
+
+def mark_project_root(directory: Path) -> None:
+    """Write the empty ``pyproject.toml`` root marker into ``directory`` (idempotent)."""
+    marker = Path(directory) / "pyproject.toml"
+    if not marker.exists() or marker.read_text() != ROOT_MARKER_TEXT:
+        marker.write_text(ROOT_MARKER_TEXT)
 
 
 def keep_member(name: str) -> bool:
@@ -63,6 +76,7 @@ def extract_recipes(wheel: Path, dest: Path) -> int:
             with zf.open(info) as src, open(target, "wb") as out:
                 shutil.copyfileobj(src, out)
             n += 1
+    mark_project_root(tmp)
     (tmp / MARKER).write_text(f"{wheel.name}\n{n}\n")
     if dest.exists():
         shutil.rmtree(dest)
@@ -106,6 +120,7 @@ def prepare(wheels_dir: Path | None = None, root: Path = CORPUS_DIR, force: bool
         dest = corpus_path(version, root)
         out[version] = dest
         if (dest / MARKER).exists() and not force:
+            mark_project_root(dest)
             if not quiet:
                 print(f"corpus mb-{version}: ready ({dest})")
             continue
