@@ -116,7 +116,7 @@ def _config_names(i: int, seed: int) -> list[tuple[str, str, str, str]]:
     """The ``*_config`` functions of module ``i``: (name, kind, precision, size)."""
     rng = random.Random(f"{seed}:names:{i}")
     family, gpu, _pkg, _pos = _module_location(i)
-    n = rng.randint(5, 8)
+    n = rng.randint(3, 6)
     out = []
     used = set()
     for k in range(n):
