@@ -361,7 +361,9 @@ def measure_corpus(corpus: Corpus, tools: dict, reps: int, fixit_reps: int, skip
     if cmds.get("warm"):
         dt, rc, msg = run_once(cmds["warm"], corpus.root, timeout)
         if rc not in OK_CODES:
-            print(f"  warm-up of mblint failed ({'timeout' if rc == -9 else f'exit {rc}'})", flush=True)
+            why = "timeout" if rc == -9 else "crashed" if rc == CRASH else f"exit {rc}"
+            print(f"  warm-up of mblint failed ({why}); its measurements will be reported as failed",
+                  flush=True)
     order = list(cmds)
     for rep in range(reps):
         # Rotate the order each repetition so no tool always runs first / right after another.
