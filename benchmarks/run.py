@@ -368,13 +368,15 @@ def measure_corpus(corpus: Corpus, tools: dict, reps: int, fixit_reps: int, skip
     for rep in range(reps):
         # Rotate the order each repetition so no tool always runs first / right after another.
         k = rep % len(order)
+        before = {n: len(ms[n].times) for n in order}
         for name in order[k:] + order[:k]:
             if name == "fixit" and len(ms[name].times) >= fixit_reps:
                 continue
             t = fixit_timeout if name == "fixit" else timeout
             timed(ms[name], cmds[name], corpus.root, t)
         print(f"  rep {rep + 1}/{reps}: " + ", ".join(
-            f"{n}={ms[n].times[-1]:.3f}s" if ms[n].times and ms[n].status == "ok" else f"{n}={ms[n].status}"
+            f"{n}={ms[n].times[-1]:.3f}s" if ms[n].status == "ok" and len(ms[n].times) == before[n] + 1
+            else f"{n}={ms[n].status}" if ms[n].status != "ok" else f"{n}=(done)"
             for n in order), flush=True)
     return ms
 
