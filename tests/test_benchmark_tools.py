@@ -59,7 +59,7 @@ def test_synthetic_tree_parses_and_has_expected_shape(tmp_path):
 
 def test_synthetic_generation_is_deterministic_and_prefix_stable(tmp_path):
     a = gen.generate(3, tmp_path / "a")
-    b = gen.generate(5, tmp_path / "b")
+    gen.generate(5, tmp_path / "b")
     for entry in a["modules"]:
         assert (tmp_path / "a" / entry["path"]).read_text() == (tmp_path / "b" / entry["path"]).read_text()
 
