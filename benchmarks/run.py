@@ -398,6 +398,12 @@ def tool_version(cmd: list[str] | None, *args: str) -> str:
     return (r.stdout or r.stderr).strip().splitlines()[0] if (r.stdout or r.stderr).strip() else "?"
 
 
+def ok_medians(measurements: dict) -> dict[str, float | None]:
+    """Medians of measurements that never failed. A tool that ran for a few repetitions and then
+    broke (e.g. the code under test changed mid-run) gives no figure for the targets."""
+    return {k: (m["median_s"] if m["status"] == "ok" else None) for k, m in measurements.items()}
+
+
 def ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
@@ -519,7 +525,8 @@ def main(argv: list[str] | None = None) -> int:
             "files": len(corpus.files),
             "lines": corpus.lines,
             "measurements": {k: m.to_json() for k, m in ms.items()},
-            "s_per_kloc": {k: (m.median / kloc if m.median is not None else None) for k, m in ms.items()},
+            "s_per_kloc": {k: (m.median / kloc if m.status == "ok" and m.median is not None else None)
+                           for k, m in ms.items()},
         }
 
     # ------------------------------------------------------------------ report
@@ -564,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     main_c = results["corpora"].get(MAIN_CORPUS) or next(iter(results["corpora"].values()), None)
     t: dict[str, float | None] = {}
     if main_c:
-        med = {k: m["median_s"] for k, m in main_c["measurements"].items()}
+        med = ok_medians(main_c["measurements"])
         t["cold_over_ruff"] = ratio(med.get("cold"), med.get("ruff"))
         t["warm_over_ruff"] = ratio(med.get("warm"), med.get("ruff"))
         t["fixit_over_cold"] = ratio(med.get("fixit"), med.get("cold"))
@@ -591,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     for cname, c in results["corpora"].items():
         if cname == (MAIN_CORPUS if MAIN_CORPUS in results["corpora"] else None):
             continue
-        med = {k: m["median_s"] for k, m in c["measurements"].items()}
+        med = ok_medians(c["measurements"])
         extra = {
             "cold/ruff": ratio(med.get("cold"), med.get("ruff")),
             "warm/ruff": ratio(med.get("warm"), med.get("ruff")),
