@@ -1,0 +1,116 @@
+"""Fast checks of the benchmark helpers (no network, no timing)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+import zipfile
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+gen = _load("generate_synthetic")
+prep = _load("prepare_corpus")
+
+
+def _config_functions(tree: ast.Module) -> list[str]:
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.endswith("_config")]
+
+
+def test_synthetic_tree_parses_and_has_expected_shape(tmp_path):
+    manifest = gen.generate(5, tmp_path)
+    root = tmp_path / gen.PACKAGE
+    recipe_files = sorted(p for p in root.rglob("*.py")
+                          if p.name not in ("__init__.py", "common.py", "environment.py"))
+    assert len(recipe_files) == 5 == manifest["n_modules"] == len(manifest["modules"])
+
+    total_configs = 0
+    for entry in manifest["modules"]:
+        path = tmp_path / entry["path"]
+        text = path.read_text()
+        tree = ast.parse(text)
+        configs = _config_functions(tree)
+        assert configs == entry["configs"]
+        assert 3 <= len(configs) <= 6
+        assert 150 <= text.count("\n") <= 500
+        total_configs += len(configs)
+        # every recipe starts from a seed builder or another recipe
+        for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in configs):
+            first = fn.body[1]  # after the docstring
+            assert isinstance(first, ast.Assign) and first.targets[0].id == "cfg"
+    assert total_configs == manifest["n_configs"]
+
+    common = ast.parse((root / "common.py").read_text())
+    names = {n.name for n in common.body if isinstance(n, ast.FunctionDef)}
+    assert {"_pretrain_common", "_sft_common"} <= names
+    for path in root.rglob("*.py"):
+        ast.parse(path.read_text())  # everything, __init__ and helpers included, is valid Python
+
+
+def test_synthetic_generation_is_deterministic_and_prefix_stable(tmp_path):
+    a = gen.generate(3, tmp_path / "a")
+    gen.generate(5, tmp_path / "b")
+    for entry in a["modules"]:
+        assert (tmp_path / "a" / entry["path"]).read_text() == (tmp_path / "b" / entry["path"]).read_text()
+
+
+def test_unzip_filter_keeps_only_recipes(tmp_path):
+    wheel = tmp_path / "megatron_bridge-9.9.9-py3-none-any.whl"
+    members = {
+        "megatron/bridge/__init__.py": "",
+        "megatron/bridge/training/config.py": "x = 1\n",
+        "megatron/bridge/recipes/__init__.py": "",
+        "megatron/bridge/recipes/llama/llama3.py": "def a_config(): pass\n",
+        "megatron/bridge/perf_recipes/llama/h100/llama3.py": "def b_config(): pass\n",
+        "megatron/bridge/diffusion/recipes/wan/wan.py": "",  # nested 'recipes' elsewhere: dropped
+        "megatron/bridge/recipes_extra/x.py": "",  # prefix look-alike: dropped
+        "megatron_bridge-9.9.9.dist-info/METADATA": "Name: megatron-bridge\n",
+        "../evil/recipes.py": "",
+    }
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for name, text in members.items():
+            zf.writestr(name, text)
+        zf.writestr("megatron/bridge/recipes/qwen/", "")  # a directory entry
+
+    dest = tmp_path / "out" / "mb-9.9.9"
+    n = prep.extract_recipes(wheel, dest)
+    got = sorted(str(p.relative_to(dest)) for p in dest.rglob("*.py"))
+    assert got == [
+        "megatron/bridge/perf_recipes/llama/h100/llama3.py",
+        "megatron/bridge/recipes/__init__.py",
+        "megatron/bridge/recipes/llama/llama3.py",
+    ]
+    assert n == 3
+    assert (dest / prep.MARKER).exists()
+    assert (dest / "pyproject.toml").exists()  # root marker for gitignore-honouring tools
+    assert not (tmp_path / "evil").exists()
+
+
+def test_prepare_uses_wheels_dir_and_is_idempotent(tmp_path, monkeypatch):
+    wheel = tmp_path / "wheels" / "megatron_bridge-9.9.9-py3-none-any.whl"
+    wheel.parent.mkdir()
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("megatron/bridge/recipes/a.py", "A = 1\n")
+    monkeypatch.setattr(prep, "VERSIONS", {"9.9.9": []})
+
+    def no_download(*a, **k):
+        raise AssertionError("must not download when the wheel is in --wheels-dir")
+
+    monkeypatch.setattr(prep, "download_wheel", no_download)
+    root = tmp_path / "corpus"
+    dirs = prep.prepare(wheels_dir=wheel.parent, root=root, quiet=True)
+    target = dirs["9.9.9"] / "megatron/bridge/recipes/a.py"
+    assert target.read_text() == "A = 1\n"
+    mtime = target.stat().st_mtime_ns
+    prep.prepare(wheels_dir=None, root=root, quiet=True)  # already complete: nothing redone
+    assert target.stat().st_mtime_ns == mtime
