@@ -145,6 +145,9 @@ class EffectiveConfig:
         self.notes = notes or []
         self.ignored_overrides: list = []  # (field path, origin, action, value) MB skips or rejects
         self.overrides_applied = False  # an override file or dotlist was applied
+        # Attribute stores on a string or None in the recipe (AttributeError at run time):
+        # (origin, target source text, owner value, attribute name)
+        self.attribute_errors: list = []
         self._graph = graph
         self._fields = fields
         self._types = types

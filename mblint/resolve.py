@@ -104,6 +104,7 @@ class Project:
         interp.objects = []
         interp.steps = 0
         interp.notes = []
+        interp.attribute_errors = []
         try:
             result = interp.call_function(func, [], {}, None)
         except (BudgetExceeded, Return, RecursionError) as error:
@@ -138,6 +139,7 @@ class ResolvedRecipe:
         cfg = flatten(self.root, self.recipe, self.schema, list(self.interp.notes))
         cfg.ignored_overrides = [(path, o.origin, o.action, o.value) for path, o in self.ignored]
         cfg.overrides_applied = self.overrides_applied > 0
+        cfg.attribute_errors = list(self.interp.attribute_errors)
         return cfg
 
 

@@ -113,17 +113,20 @@ def _primary_origin(cfg: EffectiveConfig, fields: Sequence[str], primary: str | 
     """Where the edit belongs: never a file mblint must not edit (an installed base builder),
     and never a default the recipe did not write."""
 
-    def usable(origin: Origin | None) -> bool:
-        return (origin is not None and origin.kind not in ("default", "unknown")
+    def usable(origin: Origin | None, kinds: tuple) -> bool:
+        return (origin is not None and origin.kind not in kinds
                 and (editable is None or origin.path in editable))
 
-    if primary is not None:
-        origin = _last_effective_origin(cfg, primary)
-        if usable(origin):
-            return origin
-    pool = [o for o in (_last_effective_origin(cfg, path) for path in fields) if usable(o)]
-    if pool:
-        return max(pool, key=lambda o: o.seq)
+    # First what the user wrote; then, failing that, the constructor call in an editable file
+    # whose dataclass default is at fault (where the missing keyword belongs).
+    for excluded in (("default", "unknown"), ("unknown",)):
+        if primary is not None:
+            origin = _last_effective_origin(cfg, primary)
+            if usable(origin, excluded):
+                return origin
+        pool = [o for o in (_last_effective_origin(cfg, path) for path in fields) if usable(o, excluded)]
+        if pool:
+            return max(pool, key=lambda o: o.seq)
     return cfg.recipe.origin()
 
 

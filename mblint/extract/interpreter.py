@@ -36,6 +36,9 @@ MAX_STEPS = 200_000
 MAX_EXPR_DEPTH = 200
 MAX_COMPREHENSION = 10_000
 HF_PROVIDER_LABEL = "HFModelProvider"
+# torch dtypes are values in configs, spelled as Megatron-Bridge's schema spells defaults.
+TORCH_DTYPES = {"float32", "float", "float16", "half", "bfloat16", "float64", "double", "int8", "uint8",
+                "int16", "int32", "int64", "bool", "float8_e4m3fn", "float8_e5m2"}
 LIST_MUTATORS = {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"}
 
 
@@ -217,6 +220,11 @@ class Interpreter:
         # Methods missing from a release are still recognised: recipes written for newer
         # Megatron-Bridge lines call them (e.g. get_model_config).
         self.hf_methods = set(overlay.get("hf_provider_methods", [])) | set(overlay.get("hf_provider_methods_missing", []))
+        self.init_aliases = {k: v for k, v in overlay.get("init_aliases", {}).items() if not k.startswith("_")}
+        self.field_aliases = {k: v for k, v in overlay.get("field_aliases", {}).items() if not k.startswith("_")}
+        # Attribute stores on values that are not config objects (a string, None): they raise
+        # AttributeError when the recipe runs. (origin, target source, owner, attribute)
+        self.attribute_errors: list[tuple] = []
 
     # ----- modules -------------------------------------------------------------------------
 
@@ -679,6 +687,8 @@ class Interpreter:
             frame.locals[target.id] = value
         elif isinstance(target, ast.Attribute):
             owner = self.eval(target.value, frame)
+            if isinstance(owner, (str, int, float, bool)) or owner is None:
+                self.attribute_errors.append((origin, ast.unparse(target.value), owner, target.attr))
             self.store_attr(owner, target.attr, value, origin)
         elif isinstance(target, ast.Subscript):
             owner = self.eval(target.value, frame)
@@ -705,6 +715,9 @@ class Interpreter:
     def store_attr(self, owner: Any, name: str, value: Any, origin: Origin | None) -> None:
         if isinstance(owner, Obj):
             owner.set(name, value, origin)
+            alias = self.field_aliases.get(owner.type_name, {}).get(name)
+            if alias:
+                owner.set(alias, value, origin)
 
     def havoc_target(self, target: ast.expr, frame: Frame) -> None:
         self.havoc_depth += 1
@@ -801,6 +814,8 @@ class Interpreter:
             value = owner.scope.lookup(name)
             return UNKNOWN if value is _NOT_FOUND else value
         if isinstance(owner, External):
+            if owner.qualname == "torch" and name in TORCH_DTYPES:
+                return f"torch.{name}"
             return self.external(f"{owner.qualname}.{name}")
         if isinstance(owner, EnumRef):
             for member, value in owner.members:
@@ -1167,7 +1182,7 @@ class Interpreter:
     def call_method(self, method: BoundMethod, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
         target, name = method.target, method.name
         if isinstance(target, HFBridge) and name in self.hf_methods:
-            return self.hf_provider(node, frame)
+            return self.hf_provider(node, frame, target.model_id)
         if isinstance(target, ClassRef):
             if name in self.hf_factories_names():
                 return HFBridge(args[0] if args else UNKNOWN)
@@ -1242,6 +1257,10 @@ class Interpreter:
                 obj.fields[name] = (self.default_for(fspec, default_origin), defaults)
         for name, value in kwargs.items():  # not a field: the real constructor raises
             obj.set(name, value, kw_origins.get(name, call_origin))
+        for name, target in self.init_aliases.get(spec.name, {}).items():
+            slot = obj.fields.get(name)
+            if slot is not None and slot[1] and slot[1][-1].kind != "default":
+                obj.fields[target] = slot
         return obj
 
     def default_for(self, fspec, origin: Origin | None) -> Any:
@@ -1264,7 +1283,7 @@ class Interpreter:
             return UNKNOWN
         return fspec.default_value()
 
-    def hf_provider(self, node: ast.AST, frame: Frame) -> Any:
+    def hf_provider(self, node: ast.AST, frame: Frame, model_id: Any = None) -> Any:
         spec = self.schema.classes.get(self.schema.hf_provider or "") or self.schema.find_class("GPTModelProvider")
         if spec is None:
             return UNKNOWN
@@ -1283,6 +1302,8 @@ class Interpreter:
                 obj.fields[name] = (hf_unknown, unknown_origin)
             else:
                 obj.fields[name] = (self.default_for(fspec, default_origin), defaults)
+        if "hf_model_id" in obj.fields and isinstance(model_id, str):
+            obj.fields["hf_model_id"] = (model_id, (origin,))
         obj.open = True
         return obj
 

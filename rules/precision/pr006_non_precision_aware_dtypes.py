@@ -50,9 +50,10 @@ MCore 0.19.2 megatron/core/optimizer/optimizer_config.py:466-482.
         Example("cfg = _pretrain_common()", dotlist=("optimizer.use_precision_aware_optimizer=true",
                                                      "optimizer.exp_avg_dtype=torch.bfloat16")),
         Example("cfg = _pretrain_common()", dotlist=("optimizer.exp_avg_dtype=torch.float32",)),
-        "cfg = _pretrain_common()\ncfg.optimizer.exp_avg_dtype = torch.bfloat16",
+        "cfg = _pretrain_common()\ncfg.optimizer.exp_avg_dtype = torch.float32",
     ]
     invalid = [
+        "cfg = _pretrain_common()\ncfg.optimizer.exp_avg_dtype = torch.bfloat16  # error",
         Example("cfg = _pretrain_common()", dotlist=("optimizer.main_grads_dtype=torch.bfloat16",)),
         Example("cfg = _pretrain_common()", yaml="optimizer:\n  exp_avg_sq_dtype: torch.float16  # error\n"),
     ]
