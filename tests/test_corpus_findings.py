@@ -1,0 +1,44 @@
+"""`mblint check` over the real 0.3.1 and 0.6.2 recipes: no crash, no internal error, and the
+error-level findings pinned per rule, so that a change shows up in review. Each pinned error
+was read against the recipe code (see the closing note of issue 3):
+
+- PK002 x6, 0.6.2 recipes/ministral3/h100/ministral3.py: `_sft_common_vlm()` turns in-batch
+  packing on and every SFT/PEFT recipe sets micro_batch_size = 1, which validate() rejects.
+- PK007 x1, 0.6.2 recipes/nemotronh/h100/nemotron_3_super.py: the 32k recipe sets CP=2 on
+  offline-packed data whose pad_seq_to_mult stays 1 (THD with CP needs multiples of 4).
+- SQ001 x3 (0.6.2) and x2 (0.3.1): Nemotron-Nano-v2 providers default seq_length to 131072
+  while the recipes set dataset.seq_length = 8192; perf_recipes/gpt_oss/common.py sets
+  model.seq_length = 8192 over a dataset at 4096. validate() asserts they are equal.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from mblint.engine import CheckOptions, Engine
+
+PINNED_ERRORS = {
+    "0.3": {"SQ001": 2},
+    "0.6": {"PK002": 6, "PK007": 1, "SQ001": 3},
+}
+FOLDERS = {"0.3": ["recipes"], "0.6": ["recipes", "perf_recipes"]}
+
+
+@pytest.mark.parametrize("line", ["0.3", "0.6"])
+def test_corpus_error_findings_are_pinned(line, mb_roots, monkeypatch):
+    root = mb_roots[line]
+    monkeypatch.chdir(root)
+    engine = Engine(CheckOptions(jobs=1))
+    report = engine.check_paths([f"megatron/bridge/{folder}" for folder in FOLDERS[line]])
+    internal = [note for note in report.notes if "internal error" in note]
+    assert internal == []
+    assert report.errors == []
+    errors = collections.Counter(f.rule_id for f in report.findings if f.severity.name == "ERROR")
+    assert dict(errors) == PINNED_ERRORS[line], sorted(
+        (f.rule_id, f.location.path, f.location.line) for f in report.findings if f.severity.name == "ERROR")
+    # every finding points into the linted tree, at a real line
+    for finding in report.findings:
+        assert finding.location.path.startswith("megatron/bridge/"), finding
+        assert finding.location.line >= 1
