@@ -212,6 +212,19 @@ class EffectiveConfig:
         resolved = self.get(path)
         return resolved.origins if resolved else ()
 
+    def keys(self, path: str) -> list[str]:
+        """The keys directly below an object or dict node (empty for a leaf)."""
+        if self._graph is not None:
+            return self._graph.keys(path)
+        start = path + "." if path else ""
+        return sorted({p[len(start):].split(".")[0] for p in list(self.fields) + list(self.types)
+                       if p.startswith(start) and p != path})
+
+    def extra_fields(self) -> list[str]:
+        """Paths set on config objects whose class has no such field (Python accepts them
+        silently). Needs the object graph; an EffectiveConfig built from tables has none."""
+        return self._graph.extra_fields() if self._graph is not None else []
+
     def children(self, prefix: str) -> Iterator[ResolvedField]:
         start = prefix + "." if prefix else ""
         for path, resolved in self.fields.items():

@@ -186,6 +186,32 @@ class GraphView:
         value, _ = self._walk_to(path)
         return value.type_name if isinstance(value, Obj) else None
 
+    def keys(self, path: str) -> list[str]:
+        """The keys (or field names) directly below an object node."""
+        node, _ = self._walk_to(path)
+        return [str(key) for key in node.fields] if isinstance(node, Obj) else []
+
+    def extra_fields(self) -> list[str]:
+        """Paths of attributes set on config objects whose class has no such field (objects
+        with unknown extra fields, and everything below them, are skipped)."""
+        found: list[str] = []
+
+        def visit(obj: Obj, prefix: str, active: set) -> None:
+            if obj.oid in active or obj.open:
+                return
+            active.add(obj.oid)
+            names = obj.cls.fields if obj.cls is not None else None
+            for key, (value, _) in obj.fields.items():
+                path = f"{prefix}.{key}" if prefix else str(key)
+                if names is not None and key not in names:
+                    found.append(path)
+                elif isinstance(value, Obj):
+                    visit(value, path, active)
+            active.discard(obj.oid)
+
+        visit(self.root, "", set())
+        return found
+
     def flatten(self) -> tuple[dict, dict, frozenset]:
         fields: dict[str, ResolvedField] = {}
         types: dict[str, str] = {"": self.root.type_name}

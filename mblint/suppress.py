@@ -136,6 +136,8 @@ def parse_directives(path: Path, aliases: dict[str, str]) -> FileDirectives:
     except (SourceError, OSError):
         return FileDirectives()
     result = FileDirectives()
+    if "mblint" not in text:
+        return result  # no directive can be there; tokenizing is the expensive part
     if path.suffix == ".py":
         comments = _python_comments(text)
         result.ranges = _statement_ranges(text)

@@ -59,13 +59,28 @@ class FieldSpec:
         return UNKNOWN
 
 
-@dataclass
 class ClassSpec:
-    qualname: str
-    name: str
-    module: str
-    bases: tuple[str, ...]
-    fields: dict[str, FieldSpec]
+    """A config class. Its field table is built on first use: a run touches few classes."""
+
+    __slots__ = ("qualname", "name", "module", "bases", "_fields", "_load")
+
+    def __init__(self, qualname: str, name: str, module: str, bases: tuple[str, ...],
+                 fields: dict[str, FieldSpec] | None = None, load=None) -> None:
+        self.qualname = qualname
+        self.name = name
+        self.module = module
+        self.bases = bases
+        self._fields = fields
+        self._load = load
+
+    @property
+    def fields(self) -> dict[str, FieldSpec]:
+        if self._fields is None:
+            self._fields = self._load()
+        return self._fields
+
+    def __repr__(self) -> str:
+        return f"ClassSpec({self.qualname})"
 
 
 @dataclass
@@ -148,17 +163,11 @@ def _expanded_fields(qualname: str, raw: dict, cache: dict[str, dict]) -> dict:
 def schema_from_json(data: dict) -> Schema:
     raw = data["classes"]
     expanded: dict[str, dict] = {}
+    def loader(qualname: str):
+        return lambda: {name: _field_from_json(name, f) for name, f in _expanded_fields(qualname, raw, expanded).items()}
+
     classes = {
-        qualname: ClassSpec(
-            qualname=qualname,
-            name=cls["name"],
-            module=cls["module"],
-            bases=tuple(cls.get("bases", ())),
-            fields={
-                name: _field_from_json(name, f)
-                for name, f in _expanded_fields(qualname, raw, expanded).items()
-            },
-        )
+        qualname: ClassSpec(qualname, cls["name"], cls["module"], tuple(cls.get("bases", ())), load=loader(qualname))
         for qualname, cls in raw.items()
     }
     by_name: dict[str, list[str]] = {}

@@ -101,14 +101,9 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
         schema = schema_of(cfg)
         deprecated = set(schema.deprecated_fields)
         reported: list[str] = []
-        paths = sorted(set(cfg.fields) | {p for p in cfg.types if p})
-        for path in paths:
-            if any(path.startswith(prefix + ".") for prefix in reported):
-                continue
+        for path in sorted(cfg.extra_fields()):
             parent, _, leaf = path.rpartition(".")
             if leaf.startswith("_") or path in deprecated:
-                continue
-            if parent in cfg.open_dicts or any(parent.startswith(o + ".") for o in cfg.open_dicts):
                 continue
             parent_type = cfg.type_of(parent)
             if parent_type is None or parent_type == "dict":
@@ -117,8 +112,6 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
             if spec is None or leaf in spec.fields or leaf in NON_FIELD_ATTRIBUTES.get(parent_type, ()):
                 continue
             origin = last_origin(cfg, path)
-            if origin is None:
-                origin = next((last_origin(cfg, p) for p in paths if p.startswith(path + ".") and last_origin(cfg, p)), None)
             if origin is None or origin.kind not in ("set", "override"):
                 continue
             reported.append(path)
@@ -136,7 +129,8 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
         parent, _, leaf = path.rpartition(".")
         suggestion = self.suggest(cfg, schema, parent, leaf, sorted(spec.fields))
         value = cfg.value(path)
-        shown = f" = {format_value(value)}" if path in cfg.fields else ""
+        is_leaf = cfg.get(path) is not None
+        shown = f" = {format_value(value)}" if is_leaf else ""
         message = f"{path}{shown}: {parent_type} has no field '{leaf}'"
         # Hydra struct mode rejects a plain `key=value` for a missing key; `+key`/`++key` are
         # accepted and then skipped by Megatron-Bridge's apply_overrides (omegaconf_utils.py).
@@ -153,7 +147,7 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
             message += f"; did you mean {suggestion}?"
             fixes = [FixIntent("rename", path, new_field=suggestion, safe=False,
                                description=f"rename {path} to {suggestion}")]
-        if path in cfg.fields:
+        if is_leaf or cfg.origins(path):
             return ctx.report(cfg, message, [path], primary=path,
                               severity=Severity.ERROR if rejected else Severity.WARNING, fixes=fixes)
         finding = ctx.report(cfg, message, [], severity=Severity.ERROR if rejected else Severity.WARNING, fixes=fixes)

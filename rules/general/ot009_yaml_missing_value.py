@@ -58,6 +58,8 @@ examples/models/nemotron/nemotron_vl/conf/nemotron_nano_v2_vl_override_example.y
     ]
 
     def check(self, cfg, ctx):
+        if not cfg.overrides_applied:
+            return  # '???' values only come from override files
         for path, resolved in sorted(cfg.fields.items()):
             value = resolved.value
             if not isinstance(value, Unknown) or not value.reason.startswith(MANDATORY):

@@ -53,12 +53,10 @@ by `runtime_config_update` (:1853).
     def check(self, cfg, ctx):
         if cfg.type_of("env_vars") != "dict":
             return
-        names = {p[len("env_vars."):].split(".")[0] for p in list(cfg.fields) + list(cfg.types)
-                 if p.startswith("env_vars.")}
-        for name in sorted(names):
+        for name in sorted(cfg.keys("env_vars")):
             path = f"env_vars.{name}"
             if cfg.type_of(path) is not None:
-                leaf = next((p for p in cfg.fields if p.startswith(path + ".")), path)
+                leaf = next((f"{path}.{key}" for key in cfg.keys(path)), path)
                 yield ctx.report(cfg, f"env_vars[{name!r}] is a mapping; environment variable values must be "
                                       f"scalars (str, int, float, bool), apply_environment_variables() raises TypeError",
                                  [leaf], primary=leaf)
