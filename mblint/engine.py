@@ -455,7 +455,6 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 
 def _default_jobs(files: int) -> int:
     """Worker processes pay off from a few dozen files on; never more than the cores."""
-    import os
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return min(cores, max(1, files // 40))

@@ -161,7 +161,7 @@ def write_schema(schema: dict, out_dir: Path) -> Path:
 def dump(schema: dict) -> str:
     """Sorted keys; one line per class so diffs between regenerations stay readable."""
     head = {k: v for k, v in schema.items() if k != "classes"}
-    lines = ["{", f'"classes": {{']
+    lines = ["{", '"classes": {']
     items = sorted(schema["classes"].items())
     for i, (qualname, cls) in enumerate(items):
         comma = "," if i < len(items) - 1 else ""

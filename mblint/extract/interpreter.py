@@ -23,7 +23,6 @@ from mblint.extract.values import (
     HFBridge,
     ModuleRef,
     Obj,
-    dotted_value,
     is_missing,
     is_unknown,
     merge_values,
@@ -589,7 +588,7 @@ class Interpreter:
         self.store(stmt.target, self.eval(stmt.value, frame), frame, self.origin(stmt, frame))
 
     def stmt_AugAssign(self, stmt: ast.AugAssign, frame: Frame) -> None:
-        current = self.eval(_as_load(stmt.target), frame)
+        current = self.eval(stmt.target, frame)
         value = self.binary(type(stmt.op), current, self.eval(stmt.value, frame))
         self.store(stmt.target, value, frame, self.origin(stmt, frame))
 
@@ -1360,10 +1359,6 @@ def _with_kind(origin: Origin | None, kind: str) -> Origin | None:
 
 def _scalarish(value: Any) -> bool:
     return isinstance(value, (int, float, str, bool, tuple, list)) or value is None
-
-
-def _as_load(target: ast.expr) -> ast.expr:
-    return target
 
 
 def _may_be_config_class(qualname: str) -> bool:

@@ -119,17 +119,6 @@ class HFBridge:
     model_id: Any
 
 
-@dataclass(frozen=True)
-class DottedName(str):
-    """A known dotted name used as a value, e.g. ``torch.bfloat16``; compares as its text."""
-
-
-def dotted_value(qualname: str) -> Any:
-    if qualname.startswith("torch."):
-        return qualname
-    return UNKNOWN
-
-
 def is_unknown(value: Any) -> bool:
     return isinstance(value, Unknown)
 

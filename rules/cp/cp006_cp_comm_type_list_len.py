@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from mblint.findings import Severity
-from mblint.rule import Rule, known
+from mblint.rule import Rule
 from mblint.testing import Example
 from rules._derived import int_values, parallel, value
 

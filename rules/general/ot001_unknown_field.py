@@ -5,7 +5,7 @@ import difflib
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, format_value
 from mblint.testing import Example
-from rules._derived import from_dotlist, last_origin, schema_of
+from rules._derived import last_origin, schema_of
 
 # Factory parameter names that people write onto the scheduler although the factory maps them
 # to the optimizer: 0.6.2 megatron/bridge/recipes/utils/optimizer_utils.py:100-166

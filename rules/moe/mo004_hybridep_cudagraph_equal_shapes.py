@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
+from mblint.findings import Severity
 from mblint.rule import Rule, known
 from rules._derived import (cuda_graphs, energon_packing, graph_fields, hybridep, in_batch_packing,
                             in_batch_packing_path, offline_packing, pad_to_max_length, value)

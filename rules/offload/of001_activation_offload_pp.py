@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
+from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import parallel, value

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule
 from mblint.testing import Example
-from rules._derived import constructor_site_field, is_int, offline_packing, specs_path, value
+from rules._derived import is_int, offline_packing, specs_path, value
 
 
 class PadSeqToMultPositiveAndFits(Rule):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, format_value, known
+from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import value
 
