@@ -260,6 +260,11 @@ class Engine:
         report.findings.sort(key=Finding.sort_key)
         return report
 
+    def editable_frozen(self) -> frozenset[str]:
+        if getattr(self, "_editable_frozen", None) is None or self._editable_frozen[0] is not self.editable:
+            self._editable_frozen = (self.editable, frozenset(self.editable))
+        return self._editable_frozen[1]
+
     def settings_source(self, path: Path) -> str:
         settings = self.settings_for(path)
         return str(settings.source) if settings is not None and settings.source is not None else ""
@@ -360,11 +365,12 @@ class Engine:
 
     def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult) -> None:
         world_size, source = self.world_size_for(cfg, text)
+        editable = self.editable_frozen()
         for rule_class in self.rules:
             if rule_class in ENGINE_RULES or not rule_class.applies_to(cfg.schema_version):
                 continue
             rule = rule_class()
-            ctx = RuleContext(rule, world_size, source, editable_paths=frozenset(self.editable))
+            ctx = RuleContext(rule, world_size, source, editable_paths=editable)
             try:
                 for finding in rule.check(cfg, ctx) or ():
                     report.findings.append(finding)

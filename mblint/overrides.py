@@ -305,7 +305,7 @@ def apply_one(resolved: Any, override: Override) -> None:
         owner = child
     leaf = override.path[-1]
     if override.action == "delete":
-        owner.fields.pop(leaf, None)
+        owner.writable().pop(leaf, None)
         return
     if _unknown_field(owner, leaf):
         resolved.ignored.append((".".join(override.path), override))

@@ -38,7 +38,7 @@ class Project:
         self.display_root = display_root or Path.cwd()
         self._interpreters: dict[tuple, Interpreter] = {}
         self._roots: dict[Path, list[Path]] = {}
-        self._finder_dirs: dict[int, set[Path]] = {}
+        self._lines: dict[Path, str] = {}
 
     def roots_for(self, path: Path) -> list[Path]:
         folder = path.parent
@@ -57,31 +57,33 @@ class Project:
                 break
             ancestor = ancestor.parent
             roots.append(ancestor)
-        return roots + self.search_paths + list(installed_megatron_roots()) + [path.resolve().parent]
+        return roots + self.search_paths + list(installed_megatron_roots())
 
     def line_for(self, path: Path, roots: list[Path]) -> str:
         if self.version:
             return self.version
+        if path.parent not in self._lines:
+            self._lines[path.parent] = self._installed_line(roots) or ""
+        return self._lines[path.parent] or detect_line_from_text(_safe_text(path))
+
+    def _installed_line(self, roots: list[Path]) -> str | None:
         for root in roots:
             info = root / "megatron" / "bridge" / "package_info.py"
             if info.is_file():
                 found = dict(_VERSION_LINE.findall(info.read_text(encoding="utf-8", errors="replace")))
                 if "MAJOR" in found and "MINOR" in found:
                     return f"{found['MAJOR']}.{found['MINOR']}"
-        return detect_line_from_text(_safe_text(path))
+        return None
 
     def interpreter_for(self, path: Path) -> Interpreter:
         roots = self.roots_for(path)
         line = self.line_for(path, roots)
-        key = (tuple(roots[:-1]), line)
+        key = (tuple(roots), line)
         interp = self._interpreters.get(key)
         if interp is None:
             finder = ModuleFinder(roots, self.display_root)
             interp = Interpreter(load_schema(line), finder)
             self._interpreters[key] = interp
-        elif path.parent not in self._finder_dirs.setdefault(id(interp), set()):
-            interp.finder.add_roots([roots[-1]])
-        self._finder_dirs.setdefault(id(interp), set()).add(path.parent)
         return interp
 
     def recipe_functions(self, path: Path) -> list[ast.FunctionDef]:
@@ -148,9 +150,17 @@ class GraphView:
 
     def __init__(self, root: Obj) -> None:
         self.root = root
+        self._memo: dict[str, tuple[Any, tuple]] = {}
 
     def _walk_to(self, path: str) -> tuple[Any, tuple]:
-        """(value, origins) at ``path``; value may be an Obj, ABSENT or UNKNOWN."""
+        """(value, origins) at ``path``; value may be an Obj, ABSENT or UNKNOWN. Rules only
+        read a built configuration, so answers are kept."""
+        found = self._memo.get(path)
+        if found is None:
+            found = self._memo[path] = self._walk_uncached(path)
+        return found
+
+    def _walk_uncached(self, path: str) -> tuple[Any, tuple]:
         current: Any = self.root
         origins: tuple = ()
         for part in path.split(".") if path else ():

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from mblint.extract.modules import ModuleFinder, ModuleSource, SourceError
 from mblint.extract.values import (
+    _versions,
     BoundMethod,
     ClassRef,
     EnumRef,
@@ -246,7 +247,7 @@ class Interpreter:
             path = self.finder.find_relative(imp.from_file, imp.level, imp.module)
             label = f"{'.' * imp.level}{imp.module or ''}"
         else:
-            path = self.finder.find(imp.module or "")
+            path = self.finder.find(imp.module or "") or self.finder.find_beside(imp.from_file, imp.module or "")
             label = imp.module or ""
         owner = self.scopes.get(imp.from_file)
         if owner is not None and path is not None:
@@ -402,26 +403,40 @@ class Interpreter:
         return copy
 
     def snapshot(self, frame: Frame) -> dict:
+        """The state of every object and local; field tables are shared, not copied."""
+        for obj in self.objects:
+            obj.shared = True
         return {
-            "objects": [(obj, dict(obj.fields), obj.open) for obj in self.objects],
+            "objects": [(obj, obj.fields, obj.open, obj.version) for obj in self.objects],
             "locals": dict(frame.locals),
         }
 
     def restore(self, snap: dict, frame: Frame) -> None:
-        for obj, fields, is_open in snap["objects"]:
-            obj.fields = dict(fields)
+        for obj, fields, is_open, version in snap["objects"]:
+            obj.fields = fields
+            obj.shared = True
             obj.open = is_open
+            obj.version = version
         frame.locals.clear()
         frame.locals.update(snap["locals"])
 
-    def merge_into_current(self, other: dict, frame: Frame) -> None:
-        """Merge a snapshot taken at the end of another path into the current state."""
-        for obj, fields, is_open in other["objects"]:
+    def merge_into_current(self, other: dict, frame: Frame, base: dict | None = None) -> None:
+        """Merge a snapshot taken at the end of another path into the current state. Objects
+        whose version is the ``base`` one on both paths were not touched and are skipped."""
+        base_versions = [entry[3] for entry in base["objects"]] if base is not None else []
+        for index, (obj, fields, is_open, version) in enumerate(other["objects"]):
+            if index < len(base_versions) and version == base_versions[index] == obj.version:
+                continue
+            if fields is obj.fields and is_open == obj.open:
+                continue
             merged = {}
-            for key in _ordered_union(obj.fields, fields):
-                merged[key] = _merge_slots(fields.get(key), obj.fields.get(key), obj.open or is_open)
-            obj.fields = merged
+            current = obj.fields
+            for key in _ordered_union(current, fields):
+                merged[key] = _merge_slots(fields.get(key), current.get(key), obj.open or is_open)
             obj.open = obj.open or is_open
+            obj.fields = merged
+            obj.shared = False
+            obj.version = next(_versions)
         for name in _ordered_union(frame.locals, other["locals"]):
             frame.locals[name] = merge_values(other["locals"].get(name, UNKNOWN), frame.locals.get(name, UNKNOWN))
 
@@ -598,7 +613,7 @@ class Interpreter:
                 container = self.eval(target.value, frame)
                 key = self.eval(target.slice, frame)
                 if isinstance(container, Obj) and container.is_dict and not is_unknown(key):
-                    container.fields.pop(key, None)
+                    container.writable().pop(key, None)
                     continue
             self.havoc_target(target, frame)
 
@@ -622,7 +637,7 @@ class Interpreter:
         self.restore(start, frame)
         second_open = self.exec_block(second, frame)
         if first_open and second_open:
-            self.merge_into_current(after_first, frame)
+            self.merge_into_current(after_first, frame, start)
         elif first_open:
             self.restore(after_first, frame)
         elif not second_open:
@@ -754,12 +769,13 @@ class Interpreter:
         if obj.oid in seen:
             return
         seen.add(obj.oid)
-        obj.open = True
-        for key, (value, origins) in list(obj.fields.items()):
+        obj.mark_open()
+        fields = obj.writable()
+        for key, (value, origins) in list(fields.items()):
             if isinstance(value, Obj):
                 self.havoc_obj(value, origin, seen)
             else:
-                obj.fields[key] = (UNKNOWN, origins + ((origin,) if origin else ()))
+                fields[key] = (UNKNOWN, origins + ((origin,) if origin else ()))
 
     # ----- expressions ---------------------------------------------------------------------
 
@@ -891,13 +907,13 @@ class Interpreter:
 
     def splat_into(self, obj: Obj, source: Any) -> None:
         if isinstance(source, Obj) and source.is_dict:
-            for key, slot in source.fields.items():
-                obj.fields[key] = slot
-            obj.open = obj.open or source.open
+            obj.writable().update(source.fields)
+            if source.open:
+                obj.mark_open()
         elif source is None or (isinstance(source, dict) and not source):
             return
         else:
-            obj.open = True
+            obj.mark_open()
 
     def dict_from(self, items: dict, origin: Origin | None) -> Obj:
         obj = self.new_obj(None, origin)
@@ -1206,7 +1222,8 @@ class Interpreter:
             if name == "update" and args and isinstance(args[0], Obj) and args[0].is_dict:
                 for key, (value, _) in args[0].fields.items():
                     target.set(key, value, origin)
-                target.open = target.open or args[0].open
+                if args[0].open:
+                    target.mark_open()
                 for key, value in kwargs.items():
                     target.set(key, value, origin)
                 return None
@@ -1232,7 +1249,7 @@ class Interpreter:
                 return [slot[0] for slot in target.fields.values()]
             return [(key, slot[0]) for key, slot in target.fields.items()]
         if name == "pop" and args and not is_unknown(args[0]) and not self.havoc_depth:
-            slot = target.fields.pop(args[0], None)
+            slot = target.writable().pop(args[0], None)
             if slot is None:
                 return args[1] if len(args) > 1 else UNKNOWN
             return slot[0]

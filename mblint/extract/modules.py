@@ -89,9 +89,9 @@ class ModuleFinder:
         self._parsed: dict[Path, ModuleSource | SourceError] = {}
         self._found: dict[str, Path | None] = {}
 
-    def add_roots(self, roots: list[Path]) -> None:
-        self.roots = _unique(self.roots + roots)
-        self._found.clear()
+    def find_beside(self, from_file: Path, name: str) -> Path | None:
+        """A top-level import resolved next to the importing file, as when it runs as a script."""
+        return _module_file(from_file.parent, name.split("."))
 
     def find(self, name: str) -> Path | None:
         if name in self._found:
@@ -122,17 +122,23 @@ class ModuleFinder:
         return target if target.is_dir() else None
 
     def load(self, path: Path) -> ModuleSource:
-        resolved = path.resolve()
-        cached = self._parsed.get(resolved)
+        cached = self._parsed.get(path)
         if cached is None:
-            try:
-                cached = parse_source(path, read_source(path), self.display(path))
-            except SourceError as error:
-                cached = error
-            self._parsed[resolved] = cached
+            resolved = path.resolve()
+            cached = self._parsed.get(resolved)
+            if cached is None:
+                cached = self._parse(path)
+                self._parsed[resolved] = cached
+            self._parsed[path] = cached
         if isinstance(cached, SourceError):
             raise cached
         return cached
+
+    def _parse(self, path: Path) -> "ModuleSource | SourceError":
+        try:
+            return parse_source(path, read_source(path), self.display(path))
+        except SourceError as error:
+            return error
 
     def display(self, path: Path) -> str:
         return display_path(path, self.display_root)

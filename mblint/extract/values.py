@@ -17,13 +17,14 @@ from mblint.schema import ClassSpec
 
 Slot = tuple  # (value, origins: tuple[Origin, ...])
 _ids = itertools.count(1)
+_versions = itertools.count(1)
 
 
 class Obj:
     """A config object (``cls`` set) or a dict (``cls`` None). ``open`` means keys or fields
     beyond those recorded may exist with unknown values."""
 
-    __slots__ = ("oid", "cls", "fields", "open", "created_at", "label", "__weakref__")
+    __slots__ = ("oid", "cls", "fields", "open", "created_at", "label", "shared", "version", "__weakref__")
 
     def __init__(self, cls: ClassSpec | None, created_at: Origin | None = None) -> None:
         self.oid = next(_ids)
@@ -32,6 +33,22 @@ class Obj:
         self.fields: dict[Any, Slot] = {}
         self.open = False
         self.created_at = created_at
+        # Snapshots share ``fields`` until the next write (copy on write); ``version`` changes
+        # with every write, so a merge can skip objects neither branch touched.
+        self.shared = False
+        self.version = next(_versions)
+
+    def writable(self) -> dict:
+        """The field table, ready to be changed."""
+        if self.shared:
+            self.fields = dict(self.fields)
+            self.shared = False
+        self.version = next(_versions)
+        return self.fields
+
+    def mark_open(self) -> None:
+        self.writable()
+        self.open = True
 
     @property
     def is_dict(self) -> bool:
@@ -54,7 +71,7 @@ class Obj:
         origins = previous[1] if previous else ()
         if origin is not None:
             origins = origins + (origin,)
-        self.fields[key] = (value, origins)
+        self.writable()[key] = (value, origins)
 
     def __repr__(self) -> str:
         return f"<{self.type_name}#{self.oid}>"
