@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
-import json
+import gc
+
+# A lint run is short-lived and allocates millions of small acyclic objects that reference
+# counting frees; the cyclic collector's rescans cost about a third of the run time.
+gc.disable()
+
+import json  # noqa: E402
 import os
 import sys
 from pathlib import Path

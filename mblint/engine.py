@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 from dataclasses import dataclass, field
@@ -225,6 +226,18 @@ class Engine:
         return rule in self.rules
 
     def check_paths(self, paths: list[str]) -> Report:
+        """Lint ``paths``. The cyclic garbage collector is paused meanwhile: the run allocates
+        millions of small acyclic objects (tuples, AST nodes) that reference counting frees, and
+        the collector's rescans of them cost a third of the time."""
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._check_paths(paths)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _check_paths(self, paths: list[str]) -> Report:
         report = Report()
         report.notes.extend(self.plugins.errors)
         found = discover(paths, self.options.excludes, self.options.force_exclude)
