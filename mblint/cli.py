@@ -43,8 +43,12 @@ def main() -> None:
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="warning", show_default=True,
               help="Lowest severity that makes the exit code 1.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply unsafe fixes (with --fix or --diff).")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
+@click.option("--show-fixes", is_flag=True, help="List the fixes applied and the findings left unfixed.")
 def check(paths, select, extend_select, ignore, output_format, world_size, version, search_paths, recipe, dotlist,
-          fail_on, exit_zero) -> None:
+          fail_on, exit_zero, fix, unsafe_fixes, diff, show_fixes) -> None:
     """Lint recipe files, override files and folders."""
     from mblint.engine import CheckOptions, Engine
     from mblint.findings import Severity
@@ -54,7 +58,19 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         world_size=world_size, version=version, search_paths=tuple(Path(p) for p in search_paths),
         recipe=recipe, dotlist=tuple(dotlist),
     )
-    report = Engine(options).check_paths(list(paths) or ["."])
+    if fix or unsafe_fixes or diff:
+        from mblint.fix import fix_command
+
+        report, changed, write_errors = fix_command(lambda: Engine(options), list(paths) or ["."], unsafe=unsafe_fixes,
+                                                    diff=diff, show_fixes=show_fixes, echo=click.echo)
+        for error in write_errors:
+            click.echo(f"mblint: error: {error}", err=True)
+        if diff:
+            sys.exit(EXIT_ERROR if write_errors else (EXIT_FINDINGS if changed else EXIT_CLEAN))
+        if write_errors:
+            sys.exit(EXIT_ERROR)
+    else:
+        report = Engine(options).check_paths(list(paths) or ["."])
     _emit(report, output_format or "text")
     for note in report.notes:
         click.echo(f"mblint: note: {note}", err=True)
