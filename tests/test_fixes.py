@@ -238,3 +238,39 @@ def test_cli_diff_writes_nothing_and_fix_writes(tmp_path, mb06, monkeypatch):
     assert recipe.read_bytes() == (FIXTURES / "py_pk001_unsafe" / "after" / "recipe.py").read_bytes()
     result = runner.invoke(cli.main, args + ["--diff", "--unsafe-fixes"])
     assert result.exit_code == 0 and "+++" not in result.output
+
+
+# ----- the wheels ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", ["0.3", "0.6"])
+def test_wheel_recipes_pass_through_fix(line, tmp_path, mb_roots):
+    """--fix --unsafe-fixes over a copy of the wheel's recipes, with a test rule that fires on
+    many recipes (manual_gc_interval = 100 -> 50) besides PK001: every file without an applied
+    fix is byte-identical, every changed file parses and differs only by the applied fixes."""
+    import ast
+    import difflib
+
+    copy = tmp_path / "mb"
+    shutil.copytree(mb_roots[line] / "megatron", copy / "megatron")
+    rules = [RULES["PK001"](), make_rule("TS050", "train.manual_gc_interval", 100, 50)]
+    make = engine_factory(rules, copy, [copy], line)
+    recipes = copy / "megatron" / "bridge" / "recipes"
+    before = {p: p.read_bytes() for p in copy.rglob("*.py")}
+    run = run_fixes(make, [str(recipes)], unsafe=True)
+    written, errors = run.write()
+    assert not errors and not run.dropped, [str(d) for d in run.dropped]
+    fixed_files = {copy / r.path for r in run.applied}
+    assert run.applied and written
+    for path, data in before.items():
+        now = path.read_bytes()
+        if path not in fixed_files:
+            assert now == data, f"{path} changed without a fix"
+            continue
+        ast.parse(now.decode("utf-8"))
+        changed = [line for line in difflib.ndiff(data.decode().splitlines(), now.decode().splitlines())
+                   if line.startswith(("+ ", "- "))]
+        assert all("manual_gc_interval" in c or "return" in c or "cfg = " in c or "micro_batch" in c
+                   or "global_batch" in c or "packed_sequence_size" in c for c in changed), changed
+    report = make().check_paths([str(recipes)])
+    assert not [f for f in report.findings if f.rule_id == "TS050"]

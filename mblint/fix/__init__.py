@@ -183,8 +183,8 @@ def _lint(make_engine, paths, texts):
     engine.run_rules = run_rules_tracked
     with overlay(texts):
         report = engine.check_paths(list(paths))
-    kept = {id(f) for f in report.findings}
-    captured = {key: value for key, value in captured.items() if key in kept}
+    # Every finding of every configuration, before the report merges findings that share a
+    # location (recipes that get a value from one helper): each recipe needs its own fix.
     return engine, report, captured
 
 
@@ -193,13 +193,11 @@ def _plan_round(engine, report, captured, texts, unsafe, failed_keys):
     groups: list[FixGroup] = []
     unfixable: list[FixRecord] = []
     seen_keys: set[tuple] = set()
-    for finding in report.findings:
-        if not finding.fixes or getattr(finding, "suppressed", False):
+    ordered = sorted(captured.values(), key=lambda e: (e[0].sort_key(), e[1].recipe.label, e[2]))
+    suppressed = {f.identity() for f in report.findings if getattr(f, "suppressed", False)}
+    for finding, cfg, overrides in ordered:
+        if not finding.fixes or getattr(finding, "suppressed", False) or finding.identity() in suppressed:
             continue
-        entry = captured.get(id(finding))
-        if entry is None:
-            continue
-        _, cfg, overrides = entry
         key = finding_key(finding, cfg, overrides)
         if key in failed_keys or key in seen_keys:
             continue
@@ -217,6 +215,16 @@ def _plan_round(engine, report, captured, texts, unsafe, failed_keys):
                                        all(i.safe for i in finding.fixes), str(error)))
     if any(g.in_place for g in groups):
         groups = [g for g in groups if g.in_place]
+    else:
+        # A recipe that calls another recipe being fixed waits: that fix may reach it too.
+        fixed = {g.finding.recipe.rsplit("::", 1)[-1] for g in groups}
+        waiting = []
+        for group in groups:
+            path, _, function = group.finding.recipe.rpartition("::")
+            if planner.called_names(path, function) & (fixed - {function}):
+                waiting.append(group)
+        if len(waiting) < len(groups):
+            groups = [g for g in groups if all(g is not w for w in waiting)]
     # One edit per place: the first group wins; an identical edit proposed again is redundant.
     chosen: list[FixGroup] = []
     claimed: dict[tuple, tuple] = {}

@@ -138,6 +138,23 @@ class Planner:
             return origins
         return tuple(origin for path, origin, _action, _value in cfg.ignored_overrides if path == field_path)
 
+    def called_names(self, display: str, function: str) -> set[str]:
+        """Names of the functions a recipe calls (``f(...)`` and ``m.f(...)``)."""
+        import ast
+        import textwrap
+
+        try:
+            source = self.python_file(self.real_path(display))
+            tree = ast.parse(textwrap.dedent(source.code(source.function(function))))
+        except (Unfixable, PyEditError, SyntaxError):
+            return set()
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                names.add(func.id if isinstance(func, ast.Name) else getattr(func, "attr", ""))
+        return names
+
     def in_recipe(self, origin: Origin, cfg: EffectiveConfig) -> bool:
         """Inside the recipe function being checked, in a linted file: an edit there changes
         this recipe only (a shared helper or a base builder is never edited)."""
