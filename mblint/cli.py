@@ -67,9 +67,13 @@ def main() -> None:
 @click.option("--isolated", is_flag=True, help="Ignore settings files.")
 @click.option("--force-exclude/--no-force-exclude", default=True, show_default=True,
               help="Apply excludes to files passed explicitly (as pre-commit does).")
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply unsafe fixes (with --fix or --diff).")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
+@click.option("--show-fixes", is_flag=True, help="List the fixes applied and the findings left unfixed.")
 def check(paths, select, extend_select, ignore, output_format, world_size, version, search_paths, recipe, dotlist,
           fail_on, exit_zero, no_cache, jobs, output_sarif, output_json, output_files, baseline, write_baseline,
-          config_file, isolated, force_exclude) -> None:
+          config_file, isolated, force_exclude, fix, unsafe_fixes, diff, show_fixes) -> None:
     """Lint recipe files, override files and folders."""
     from mblint.baseline import BaselineError, apply_baseline, write_baseline as write_baseline_file
     from mblint.engine import CheckOptions, Engine
@@ -88,7 +92,20 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
     )
     try:
         engine = Engine(options)
-        report = engine.check_paths(list(paths) or ["."])
+        if fix or unsafe_fixes or diff:
+            from mblint.fix import fix_command
+
+            report, changed, write_errors = fix_command(lambda: Engine(options), list(paths) or ["."],
+                                                        unsafe=unsafe_fixes, diff=diff, show_fixes=show_fixes,
+                                                        echo=click.echo)
+            for error in write_errors:
+                click.echo(f"mblint: error: {error}", err=True)
+            if diff:
+                sys.exit(EXIT_ERROR if write_errors else (EXIT_FINDINGS if changed else EXIT_CLEAN))
+            if write_errors:
+                sys.exit(EXIT_ERROR)
+        else:
+            report = engine.check_paths(list(paths) or ["."])
         root = engine.display_root
         if write_baseline:
             count = write_baseline_file(Path(write_baseline), report.findings, root)

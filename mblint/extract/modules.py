@@ -38,7 +38,16 @@ class ModuleSource:
         return byte_offset + 1
 
 
+# Texts that stand in for files on disk while ``mblint.fix`` checks its edits before writing
+# them (resolved path -> text without BOM). Empty outside a fix run.
+SOURCE_OVERLAY: dict[Path, str] = {}
+
+
 def read_source(path: Path) -> str:
+    if SOURCE_OVERLAY:
+        text = SOURCE_OVERLAY.get(path.resolve())
+        if text is not None:
+            return text
     try:
         data = path.read_bytes()
     except OSError as error:

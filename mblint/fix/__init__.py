@@ -1,0 +1,345 @@
+"""Autofixes: rules propose intents, this package turns them into minimal edits and proves them.
+
+Where an edit goes
+------------------
+A ``set`` (or ``add``) intent edits the place the value took effect: the field's last origin.
+
+* A YAML override key in a linted override file: the scalar after the key is replaced in
+  place (``yaml_writer``; the text outside the scalar is byte-identical).
+* An assignment (``cfg.a.b = v``, also ``+=`` and one element of a tuple assignment), a
+  ``name=value`` keyword of a constructor, or the value of a dict literal entry, *inside the
+  recipe function being checked*, in a linted file: only that value expression is replaced
+  (``python_writer``, libcst).
+* Anything else (a dataclass default, a base builder such as ``_sft_common()`` in an installed
+  Megatron-Bridge, a file outside the linted paths, a helper function that other recipes may
+  share, a chained assignment): an assignment ``cfg.<field> = <value>`` is added to the recipe
+  function, right after the last top-level statement that touches the field's section (or
+  replaces a node on its path, reassigns the config variable, or passes it to a call), else
+  right after the seed call, with the function's indentation. A recipe that ends with
+  ``return helper(...)`` becomes ``cfg = helper(...)``, the assignment, ``return cfg``.
+* A value from a command-line ``--set`` override is not fixed (there is no file to edit).
+
+Values set through a module constant or local variable
+------------------------------------------------------
+For ``cfg.dataset.seq_length = SEQ`` the origin is the assignment, so the fix replaces its
+right-hand side (``SEQ``) with the literal value and leaves the constant alone. A module
+constant may be shared by other recipes (and a local variable by other fields), so it is never
+edited: changing ``SEQ = 4096`` would silently change every recipe that reads it. The
+same holds for a shared helper: an origin outside the recipe function is never edited, an
+assignment is added to the recipe instead.
+
+Rename and remove intents edit the origin in place when it lies in the recipe function or an
+override file (a keyword or dict key is renamed only under the same parent).
+
+Proving a fix
+-------------
+All intents of a finding form one group, applied together or not at all; ``--fix`` applies
+groups whose intents are all safe, ``--unsafe-fixes`` all groups. Each round lints the current
+texts, plans the groups (edits in place first; groups that must add assignments wait for a
+round without in-place edits, so a fix in a recipe that others call is seen by them before
+they get an assignment of their own), applies them in memory, checks that every edited file
+parses, and re-lints with the edited texts standing in for the files. A group whose file does
+not parse or whose finding is still there afterwards is dropped and reported. Rounds repeat
+to a fixed point, at most ``MAX_ROUNDS``. Files are written only at the end, only when their
+bytes change, atomically, keeping their mode, and never over a file that changed on disk
+since it was read.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from mblint.fix.files import ChangedOnDisk, FileState, overlay, read_state, write_atomic
+from mblint.fix.plan import FixGroup, Planner, Unfixable, finding_key
+from mblint.fix.python_writer import PyEditError, PythonFile
+from mblint.fix.yaml_writer import YamlEditError, apply_yaml_edits
+
+MAX_ROUNDS = 5
+
+
+@dataclass(frozen=True)
+class FixRecord:
+    rule_id: str
+    recipe: str
+    path: str
+    line: int
+    description: str
+    safe: bool
+    reason: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        text = f"{where}: {self.rule_id} {self.description}"
+        return text + (f" ({self.reason})" if self.reason else "")
+
+
+@dataclass
+class FixRun:
+    report: object  # the engine Report of the final texts
+    applied: list[FixRecord] = field(default_factory=list)
+    dropped: list[FixRecord] = field(default_factory=list)
+    unfixable: list[FixRecord] = field(default_factory=list)
+    states: dict[Path, FileState] = field(default_factory=dict)
+    texts: dict[Path, str] = field(default_factory=dict)
+    rounds: int = 0
+
+    @property
+    def changed(self) -> dict[Path, str]:
+        return {path: text for path, text in self.texts.items()
+                if self.states[path].encode(text) != self.states[path].data}
+
+    def diff(self, display: Callable[[Path], str] = str) -> str:
+        chunks = []
+        for path, text in sorted(self.changed.items()):
+            name = display(path)
+            before = self.states[path].text.splitlines(keepends=True)
+            after = text.splitlines(keepends=True)
+            chunks.extend(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
+        return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
+                       for line in chunks)
+
+    def write(self) -> tuple[list[Path], list[str]]:
+        written, errors = [], []
+        for path, text in sorted(self.changed.items()):
+            try:
+                if write_atomic(self.states[path], text):
+                    written.append(path)
+            except ChangedOnDisk as error:
+                errors.append(str(error))
+            except OSError as error:
+                errors.append(f"{path}: cannot write: {error}")
+        return written, errors
+
+
+def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bool = False,
+              max_rounds: int = MAX_ROUNDS) -> FixRun:
+    """Fix what can be fixed in ``paths`` in memory; ``FixRun.write()`` then writes it."""
+    states: dict[Path, FileState] = {}
+    texts: dict[Path, str] = {}
+    failed_keys: set[tuple] = set()
+    run = FixRun(report=None, states=states, texts=texts)
+    engine, report, captured = _lint(make_engine, paths, texts)
+    for round_number in range(1, max_rounds + 1):
+        groups, unfixable = _plan_round(engine, report, captured, texts, unsafe, failed_keys)
+        run.unfixable = unfixable
+        if not groups:
+            break
+        run.rounds = round_number
+        active = list(groups)
+        while active:
+            new_texts, broken = _apply(active, texts, states)
+            for group, reason in broken:
+                failed_keys.add(group.key)
+                run.dropped.extend(_records(group, reason))
+            active = [g for g in active if all(g is not b for b, _ in broken)]
+            if broken:
+                continue
+            engine2, report2, captured2 = _lint(make_engine, paths, new_texts)
+            remaining = {finding_key(f, cfg, ov) for f, cfg, ov in captured2.values()}
+            stuck = [g for g in active if g.key in remaining]
+            if stuck:
+                for group in stuck:
+                    failed_keys.add(group.key)
+                    run.dropped.extend(_records(group, "the finding is still reported after the fix"))
+                active = [g for g in active if g not in stuck]
+                continue
+            for group in active:
+                run.applied.extend(_records(group))
+            texts.clear()
+            texts.update(new_texts)
+            engine, report, captured = engine2, report2, captured2
+            break
+        else:
+            continue
+    run.report = report
+    return run
+
+
+def _lint(make_engine, paths, texts):
+    """Lint with ``texts`` standing in for files; remember each finding's configuration."""
+    engine = make_engine()
+    captured: dict[int, tuple] = {}
+    current = {"overrides": ()}
+    check_recipe = engine.check_recipe
+    run_rules = engine.run_rules
+
+    def check_recipe_tracked(path, function, text, report, overrides=(), dotlist=()):
+        current["overrides"] = tuple(str(o) for o in overrides) + tuple(dotlist)
+        try:
+            return check_recipe(path, function, text, report, overrides=overrides, dotlist=dotlist)
+        finally:
+            current["overrides"] = ()
+
+    def run_rules_tracked(cfg, text, report):
+        start = len(report.findings)
+        run_rules(cfg, text, report)
+        for finding in report.findings[start:]:
+            captured[id(finding)] = (finding, cfg, current["overrides"])
+
+    engine.check_recipe = check_recipe_tracked
+    engine.run_rules = run_rules_tracked
+    with overlay(texts):
+        report = engine.check_paths(list(paths))
+    # Every finding of every configuration, before the report merges findings that share a
+    # location (recipes that get a value from one helper): each recipe needs its own fix.
+    return engine, report, captured
+
+
+def _plan_round(engine, report, captured, texts, unsafe, failed_keys):
+    planner = Planner(engine, texts)
+    groups: list[FixGroup] = []
+    unfixable: list[FixRecord] = []
+    seen_keys: set[tuple] = set()
+    ordered = sorted(captured.values(), key=lambda e: (e[0].sort_key(), e[1].recipe.label, e[2]))
+    suppressed = {f.identity() for f in report.findings if getattr(f, "suppressed", False)}
+    for finding, cfg, overrides in ordered:
+        if not finding.fixes or getattr(finding, "suppressed", False) or finding.identity() in suppressed:
+            continue
+        key = finding_key(finding, cfg, overrides)
+        if key in failed_keys or key in seen_keys:
+            continue
+        seen_keys.add(key)
+        if not unsafe and not all(i.safe for i in finding.fixes):
+            unfixable.append(FixRecord(finding.rule_id, finding.recipe, finding.location.path, finding.location.line,
+                                       "; ".join(i.description or i.action for i in finding.fixes), False,
+                                       "unsafe fix: use --unsafe-fixes"))
+            continue
+        try:
+            groups.append(planner.plan(finding, cfg, overrides))
+        except Unfixable as error:
+            unfixable.append(FixRecord(finding.rule_id, finding.recipe, finding.location.path, finding.location.line,
+                                       "; ".join(i.description or i.action for i in finding.fixes),
+                                       all(i.safe for i in finding.fixes), str(error)))
+    if any(g.in_place for g in groups):
+        groups = [g for g in groups if g.in_place]
+    else:
+        # A recipe that calls another recipe being fixed waits: that fix may reach it too.
+        fixed = {g.finding.recipe.rsplit("::", 1)[-1] for g in groups}
+        waiting = []
+        for group in groups:
+            path, _, function = group.finding.recipe.rpartition("::")
+            if planner.called_names(path, function) & (fixed - {function}):
+                waiting.append(group)
+        if len(waiting) < len(groups):
+            groups = [g for g in groups if all(g is not w for w in waiting)]
+    # One edit per place: the first group wins; an identical edit proposed again is redundant.
+    chosen: list[FixGroup] = []
+    claimed: dict[tuple, tuple] = {}
+    for group in groups:
+        keys = [(e.conflict_key(), e.payload()) for e in group.edits]
+        if any(k in claimed and claimed[k] != p for k, p in keys):
+            continue  # conflicts with an earlier group; re-planned next round
+        if keys and all(k in claimed for k, _ in keys):
+            continue  # the same edits are already chosen
+        fresh = [e for e in group.edits if e.conflict_key() not in claimed]
+        for k, p in keys:
+            claimed[k] = p
+        group.edits = fresh
+        chosen.append(group)
+    return chosen, unfixable
+
+
+def _apply(groups: list[FixGroup], texts: dict[Path, str], states: dict[Path, FileState]):
+    """New texts with every group applied, or the groups that broke a file."""
+    by_file: dict[Path, list] = {}
+    for group in groups:
+        for edit in group.edits:
+            by_file.setdefault(edit.path, []).append((group, edit))
+    new_texts = dict(texts)
+    broken: list[tuple[FixGroup, str]] = []
+    for path, items in by_file.items():
+        if path not in states:
+            state = read_state(path)
+            if state is None:
+                broken.extend((g, f"{path} cannot be read as UTF-8") for g, _ in items)
+                continue
+            states[path] = state
+        original = texts.get(path, states[path].text)
+        try:
+            new_texts[path] = _edit_text(path, original, [e.edit for _, e in items])
+            continue
+        except (PyEditError, YamlEditError) as error:
+            first_error = str(error)
+        # Find the groups at fault: add them one at a time.
+        accepted: list = []
+        for group in _unique(g for g, _ in items):
+            mine = [e.edit for g, e in items if g is group]
+            try:
+                _edit_text(path, original, accepted + mine)
+                accepted += mine
+            except (PyEditError, YamlEditError) as error:
+                broken.append((group, str(error) or first_error))
+        if not broken:
+            broken.append((items[0][0], first_error))
+    return new_texts, broken
+
+
+def _edit_text(path: Path, text: str, edits: list) -> str:
+    from mblint.fix.plan import YAML_SUFFIXES
+
+    if str(path).endswith(YAML_SUFFIXES):
+        return apply_yaml_edits(text, edits)
+    return PythonFile(text).apply(edits)
+
+
+def _unique(groups) -> list:
+    result = []
+    for group in groups:
+        if all(group is not g for g in result):
+            result.append(group)
+    return result
+
+
+def _records(group: FixGroup, reason: str = "") -> list[FixRecord]:
+    finding = group.finding
+    if not group.edits:
+        return [FixRecord(finding.rule_id, finding.recipe, finding.location.path, finding.location.line,
+                          "; ".join(i.description or i.action for i in finding.fixes), group.safe, reason)]
+    return [FixRecord(finding.rule_id, finding.recipe, edit.display, edit.line,
+                      edit.intent.description or f"{edit.intent.action} {edit.intent.field}", edit.intent.safe, reason)
+            for edit in group.edits]
+
+
+def fix_command(make_engine, paths: list[str], *, unsafe: bool, diff: bool, show_fixes: bool, echo) -> tuple:
+    """What ``mblint check --fix/--unsafe-fixes/--diff`` does. Returns (report, changed, errors):
+    the report of the fixed texts, whether files changed (or would), and write errors."""
+    run = run_fixes(make_engine, paths, unsafe=unsafe)
+    display_root = None
+    try:
+        display_root = Path(make_engine().project.display_root)
+    except Exception:  # noqa: BLE001
+        pass
+
+    def display(path: Path) -> str:
+        if display_root is not None:
+            try:
+                return str(path.resolve().relative_to(display_root.resolve()))
+            except ValueError:
+                pass
+        return str(path)
+
+    errors: list[str] = []
+    changed = bool(run.changed)
+    if diff:
+        text = run.diff(display)
+        if text:
+            echo(text, nl=False)
+    else:
+        _, errors = run.write()
+    verb = "Would fix" if diff else "Fixed"
+    if show_fixes or diff:
+        for record in run.applied:
+            echo(f"{verb}: {record}", err=True)
+    for record in run.dropped:
+        echo(f"mblint: note: fix dropped: {record}", err=True)
+    if run.applied:
+        count = len({(r.rule_id, r.recipe) for r in run.applied})
+        echo(f"{verb} {count} finding{'s' if count != 1 else ''} in {len(run.changed)} "
+             f"file{'s' if len(run.changed) != 1 else ''}.", err=True)
+    if show_fixes:
+        for record in run.unfixable:
+            echo(f"Not fixed: {record}", err=True)
+    return run.report, changed, errors
