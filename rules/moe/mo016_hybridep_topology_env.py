@@ -30,6 +30,7 @@ class HybridepTopologyEnv(Rule):
     severity = Severity.WARNING
     summary = "HybridEP needs NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN set to at most min(EP, NVLink domain size)."
     fixable = True
+    versions = ("0.6",)
     tags = ("moe", "environment")
     doc = """## What it does
 With the flex dispatcher on the HybridEP backend, flags `cfg.env_vars` that lacks
@@ -55,7 +56,7 @@ Set `cfg.env_vars["NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN"]` to min(EP, NVLink
 e.g. `min(EP, 8)` on NVL8 nodes (safe: a launch setting).
 
 ## Versions
-0.3.x and 0.6.x.
+0.6.x only: 0.3.x has no `cfg.env_vars` (the environment comes from the launcher).
 
 ## Sources
 skills dispatcher-selection SKILL.md:141-146; scripts/performance/utils/utils.py:291-331 (main);
@@ -76,7 +77,7 @@ it: recipes/qwen/gb200/qwen3_moe.py:88, recipes/moonlight/h100/moonlight_16b.py:
         HEP + f'cfg.env_vars = {{"{ENV}": 16}}  # finding',
         HEP + 'cfg.env_vars = {"NCCL_NVLS_ENABLE": 0}  # finding',
         Example(HEP + f'cfg.env_vars = {{"{ENV}": 8}}', dotlist=("model.expert_model_parallel_size=4",)),
-        Example(HEP + f'cfg.env_vars = {{"{ENV}": 8, "NVLINK_DOMAIN_SIZE": 4}}  # finding', version="0.3"),
+        Example(HEP + f'cfg.env_vars = {{"{ENV}": 8, "NVLINK_DOMAIN_SIZE": 4}}  # finding'),
     ]
 
     def check(self, cfg, ctx):
