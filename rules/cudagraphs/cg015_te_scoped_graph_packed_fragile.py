@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from mblint.findings import Severity
-from mblint.rule import Rule
+from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import cuda_graphs, graph_fields, offline_packing, specs_path
 
@@ -16,8 +16,11 @@ class TeScopedGraphPackedFragile(Rule):
     fixable = False
     tags = ("cuda-graphs", "packing")
     doc = """## What it does
-Flags `cuda_graph_impl = "transformer_engine"` together with offline sequence packing, even when
-the static-shape requirements (CG012 `pad_to_max_length`, CG013 `pad_cu_seqlens`) are met.
+Flags `cuda_graph_impl = "transformer_engine"` graphing attention (no modules, i.e. whole-layer
+capture, or "attn" in the modules) together with offline sequence packing, even when the
+static-shape requirements (CG012 `pad_to_max_length`, CG013 `pad_cu_seqlens`) are met. Graphing
+only MLP/MoE parts (e.g. the perf recipes' `["mlp"]`) keeps the packed-sequence metadata out of
+the graph and is not flagged.
 
 ## Why it matters
 Megatron-Bridge's CUDA-graph guide and its verified model card record a measured failure of
@@ -48,10 +51,14 @@ checks that do pass).
         'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "full_iteration"',
         'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"',
         'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "none"',
+        'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
+        'cfg.model.cuda_graph_modules = ["mlp"]',
         'cfg = _sft_common()\n' + MOE + 'for impl in ["transformer_engine"]:\n    cfg.model.cuda_graph_impl = impl',
     ]
     invalid = [
         'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"  # finding',
+        'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
+        'cfg.model.cuda_graph_modules = ["attn", "mlp"]  # finding',
         Example('cfg = _sft_common()\n' + MOE, dotlist=("model.cuda_graph_impl=transformer_engine",)),
     ]
 
@@ -59,11 +66,13 @@ checks that do pass).
         graphs = cuda_graphs(cfg)
         if graphs.te is not True or offline_packing(cfg) is not True:
             return
+        names = graphs.modules
+        if not known(names) or (names and "attn" not in names):
+            return
         yield ctx.report(
             cfg,
-            "model.cuda_graph_impl is 'transformer_engine' with offline packed sequences; scoped TE graphs on "
-            "packed data are a known failure ('packed_seq_params not a Tensor' at capture), prefer eager mode or "
+            "model.cuda_graph_impl is 'transformer_engine' graphing attention with offline packed sequences; TE "
+            "graphs of attention on packed data are a known failure ('packed_seq_params not a Tensor' at capture), prefer eager mode or "
             "full-iteration graphs",
             graph_fields(graphs, cfg) + [specs_path(cfg)],
-            primary=graphs.impl_path,
         )
