@@ -530,3 +530,43 @@ def class_fields(cfg: EffectiveConfig, node: str) -> set[str] | None:
         return None
     spec = schema_of(cfg).find_class(type_name)
     return set(spec.fields) if spec is not None else None
+
+
+# --- CUDA graph module names (rules-more1: CG004-CG018) ---------------------------------------
+
+GRAPH_MODULE_NAMES = ("attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba")
+GRAPH_DEPRECATED_NAMES_06 = ("full_iteration", "full_iteration_inference")
+
+
+def graph_module_names(raw: Any) -> Any:
+    """Names of one CUDA graph scope/modules value as Megatron-Core reads them (``"full"``
+    kept, so a mixed ``["full", "attn"]`` can be reported), UNKNOWN when not known."""
+    if raw is ABSENT or raw is None:
+        return []
+    if isinstance(raw, str) and raw == "full":
+        return ["full"]
+    return _graph_names(raw)
+
+
+def full_cudagraph(graphs: CudaGraphs) -> Any:
+    """Megatron-Core's ``full_cudagraph`` in the recompute checks: full-iteration capture or an
+    empty per-layer module list (whole-layer capture)."""
+    full = graphs.full_iteration
+    modules = graphs.modules
+    if full is True:
+        return True
+    if not known(full) or modules is UNKNOWN:
+        return UNKNOWN
+    return not modules
+
+
+def recompute_module_list(cfg: EffectiveConfig) -> Any:
+    """``model.recompute_modules`` with Megatron-Core's default (None -> ["core_attn"])."""
+    modules = value(cfg, "model.recompute_modules", None)
+    if modules is None:
+        return ["core_attn"]
+    if not known(modules) or not isinstance(modules, (list, tuple)):
+        return UNKNOWN
+    if not all(isinstance(m, str) for m in modules):
+        return UNKNOWN
+    return list(modules)

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from mblint.findings import Severity
+from mblint.rule import Rule, known
+from mblint.testing import Example
+from rules._derived import cuda_graphs, graph_fields
+
+HF = ('cfg = _pretrain_common()\n'
+      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+      'cfg.model.cuda_graph_impl = "transformer_engine"\n')
+
+
+class MoeVsMoeRouter(Rule):
+    id = "CG005"
+    name = "moe-vs-moe-router"
+    severity = Severity.ERROR
+    summary = "The CUDA graph modules cannot contain both moe and moe_router."
+    tags = ("cuda-graphs", "moe")
+    doc = """## What it does
+With per-layer CUDA graphs (`cuda_graph_impl` "transformer_engine" or "local"), flags module
+lists (`model.cuda_graph_modules`, or the deprecated `model.cuda_graph_scope`) that contain both
+"moe" and "moe_router" (with "local", "moe_preprocess" implies "moe_router").
+
+## Why it matters
+Megatron-Core's `TransformerConfig.__post_init__` (run by `model.finalize()` in
+`ConfigContainer.validate()`) asserts "cuda_graph_modules must not contain both moe and
+moe_router." at job start: "moe" captures the whole MoE layer, which includes the router.
+
+## Example
+```python
+cfg.model.cuda_graph_impl = "transformer_engine"
+set_cuda_graph_modules(cfg.model, ["attn", "moe", "moe_router"])
+```
+
+## Fix
+Drop one: keep "moe" for drop-and-pad MoE, "moe_router" otherwise (proposed: remove "moe" is
+not automatic; the right choice depends on the MoE mode).
+
+## Versions
+0.3.x and 0.6.x.
+
+## Sources
+MCore 0.19.2 megatron/core/transformer/transformer_config.py:2470-2487; MCore 0.16.1
+megatron/core/transformer/transformer_config.py:1728-1746. Oracle (0.6.2): modules ['moe','moe_router']
+on qwen3_30b_a3b fails with that message.
+"""
+    fixable = False
+    valid = [
+        HF + 'set_cuda_graph_modules(cfg.model, ["attn", "moe_router"])',
+        HF + 'cfg.model.cuda_graph_modules = ["moe"]',
+        HF.replace('"transformer_engine"', '"none"') + 'cfg.model.cuda_graph_modules = ["moe", "moe_router"]',
+        HF + 'for m in [["moe", "moe_router"]]:\n    cfg.model.cuda_graph_modules = m',
+        Example(HF + 'cfg.model.cuda_graph_scope = ["attn", "moe_router", "moe_preprocess"]', version="0.3"),
+    ]
+    invalid = [
+        HF + 'cfg.model.cuda_graph_modules = ["attn", "moe", "moe_router"]  # error',
+        HF + 'set_cuda_graph_modules(cfg.model, ["attn", "moe", "moe_router"])',
+        Example(HF + 'cfg.model.cuda_graph_scope = ["moe", "moe_router"]  # error', version="0.3"),
+        Example(HF, dotlist=("model.cuda_graph_modules=[moe,moe_router]",)),
+    ]
+
+    def check(self, cfg, ctx):
+        graphs = cuda_graphs(cfg)
+        if not known(graphs.impl) or graphs.impl not in ("local", "transformer_engine"):
+            return
+        names = graphs.modules
+        if not known(names) or "moe" not in names:
+            return
+        if "moe_router" in names:
+            other = "moe_router"
+        elif graphs.impl == "local" and "moe_preprocess" in names:
+            other = "moe_preprocess (the local implementation adds moe_router for it)"
+        else:
+            return
+        yield ctx.report(
+            cfg,
+            f"CUDA graph modules {names} contain both 'moe' and {other} with cuda_graph_impl {graphs.impl!r}; "
+            "Megatron-Core asserts 'cuda_graph_modules must not contain both moe and moe_router.'",
+            graph_fields(graphs, cfg),
+        )

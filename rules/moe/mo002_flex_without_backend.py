@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule, known
+from mblint.testing import Example
+from rules._derived import dispatcher, flex_backend
+
+MOE = ('cfg = _pretrain_common()\n'
+       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+
+
+class FlexWithoutBackend(Rule):
+    id = "MO002"
+    name = "flex-without-backend"
+    severity = Severity.ERROR
+    summary = "The flex token dispatcher needs a backend (deepep, hybridep or ncclep); None fails when the MoE layer is built."
+    fixable = True
+    tags = ("moe",)
+    doc = """## What it does
+Flags `model.moe_token_dispatcher_type == "flex"` with `model.moe_flex_dispatcher_backend`
+None. This is what remains when a recipe clears the backend (the idiom
+`moe_flex_dispatcher_backend = None` next to an "alltoall" dispatcher) and a later line or
+override switches the dispatcher back to "flex".
+
+## Why it matters
+In the releases mblint targets nothing in `ConfigContainer.validate()` resets a backend-less
+flex dispatcher (`validate_flex_dispatcher_backend` only checks GPU support of a named backend).
+When the MoE layer is built, Megatron-Core's `MoEFlexTokenDispatcher.__init__` matches the
+backend against "deepep"/"hybridep"/"ncclep" and otherwise raises
+`ValueError: Invalid backend: None`, on every rank after allocation. (Megatron-Bridge main
+later falls back to alltoall here, which is why the catalogue lists this as info.)
+
+## Example
+```python
+cfg.model.moe_flex_dispatcher_backend = None
+cfg.model.moe_token_dispatcher_type = "flex"
+```
+
+## Fix
+Set a backend (`apply_flex_dispatcher_backend(cfg.model, "deepep")` or
+`moe_flex_dispatcher_backend = "deepep"`), or use the "alltoall" dispatcher. Proposed: set the
+dispatcher to "alltoall" (safe: same numerics, another communication kernel).
+
+## Versions
+0.3.x and 0.6.x.
+
+## Sources
+MCore 0.19.2 megatron/core/transformer/moe/token_dispatcher.py:1769-1801 (0.6.2);
+MCore 0.16.1 megatron/core/transformer/moe/token_dispatcher.py:1347-1367 (0.3.1);
+0.6.2 megatron/bridge/training/flex_dispatcher_backend.py:27-30 (`_fallback_to_alltoall` clears
+the backend together with the type), 102-125 (validation does not handle None).
+"""
+    valid = [
+        MOE + 'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.moe_flex_dispatcher_backend = "deepep"',
+        MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_flex_dispatcher_backend = None',
+        # backend HF-derived (unknown)
+        MOE + 'cfg.model.moe_token_dispatcher_type = "flex"',
+        MOE + 'cfg.model.moe_flex_dispatcher_backend = None\n'
+        'for kind in ["flex"]:\n    cfg.model.moe_token_dispatcher_type = kind',
+        Example(MOE + 'cfg.model.moe_token_dispatcher_type = "flex"', version="0.3"),
+    ]
+    invalid = [
+        MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_flex_dispatcher_backend = None\n'
+        'cfg.model.moe_token_dispatcher_type = "flex"  # error',
+        Example(MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n'
+                'cfg.model.moe_flex_dispatcher_backend = None',
+                dotlist=("model.moe_token_dispatcher_type=flex",)),
+        Example(MOE + 'cfg.model.moe_token_dispatcher_type = "flex"\n'
+                'cfg.model.moe_flex_dispatcher_backend = None  # error', version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        kind, backend = dispatcher(cfg), flex_backend(cfg)
+        if not known(kind) or kind != "flex" or backend is not None:
+            return
+        yield ctx.report(
+            cfg,
+            "model.moe_token_dispatcher_type is 'flex' but model.moe_flex_dispatcher_backend is None; "
+            "Megatron-Core's flex dispatcher raises 'Invalid backend: None' when the MoE layer is built",
+            ["model.moe_token_dispatcher_type", "model.moe_flex_dispatcher_backend"],
+            fixes=[FixIntent("set", "model.moe_token_dispatcher_type", "alltoall", safe=True,
+                             description='set moe_token_dispatcher_type to "alltoall"'),
+                   FixIntent("set", "model.moe_flex_dispatcher_backend", "deepep", safe=False,
+                             description='set moe_flex_dispatcher_backend to "deepep" (needs DeepEP installed)')],
+        )

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule, known
+from mblint.testing import Example
+from rules._derived import comm_overlap_present, parallel, value
+
+BASE = ('cfg = _pretrain_common()\n'
+        'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+OVERLAP = 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=True)\n'
+
+
+class TpCommOverlapPrereqs(Rule):
+    id = "MO008"
+    name = "tp-comm-overlap-prereqs"
+    severity = Severity.WARNING
+    summary = "comm_overlap.tp_comm_overlap is silently turned off when TP < 2 or sequence parallelism is off."
+    fixable = True
+    tags = ("overlap", "parallelism")
+    doc = """## What it does
+Flags `comm_overlap.tp_comm_overlap = True` while `model.tensor_model_parallel_size < 2` or
+`model.sequence_parallel` is False.
+
+## Why it matters
+`CommOverlapConfig._get_model_comm_overlap_cfgs()` (run by `comm_overlap.setup()` in
+`runtime_config_update`) logs "Disabling tensor parallel communication overlap due to ..." and
+sets the flag to False: the job trains without the overlap the recipe asked for, which is only
+visible in the log.
+
+## Example
+```python
+cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=True)
+cfg.model.tensor_model_parallel_size = 4
+cfg.model.sequence_parallel = False
+```
+
+## Fix
+Safe: set `model.sequence_parallel = True` when TP >= 2 (sequence length must then divide by
+TP); otherwise drop `tp_comm_overlap`.
+
+## Versions
+0.3.x and 0.6.x.
+
+## Sources
+0.6.2 megatron/bridge/training/comm_overlap.py:440-450; 0.3.1 megatron/bridge/training/comm_overlap.py:439-448.
+"""
+    valid = [
+        BASE + OVERLAP + 'cfg.model.tensor_model_parallel_size = 2\ncfg.model.sequence_parallel = True',
+        BASE + 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False)\ncfg.model.tensor_model_parallel_size = 1',
+        BASE + 'cfg.comm_overlap = None\ncfg.model.tensor_model_parallel_size = 1',
+        BASE + OVERLAP + 'cfg.model.tensor_model_parallel_size = 2\n'
+        'for sp in [False]:\n    cfg.model.sequence_parallel = sp',
+        Example(BASE + OVERLAP + 'cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = True',
+                version="0.3"),
+    ]
+    invalid = [
+        BASE + 'cfg.model.tensor_model_parallel_size = 1\n' + OVERLAP.rstrip("\n") + '  # error',
+        BASE + OVERLAP + 'cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = False  # error',
+        Example(BASE + OVERLAP + 'cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = True',
+                dotlist=("model.sequence_parallel=false",), version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        if comm_overlap_present(cfg) is not True:
+            return
+        flag = value(cfg, "comm_overlap.tp_comm_overlap", False)
+        if flag is not True:
+            return
+        par = parallel(cfg)
+        if not known(par.tp):
+            return
+        if par.tp < 2:
+            reason = f"model.tensor_model_parallel_size is {par.tp} (needs >= 2)"
+            fields = ["comm_overlap.tp_comm_overlap", "model.tensor_model_parallel_size"]
+            fixes = [FixIntent("set", "comm_overlap.tp_comm_overlap", False, safe=True,
+                               description="set comm_overlap.tp_comm_overlap to False")]
+        elif known(par.sp) and not par.sp:
+            reason = "model.sequence_parallel is False (needs True)"
+            fields = ["comm_overlap.tp_comm_overlap", "model.sequence_parallel", "model.tensor_model_parallel_size"]
+            fixes = [FixIntent("set", "model.sequence_parallel", True, safe=True,
+                               description="set model.sequence_parallel to True")]
+        else:
+            return
+        yield ctx.report(
+            cfg,
+            f"comm_overlap.tp_comm_overlap is True, but {reason}; comm_overlap.setup() logs a warning and "
+            "silently disables tensor-parallel communication overlap",
+            fields, fixes=fixes,
+        )
