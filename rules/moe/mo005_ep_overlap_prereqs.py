@@ -121,4 +121,7 @@ megatron/bridge/training/config.py:1882-1885 (setup before validate).
             cfg,
             f"{flag_path} is True, but expert-parallel overlap requires: " + "; ".join(text for _, text in problems),
             [flag_path] + [path for path, _ in problems],
+            # one broken prerequisite in a recipe built for the overlap: that setting is the
+            # edit; several: turning the overlap on is
+            primary=problems[0][0] if len(problems) == 1 else flag_path,
         )
