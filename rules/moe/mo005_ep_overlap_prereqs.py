@@ -133,8 +133,8 @@ _TOGGLES = {"model.moe_shared_expert_overlap", "model.recompute_granularity", "m
 
 
 def _primary(problems, flag_path):
-    """One broken switch in a recipe built for the overlap: that switch is the edit; several
-    problems, or a structural one: turning the overlap on is."""
+    """One broken switch in a recipe built for the overlap: that switch is the edit, even when
+    the flag is written after it; otherwise the setting written last (None)."""
     if len(problems) == 1 and problems[0][0] in _TOGGLES:
         return problems[0][0]
-    return flag_path
+    return None
