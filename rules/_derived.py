@@ -570,3 +570,28 @@ def recompute_module_list(cfg: EffectiveConfig) -> Any:
     if not all(isinstance(m, str) for m in modules):
         return UNKNOWN
     return list(modules)
+# ----- primary location when several values disagree (mutation probe) ---------------------
+
+def is_round(n: Any, unit: int = 16) -> bool:
+    """A value people actually configure: a power of two or a multiple of ``unit``. When two
+    settings disagree and exactly one of them is not round (seq_length 1000 against 8192,
+    global_batch_size 100 against DP 16), that one is the likely edit."""
+    return isinstance(n, int) and not isinstance(n, bool) and n > 0 and (n & (n - 1) == 0 or n % unit == 0)
+
+
+def last_set_of(cfg: EffectiveConfig, paths) -> str | None:
+    """The path among ``paths`` written last in program order by a recipe line or override."""
+    best, best_seq = None, -1
+    for path in paths:
+        origin = last_origin(cfg, path)
+        if origin is not None and origin.kind in SET_KINDS and origin.seq > best_seq:
+            best, best_seq = path, origin.seq
+    return best
+
+
+def non_dividing_factor(cfg: EffectiveConfig, world: int, paths_values) -> str | None:
+    """For ``world % (a*b*c) != 0``: the factor that on its own does not divide the world size
+    (TP=3 on 8 GPUs) is the culprit, rather than whichever factor happens to be set last.
+    ``paths_values`` is a list of (path, value); returns the last-set culprit or None."""
+    culprits = [path for path, v in paths_values if isinstance(v, int) and v > 0 and world % v != 0]
+    return last_set_of(cfg, culprits) if culprits else None

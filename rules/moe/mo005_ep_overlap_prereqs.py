@@ -121,4 +121,20 @@ megatron/bridge/training/config.py:1882-1885 (setup before validate).
             cfg,
             f"{flag_path} is True, but expert-parallel overlap requires: " + "; ".join(text for _, text in problems),
             [flag_path] + [path for path, _ in problems],
+            primary=_primary(problems, flag_path),
         )
+
+
+# Scalar switches someone flips on a recipe built for the overlap (a list like
+# recompute_modules, or the pipeline layout, is part of the recipe's design instead).
+_TOGGLES = {"model.moe_shared_expert_overlap", "model.recompute_granularity", "model.recompute_method",
+            "model.recompute_num_layers", "model.moe_token_dispatcher_type", "model.expert_model_parallel_size",
+            "model.mtp_num_layers"}
+
+
+def _primary(problems, flag_path):
+    """One broken switch in a recipe built for the overlap: that switch is the edit, even when
+    the flag is written after it; otherwise the setting written last (None)."""
+    if len(problems) == 1 and problems[0][0] in _TOGGLES:
+        return problems[0][0]
+    return None

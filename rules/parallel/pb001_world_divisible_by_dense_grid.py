@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule
 from mblint.testing import Example
-from rules._derived import int_values, parallel, value
+from rules._derived import int_values, non_dividing_factor, parallel, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 FIELDS = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size"]
@@ -88,4 +88,7 @@ megatron/core/parallel_state.py:815-823; skills/mbridge-perf-parallelism-strateg
         source = " (from the recipe name)" if ctx.world_size_from_name else ""
         message = (f"world size {world}{source} is not divisible by TP*PP*CP = "
                    f"{par.tp}*{par.pp}*{par.cp} = {size} (the data-parallel size would be {world}/{size})")
-        yield ctx.report(cfg, message, FIELDS, severity=Severity.WARNING if ctx.world_size_from_name else None)
+        # the factor that alone does not divide the world size is the edit to point at
+        culprit = non_dividing_factor(cfg, world, list(zip(FIELDS, (par.tp, par.pp, par.cp))))
+        yield ctx.report(cfg, message, FIELDS, primary=culprit,
+                         severity=Severity.WARNING if ctx.world_size_from_name else None)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule
 from mblint.testing import Example
-from rules._derived import int_values, parallel
+from rules._derived import non_dividing_factor, int_values, parallel
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("Qwen/Qwen3-30B-A3B").to_megatron_provider(load_weights=False)\n'
 FIELDS = ["model.expert_tensor_parallel_size", "model.expert_model_parallel_size", "model.pipeline_model_parallel_size"]
@@ -74,4 +74,9 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md ("DP size is always implicit
         source = " (from the recipe name)" if ctx.world_size_from_name else ""
         message = (f"world size {world}{source} is not divisible by ETP*EP*PP = "
                    f"{par.etp}*{par.ep}*{par.pp} = {expert} (the expert data-parallel size would be {world}/{expert})")
-        yield ctx.report(cfg, message, FIELDS, severity=Severity.WARNING if ctx.world_size_from_name else None)
+        # the factor that alone does not divide the world size is the edit to point at
+        sizes = {"model.expert_tensor_parallel_size": par.etp, "model.expert_model_parallel_size": par.ep,
+                 "model.pipeline_model_parallel_size": par.pp}
+        culprit = non_dividing_factor(cfg, world, [(p, sizes[p]) for p in FIELDS if p in sizes])
+        yield ctx.report(cfg, message, FIELDS, primary=culprit,
+                         severity=Severity.WARNING if ctx.world_size_from_name else None)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import int_values, parallel, value
+from rules._derived import int_values, is_round, parallel, value
 from rules.parallel.pb001_world_divisible_by_dense_grid import dist_train
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
@@ -117,6 +117,8 @@ megatron/bridge/training/initialize.py:115-122; 0.3.1 megatron/bridge/training/c
                        f"({gbs} % {unit} = {gbs % unit})")
         target = max(unit, -(-gbs // unit) * unit)
         yield ctx.report(cfg, message, ["train.global_batch_size", "train.micro_batch_size", *GRID],
+                         primary=_culprit(cfg, world, par, gbs, dp, "train.global_batch_size", "train.micro_batch_size",
+                                          GRID),
                          severity=severity,
                          fixes=[FixIntent("set", "train.global_batch_size", target, safe=False,
                                           description=f"set global_batch_size to {target}")])
@@ -150,4 +152,14 @@ megatron/bridge/training/initialize.py:115-122; 0.3.1 megatron/bridge/training/c
             return None  # same numbers as the training check, reported there
         message = (f"{egbs_path} is {egbs}, but {embs_path}*eval DP = {embs}*{edp} = {unit} (world size {world}{source}) "
                    f"does not divide it ({egbs} % {unit} = {egbs % unit}); validate() rejects the evaluation batch")
-        return ctx.report(cfg, message, fields, severity=severity)
+        return ctx.report(cfg, message, fields, severity=severity,
+                          primary=_culprit(cfg, world, par, egbs, edp, egbs_path, embs_path, fields[2:]))
+
+
+def _culprit(cfg, world, par, gbs, dp, gbs_path, mbs_path, grid_paths):
+    """Which of the disagreeing settings to point at. A global batch that DP alone does not
+    divide, or that is not a round number (7, 100), is the edit; otherwise the setting written
+    last (None: the report's default)."""
+    if gbs % dp != 0 or not is_round(gbs, 8):
+        return gbs_path
+    return None

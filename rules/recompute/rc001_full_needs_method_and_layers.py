@@ -84,4 +84,7 @@ megatron/bridge/training/config.py (`ConfigContainer.validate` calls `model.fina
         message = (f"model.recompute_granularity is 'full', but {' and '.join(missing)} "
                    f"{'is' if len(missing) == 1 else 'are'} None; full recompute needs recompute_method "
                    f"'uniform' or 'block' and recompute_num_layers >= 1 (TransformerConfig raises at job start)")
-        yield ctx.report(cfg, message, ["model.recompute_granularity", *missing], fixes=fixes)
+        # both missing: the recipe was not written for full recompute, so 'full' is the edit
+        # (even when the None lines come after it); otherwise the setting written last
+        primary = "model.recompute_granularity" if len(missing) == 2 else None
+        yield ctx.report(cfg, message, ["model.recompute_granularity", *missing], fixes=fixes, primary=primary)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule
 from mblint.testing import Example
-from rules._derived import canonical_seq_datasets, dataset_is, is_int, value
+from rules._derived import canonical_seq_datasets, dataset_is, is_int, is_round, value
 
 
 class ModelDatasetSeqLengthEqual(Rule):
@@ -66,6 +66,18 @@ GPTSFTDatasetConfig, DirectHFSFTDatasetConfig, EnergonDatasetConfig, MockVLMSFTD
             cfg,
             f"model.seq_length is {model_seq}, but dataset.seq_length is {data_seq}; they must be equal",
             ["model.seq_length", "dataset.seq_length"],
+            # one round length (8192) against an odd one (1000): the odd one is the edit;
+            # otherwise the one set last
+            primary=_odd_one(model_seq, data_seq),
             fixes=[FixIntent("set", "model.seq_length", data_seq,
                              description=f"set model.seq_length to dataset.seq_length = {data_seq}")],
         )
+
+
+def _odd_one(model_seq, data_seq):
+    model_round, data_round = is_round(model_seq, 1024), is_round(data_seq, 1024)
+    if model_round and not data_round:
+        return "dataset.seq_length"
+    if data_round and not model_round:
+        return "model.seq_length"
+    return None
