@@ -93,8 +93,12 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
     try:
         engine = Engine(options)
         if fix or unsafe_fixes or diff:
+            from dataclasses import replace
+
             from mblint.fix import fix_command
 
+            # The fix loop re-lints edited text held in memory: no cache, no worker processes.
+            options = replace(options, use_cache=False, jobs=1)
             report, changed, write_errors = fix_command(lambda: Engine(options), list(paths) or ["."],
                                                         unsafe=unsafe_fixes, diff=diff, show_fixes=show_fixes,
                                                         echo=click.echo)

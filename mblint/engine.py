@@ -220,6 +220,7 @@ class Engine:
             from mblint.resolve import Project
 
             self._project = Project(list(self.options.search_paths), self.options.version, self.display_root)
+        self._project.display_root = self.display_root
         return self._project
 
     def rule_enabled(self, rule: type[Rule]) -> bool:

@@ -28,7 +28,7 @@ def engine_factory(rules, root: Path, search_paths, version=None):
     def make():
         options = CheckOptions(version=version, search_paths=tuple(search_paths))
         engine = Engine(options, LoadedPlugins(rules=list(rules)))
-        engine.project.display_root = root
+        engine.display_root = root
         return engine
 
     return make
@@ -121,7 +121,7 @@ def test_command_line_override_is_not_fixed(tmp_path, mb06):
     def make():
         engine = Engine(CheckOptions(search_paths=(mb06,), dotlist=("train.global_batch_size=128",)),
                         LoadedPlugins(rules=[rule]))
-        engine.project.display_root = tmp_path
+        engine.display_root = tmp_path
         return engine
 
     run = run_fixes(make, [str(tmp_path / "recipe.py")])

@@ -309,7 +309,7 @@ def fix_command(make_engine, paths: list[str], *, unsafe: bool, diff: bool, show
     run = run_fixes(make_engine, paths, unsafe=unsafe)
     display_root = None
     try:
-        display_root = Path(make_engine().project.display_root)
+        display_root = Path(make_engine().display_root)
     except Exception:  # noqa: BLE001
         pass
 

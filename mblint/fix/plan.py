@@ -72,7 +72,7 @@ class Planner:
 
     def real_path(self, display: str) -> Path:
         path = Path(display)
-        return path if path.is_absolute() else Path(self.engine.project.display_root) / path
+        return path if path.is_absolute() else Path(self.engine.display_root) / path
 
     def editable(self, display: str) -> bool:
         return display in self.engine.editable
