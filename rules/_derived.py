@@ -600,3 +600,29 @@ def env_var(cfg: EffectiveConfig, name: str) -> Any:
     if isinstance(current, bool):
         return str(current)
     return str(current)
+
+
+RECOMPUTE_MODULES_06 = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts",
+                        "gdn_norm_out")
+RECOMPUTE_MODULES_03 = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
+
+
+def selective_recompute_modules(cfg: EffectiveConfig) -> Any:
+    """The module list Megatron-Core validates when ``recompute_granularity == "selective"``
+    (None becomes ["core_attn"]); None when recompute is not selective; UNKNOWN otherwise."""
+    granularity = value(cfg, "model.recompute_granularity", None)
+    if not is_known(granularity) or is_node(granularity):
+        return UNKNOWN
+    if granularity != "selective":
+        return None
+    modules = str_list(value(cfg, "model.recompute_modules", None))
+    if modules is None:
+        return ["core_attn"]
+    return modules
+
+
+def suggest(name: str, choices) -> str | None:
+    import difflib
+
+    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return match[0] if match else None
