@@ -602,8 +602,10 @@ def env_var(cfg: EffectiveConfig, name: str) -> Any:
     return str(current)
 
 
+# Megatron-Core 0.19.2's allowed set, plus "mhc": Megatron-Bridge 0.6.2 does not pin Megatron-Core,
+# and its own DeepSeek-V4 recipes recompute "mhc" (manifold hyper-connections) from a newer one.
 RECOMPUTE_MODULES_06 = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts",
-                        "gdn_norm_out")
+                        "gdn_norm_out", "mhc")
 RECOMPUTE_MODULES_03 = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
 
 

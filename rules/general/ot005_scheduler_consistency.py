@@ -133,6 +133,6 @@ megatron/bridge/training/config.py:614-642, :1610-1635, :1636-1682.
         warmup = sched["lr_warmup_iters"]
         if fraction is None and isinstance(decay, int) and isinstance(warmup, int) and 0 < decay <= warmup:
             yield ctx.report(cfg, f"scheduler.lr_warmup_iters = {warmup} is not below the decay length {decay_field} = "
-                                  f"{decay}; Megatron-Bridge caps the warm-up to {decay} iterations' worth of samples "
-                                  f"minus one, so the learning rate never decays as written",
+                                  f"{decay}; Megatron-Bridge caps the warm-up just below the decay length (with a "
+                                  f"UserWarning), so the schedule is not the one written",
                              ["scheduler.lr_warmup_iters", decay_field], severity=Severity.WARNING)

@@ -14,6 +14,7 @@ class TeCrossEntropyFusion(Rule):
     severity = Severity.WARNING
     summary = "Cross-entropy loss fusion with the Transformer Engine implementation has known stability issues."
     fixable = True
+    versions = ("0.6",)
     tags = ("precision", "numerics")
     doc = """## What it does
 Flags `model.cross_entropy_loss_fusion = True` with `model.cross_entropy_fusion_impl = "te"`.
@@ -34,21 +35,19 @@ cfg.model.cross_entropy_fusion_impl = "te"
 Set `model.cross_entropy_fusion_impl = "native"` (safe: same math, the stable kernel).
 
 ## Versions
-0.3.x and 0.6.x.
+0.6.x (Megatron-Core 0.19). Megatron-Core 0.16, used with 0.3.x, has no such warning.
 
 ## Sources
-MCore 0.19.2 megatron/core/model_parallel_config.py:320-325, :536-543.
+MCore 0.19.2 megatron/core/model_parallel_config.py:320-325, :536-543; MCore 0.16.1
+model_parallel_config.py:246-249 (no warning).
 """
     valid = [
         HF + "cfg.model.cross_entropy_loss_fusion = True\ncfg.model.cross_entropy_fusion_impl = 'native'",
         HF + "cfg.model.cross_entropy_loss_fusion = False\ncfg.model.cross_entropy_fusion_impl = 'te'",
         HF + "cfg.model.cross_entropy_fusion_impl = 'te'\nfor v in [True, False]:\n    cfg.model.cross_entropy_loss_fusion = v",
-        Example(HF + "cfg.model.cross_entropy_fusion_impl = 'native'", version="0.3"),
     ]
     invalid = [
         HF + "cfg.model.cross_entropy_loss_fusion = True\ncfg.model.cross_entropy_fusion_impl = 'te'  # error",
-        Example(HF + "cfg.model.cross_entropy_loss_fusion = True\ncfg.model.cross_entropy_fusion_impl = 'te'  # error",
-                version="0.3"),
         Example(HF + "cfg.model.cross_entropy_loss_fusion = True", dotlist=("model.cross_entropy_fusion_impl=te",)),
     ]
 

@@ -17,7 +17,8 @@ class ValidRecomputeModules(Rule):
     doc = """## What it does
 With `model.recompute_granularity = "selective"`, flags names in `model.recompute_modules`
 outside Megatron-Core's allowed set: `core_attn`, `moe_act`, `layernorm`, `mla_up_proj`, `mlp`,
-`moe`, `shared_experts` and, on 0.6.x (Megatron-Core 0.19), `gdn_norm_out`.
+`moe`, `shared_experts` and, on 0.6.x (Megatron-Core 0.19), `gdn_norm_out`; also `mhc`, which
+Megatron-Bridge 0.6.2's own DeepSeek-V4 recipes use with a newer Megatron-Core.
 
 ## Why it matters
 `TransformerConfig.__post_init__` asserts "Invalid choices for recompute_modules: {...}" at job
