@@ -20,6 +20,7 @@ from megatron.bridge.recipes.common import _pretrain_common, _sft_common, _peft_
 from megatron.bridge.training.config import ConfigContainer
 from megatron.bridge.training.comm_overlap import CommOverlapConfig
 from megatron.bridge.training.config import ProfilingConfig
+from megatron.bridge.training.config import TrainingConfig
 """
 HEADER_06 = HEADER + """\
 from megatron.bridge.recipes.common import _sft_common_vlm, _peft_common_vlm

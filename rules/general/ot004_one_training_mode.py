@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
-from rules._derived import dataset_is, value
+from rules._derived import assigned, dataset_is, value
 
 P = "cfg = _pretrain_common()\n"
 S = "cfg = _sft_common()\n"
@@ -17,7 +17,8 @@ class OneTrainingMode(Rule):
     tags = ("general", "training")
     doc = """## What it does
 Flags
-- none, or more than one, of `train.train_iters`, `train.train_samples` and (0.6.x)
+- none (only when a recipe line or override cleared one of them to None: a config that never
+  set a length may get it from the launcher), or more than one, of `train.train_iters`, `train.train_samples` and (0.6.x)
   `train.num_epochs` set;
 - `train.num_epochs` with a dataset that is not a `GPTSFTDatasetConfig`, or with
   `dataset.dataloader_type` other than `"batch"`;
@@ -51,12 +52,15 @@ megatron/bridge/training/config.py:743-756; 0.6.2 megatron/bridge/data/builders/
     valid = [
         P + "cfg.train.train_iters = None\ncfg.train.train_samples = 1000",
         S + "cfg.train.train_iters = None\ncfg.train.num_epochs = 2",
+        # no length written anywhere (a bare TrainingConfig): the launcher may still give one
+        "cfg = ConfigContainer(train=TrainingConfig(micro_batch_size=1, global_batch_size=8))",
         P + "for n in [None, 10]:\n    cfg.train.train_iters = n\ncfg.train.train_samples = 1000",
         Example(P + "cfg.train.train_iters = None\ncfg.train.train_samples = 1000", version="0.3"),
     ]
     invalid = [
         P + "cfg.train.train_samples = 1000  # error",
         P + "cfg.train.train_iters = None  # error",
+        Example(P, dotlist=("train.train_iters=null",)),
         P + "cfg.train.train_iters = None\ncfg.train.num_epochs = 1  # error",
         P + "cfg.train.train_iters = None\ncfg.train.train_samples = 10000\ncfg.train.rampup_batch_size = [16, 16, 1000]  # error",
         Example(P + "cfg.train.train_samples = 1000  # error", version="0.3"),
@@ -71,8 +75,11 @@ megatron/bridge/training/config.py:743-756; 0.6.2 megatron/bridge/data/builders/
         paths = [f"train.{n}" for n in names]
         set_modes = [n for n, v in values.items() if v is not None]
         if not set_modes:
+            cleared = [p for p in paths if assigned(cfg, p)]
+            if not cleared:
+                return  # left unset, not cleared: a config the launcher may still complete
             yield ctx.report(cfg, f"none of {', '.join(paths)} is set; exactly one training length must be given "
-                                  f"(TrainingConfig asserts at job start)", paths)
+                                  f"(TrainingConfig asserts at job start)", cleared)
             return
         if len(set_modes) > 1:
             shown = ", ".join(f"train.{n} = {format_value(values[n])}" for n in set_modes)
