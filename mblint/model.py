@@ -144,6 +144,7 @@ class EffectiveConfig:
         self.schema_version = schema_version
         self.notes = notes or []
         self.ignored_overrides: list = []  # (field path, origin, action, value) MB skips or rejects
+        self.applied_overrides: list = []  # (field path, origin, action, value) of every override, in order
         self.overrides_applied = False  # an override file or dotlist was applied
         # Attribute stores on a string or None in the recipe (AttributeError at run time):
         # (origin, target source text, owner value, attribute name)

@@ -283,6 +283,7 @@ def _scalar(text: str) -> Any:
 def apply_overrides(resolved: Any, overrides: list[Override]) -> None:
     for override in overrides:
         resolved.overrides_applied += 1
+        resolved.applied.append((".".join(override.path), override))
         apply_one(resolved, override)
 
 

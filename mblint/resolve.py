@@ -131,6 +131,7 @@ class ResolvedRecipe:
         self.recipe = recipe
         self.interp = interp
         self.ignored: list = []  # (field path, Override) that Megatron-Bridge would skip
+        self.applied: list = []  # (field path, Override) for every override, in order
         self.overrides_applied = 0
 
     @property
@@ -140,6 +141,7 @@ class ResolvedRecipe:
     def build(self) -> EffectiveConfig:
         cfg = flatten(self.root, self.recipe, self.schema, list(self.interp.notes))
         cfg.ignored_overrides = [(path, o.origin, o.action, o.value) for path, o in self.ignored]
+        cfg.applied_overrides = [(path, o.origin, o.action, o.value) for path, o in self.applied]
         cfg.overrides_applied = self.overrides_applied > 0
         cfg.attribute_errors = list(self.interp.attribute_errors)
         return cfg

@@ -19,6 +19,8 @@ from megatron.bridge import AutoBridge
 from megatron.bridge.recipes.common import _pretrain_common, _sft_common, _peft_common
 from megatron.bridge.training.config import ConfigContainer
 from megatron.bridge.training.comm_overlap import CommOverlapConfig
+from megatron.bridge.training.config import ProfilingConfig
+from megatron.bridge.training.config import TrainingConfig
 """
 HEADER_06 = HEADER + """\
 from megatron.bridge.recipes.common import _sft_common_vlm, _peft_common_vlm

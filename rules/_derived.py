@@ -595,3 +595,99 @@ def non_dividing_factor(cfg: EffectiveConfig, world: int, paths_values) -> str |
     ``paths_values`` is a list of (path, value); returns the last-set culprit or None."""
     culprits = [path for path, v in paths_values if isinstance(v, int) and v > 0 and world % v != 0]
     return last_set_of(cfg, culprits) if culprits else None
+# ----- precision helpers (rules-more2: PR, RC) ----------------------------------------------
+
+def mixed_precision_kind(cfg: EffectiveConfig) -> Any:
+    """"object" when ``cfg.mixed_precision`` is a MixedPrecisionConfig mblint evaluated, "none"
+    when it is None (or absent), "name" when it is a recipe name resolved only at job start,
+    UNKNOWN otherwise."""
+    if cfg.type_of("mixed_precision") is not None:
+        return "object"
+    current = cfg.value("mixed_precision")
+    if current is None or current is ABSENT:
+        return "none"
+    if known(current) and isinstance(current, str):
+        return "name"
+    return UNKNOWN
+
+
+def mixed_precision_fields(cfg: EffectiveConfig) -> set[str]:
+    spec = schema_of(cfg).find_class("MixedPrecisionConfig")
+    return set(spec.fields) if spec is not None else set()
+
+
+def precision_value(cfg: EffectiveConfig, owner: str, name: str) -> tuple[Any, str]:
+    """The value of ``owner.name`` (owner "model", "optimizer" or "ddp") as validate() sees it
+    after ``MixedPrecisionConfig.setup()`` copied every mixed-precision field onto the configs
+    that have it, and ``finalize()`` filled a None fp8_param/fp4_param from its *_param_gather
+    partner. Returns (value, the field that decides it); UNKNOWN when a recipe name (resolved
+    only at job start) or an unknown value decides it."""
+    kind = mixed_precision_kind(cfg)
+    target = f"{owner}.{name}"
+    owner_fields = class_fields(cfg, owner)
+    if owner_fields is not None and name not in owner_fields:
+        return ABSENT, target
+    if name in mixed_precision_fields(cfg):
+        if kind == "object":
+            path = f"mixed_precision.{name}"
+            result = cfg.value(path)
+            if name in ("fp8_param", "fp4_param") and result is None:
+                result = cfg.value(f"{path}_gather")
+            return (result if is_known(result) and not is_node(result) else UNKNOWN), path
+        if kind != "none":
+            return UNKNOWN, "mixed_precision"
+    result = cfg.value(target)
+    return (result if is_known(result) and not is_node(result) else UNKNOWN), target
+
+
+def str_list(raw: Any) -> Any:
+    """A list of strings (None -> None); UNKNOWN when an element or the value is unknown."""
+    if raw is None or raw is ABSENT:
+        return None
+    if not is_known(raw) or is_node(raw) or not isinstance(raw, (list, tuple)):
+        return UNKNOWN
+    if not all(isinstance(item, str) for item in raw):
+        return UNKNOWN
+    return list(raw)
+
+
+def env_var(cfg: EffectiveConfig, name: str) -> Any:
+    """``cfg.env_vars[name]`` as the string ``apply_environment_variables`` would export (0.6.x),
+    ABSENT when the recipe does not set it, UNKNOWN when unknown. The launch environment
+    wins over it (``os.environ.setdefault``), which mblint cannot see."""
+    if cfg.schema_version == "0.3":
+        return ABSENT
+    current = cfg.value(f"env_vars.{name}")
+    if current is ABSENT or not is_known(current) or is_node(current):
+        return current if current is ABSENT else UNKNOWN
+    if isinstance(current, bool):
+        return str(current)
+    return str(current)
+
+
+# Megatron-Core 0.19.2's allowed set, plus "mhc": Megatron-Bridge 0.6.2 does not pin Megatron-Core,
+# and its own DeepSeek-V4 recipes recompute "mhc" (manifold hyper-connections) from a newer one.
+RECOMPUTE_MODULES_06 = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts",
+                        "gdn_norm_out", "mhc")
+RECOMPUTE_MODULES_03 = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
+
+
+def selective_recompute_modules(cfg: EffectiveConfig) -> Any:
+    """The module list Megatron-Core validates when ``recompute_granularity == "selective"``
+    (None becomes ["core_attn"]); None when recompute is not selective; UNKNOWN otherwise."""
+    granularity = value(cfg, "model.recompute_granularity", None)
+    if not is_known(granularity) or is_node(granularity):
+        return UNKNOWN
+    if granularity != "selective":
+        return None
+    modules = str_list(value(cfg, "model.recompute_modules", None))
+    if modules is None:
+        return ["core_attn"]
+    return modules
+
+
+def suggest(name: str, choices) -> str | None:
+    import difflib
+
+    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return match[0] if match else None

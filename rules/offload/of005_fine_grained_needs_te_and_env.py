@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.model import ABSENT
+from mblint.rule import Rule, known
+from mblint.testing import Example
+from rules._derived import env_var, value
+
+HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+FG = "cfg.model.fine_grained_activation_offloading = True\ncfg.model.offload_modules = ['core_attn']\n"
+FLAG = "model.fine_grained_activation_offloading"
+
+
+class FineGrainedNeedsTeAndEnv(Rule):
+    id = "OF005"
+    name = "fine-grained-needs-te-and-env"
+    severity = Severity.ERROR
+    summary = "Fine-grained activation offloading needs transformer_impl='transformer_engine' and NVTE_CPU_OFFLOAD_V1=1."
+    fixable = True
+    tags = ("offload",)
+    doc = """## What it does
+With `model.fine_grained_activation_offloading = True`, flags
+- `model.transformer_impl` other than `"transformer_engine"` (error);
+- `cfg.env_vars["NVTE_CPU_OFFLOAD_V1"]` set to anything but `1` (error), or not set in
+  `cfg.env_vars` at all (warning: the launch environment must provide it, which mblint cannot
+  see; on 0.3.x there is no `cfg.env_vars`).
+
+## Why it matters
+`_validate_fine_grained_activation_offloading` raises "Fine-grained activation offloading is only
+supported with transformer_engine implementation." and, with Transformer Engine >= 2.10, "For
+fine-grained activation offloading with TE >= 2.10.0, NVTE_CPU_OFFLOAD_V1 environment variable
+should be set to 1 to avoid offloading weights." at job start (both confirmed with
+Megatron-Bridge 0.6.2). `cfg.env_vars` is copied into the process environment with
+`setdefault` before validation.
+
+## Example
+```python
+cfg.model.fine_grained_activation_offloading = True
+cfg.model.offload_modules = ["core_attn"]
+# no NVTE_CPU_OFFLOAD_V1 in cfg.env_vars
+```
+
+## Fix
+Set `cfg.env_vars["NVTE_CPU_OFFLOAD_V1"] = "1"` (safe) and keep the Transformer Engine
+implementation.
+
+## Versions
+0.3.x and 0.6.x. With Transformer Engine older than 2.10 the variable is not needed.
+
+## Sources
+0.6.2 megatron/bridge/training/config.py:2026-2059, :1832-1851, :1870; 0.3.1
+megatron/bridge/training/config.py:1945-1985.
+"""
+    valid = [
+        HF + FG + "cfg.env_vars = {'NVTE_CPU_OFFLOAD_V1': '1'}",
+        HF + FG + "cfg.env_vars['NVTE_CPU_OFFLOAD_V1'] = 1",
+        HF + "cfg.model.fine_grained_activation_offloading = False\ncfg.model.transformer_impl = 'local'",
+        HF + FG + "for v in ['0', '1']:\n    cfg.env_vars['NVTE_CPU_OFFLOAD_V1'] = v",
+        Example(HF + "cfg.model.fine_grained_activation_offloading = False", version="0.3"),
+    ]
+    invalid = [
+        HF + FG + "cfg.env_vars = {'NVTE_CPU_OFFLOAD_V1': '1'}\ncfg.model.transformer_impl = 'local'  # error",
+        HF + FG + "cfg.env_vars['NVTE_CPU_OFFLOAD_V1'] = '0'  # error",
+        Example(HF + FG + "cfg.model.transformer_impl = 'local'  # error", version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        flag = value(cfg, FLAG, False)
+        if not known(flag) or flag is not True:
+            return
+        impl = value(cfg, "model.transformer_impl", "transformer_engine")
+        if known(impl) and impl != "transformer_engine":
+            yield ctx.report(cfg, f"{FLAG} is True, but model.transformer_impl is {impl!r}; fine-grained activation "
+                                  f"offloading only works with 'transformer_engine' (validate() raises at job start)",
+                             [FLAG, "model.transformer_impl"])
+            return
+        env = env_var(cfg, "NVTE_CPU_OFFLOAD_V1")
+        fix = FixIntent("set", "env_vars.NVTE_CPU_OFFLOAD_V1", "1", safe=True,
+                        description="set NVTE_CPU_OFFLOAD_V1 = '1' in cfg.env_vars")
+        if env is ABSENT:
+            where = "the launch environment" if cfg.schema_version == "0.3" else "cfg.env_vars or the launch environment"
+            yield ctx.report(cfg, f"{FLAG} is True, but NVTE_CPU_OFFLOAD_V1 is not set in cfg.env_vars; with Transformer "
+                                  f"Engine >= 2.10 validate() raises unless it is '1', so {where} must set it",
+                             [FLAG], severity=Severity.WARNING, fixes=[] if cfg.schema_version == "0.3" else [fix])
+        elif known(env) and env != "1":
+            yield ctx.report(cfg, f"{FLAG} is True, but env_vars['NVTE_CPU_OFFLOAD_V1'] is {env!r}; with Transformer "
+                                  f"Engine >= 2.10 it must be '1' (validate() raises at job start)",
+                             ["env_vars.NVTE_CPU_OFFLOAD_V1", FLAG], primary="env_vars.NVTE_CPU_OFFLOAD_V1", fixes=[fix])

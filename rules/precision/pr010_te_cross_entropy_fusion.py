@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.rule import Rule, known
+from mblint.testing import Example
+from rules._derived import value
+
+HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+
+
+class TeCrossEntropyFusion(Rule):
+    id = "PR010"
+    name = "te-cross-entropy-fusion"
+    severity = Severity.WARNING
+    summary = "Cross-entropy loss fusion with the Transformer Engine implementation has known stability issues."
+    fixable = True
+    versions = ("0.6",)
+    tags = ("precision", "numerics")
+    doc = """## What it does
+Flags `model.cross_entropy_loss_fusion = True` with `model.cross_entropy_fusion_impl = "te"`.
+
+## Why it matters
+Megatron-Core warns "Transformer Engine cross entropy loss fusion has known stability issues.
+Megatron-LM training args validation rejects this combination by default." Megatron-Bridge
+accepts it (checked with Megatron-Bridge 0.6.2: only the warning), so the job runs with a loss
+kernel its authors advise against.
+
+## Example
+```python
+cfg.model.cross_entropy_loss_fusion = True
+cfg.model.cross_entropy_fusion_impl = "te"
+```
+
+## Fix
+Set `model.cross_entropy_fusion_impl = "native"` (safe: same math, the stable kernel).
+
+## Versions
+0.6.x (Megatron-Core 0.19). Megatron-Core 0.16, used with 0.3.x, has no such warning.
+
+## Sources
+MCore 0.19.2 megatron/core/model_parallel_config.py:320-325, :536-543; MCore 0.16.1
+model_parallel_config.py:246-249 (no warning).
+"""
+    valid = [
+        HF + "cfg.model.cross_entropy_loss_fusion = True\ncfg.model.cross_entropy_fusion_impl = 'native'",
+        HF + "cfg.model.cross_entropy_loss_fusion = False\ncfg.model.cross_entropy_fusion_impl = 'te'",
+        HF + "cfg.model.cross_entropy_fusion_impl = 'te'\nfor v in [True, False]:\n    cfg.model.cross_entropy_loss_fusion = v",
+    ]
+    invalid = [
+        HF + "cfg.model.cross_entropy_loss_fusion = True\ncfg.model.cross_entropy_fusion_impl = 'te'  # error",
+        Example(HF + "cfg.model.cross_entropy_loss_fusion = True", dotlist=("model.cross_entropy_fusion_impl=te",)),
+    ]
+
+    def check(self, cfg, ctx):
+        fusion = value(cfg, "model.cross_entropy_loss_fusion", False)
+        impl = value(cfg, "model.cross_entropy_fusion_impl", "native")
+        if not known(fusion, impl) or fusion is not True or impl != "te":
+            return
+        yield ctx.report(cfg, "model.cross_entropy_loss_fusion is True with model.cross_entropy_fusion_impl = 'te'; "
+                              "Megatron-Core warns that the Transformer Engine fused cross entropy has known stability "
+                              "issues (Megatron-LM rejects it); use 'native'",
+                         ["model.cross_entropy_loss_fusion", "model.cross_entropy_fusion_impl"],
+                         primary="model.cross_entropy_fusion_impl",
+                         fixes=[FixIntent("set", "model.cross_entropy_fusion_impl", "native", safe=True,
+                                          description="use the native fused cross entropy")])

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from mblint.findings import FixIntent, Severity
+from mblint.model import ABSENT
+from mblint.rule import Rule, known
+from mblint.testing import Example
+from rules._derived import env_var, value
+
+HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+CHOICES = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS")
+DET = "model.deterministic_mode"
+
+
+class DeterministicMode(Rule):
+    id = "PR011"
+    name = "deterministic-mode"
+    severity = Severity.ERROR
+    summary = "Deterministic mode forbids cross-entropy loss fusion (and flash attention on 0.3.x) and needs NCCL_ALGO set to a deterministic algorithm."
+    fixable = True
+    tags = ("precision", "determinism")
+    doc = """## What it does
+With `model.deterministic_mode = True`, flags
+- `model.cross_entropy_loss_fusion = True` (error);
+- on 0.3.x, `model.attention_backend` set to flash (error);
+- `cfg.env_vars["NCCL_ALGO"]` set to something other than `Tree`, `Ring`, `CollnetDirect`,
+  `CollnetChain` or `^NVLS` (error), or not set at all (warning: the launch environment must
+  provide it, which mblint cannot see).
+
+## Why it matters
+`ConfigContainer._validate_and_apply_deterministic_mode()` asserts "Cross Entropy Fusion is
+currently not deterministic." and "NCCL_ALGO must be one of ('Tree', 'Ring', 'CollnetDirect',
+'CollnetChain', '^NVLS')." at job start (both confirmed with Megatron-Bridge 0.6.2). `NCCL_ALGO`
+is read from the process environment, into which `cfg.env_vars` is copied with `setdefault`
+(a value already in the launch environment wins).
+
+## Example
+```python
+cfg.model.deterministic_mode = True
+cfg.model.cross_entropy_loss_fusion = True
+```
+
+## Fix
+Set `model.cross_entropy_loss_fusion = False` (safe: same loss, slower kernel) and
+`cfg.env_vars["NCCL_ALGO"] = "Ring"` (or export it in the launcher).
+
+## Versions
+0.3.x and 0.6.x (`cfg.env_vars` only in 0.6.x; on 0.3.x NCCL_ALGO comes from the launcher).
+
+## Sources
+0.6.2 megatron/bridge/training/config.py:1043-1063, :1832-1851 (`apply_environment_variables`);
+0.3.1 megatron/bridge/training/config.py:1375-1398.
+"""
+    valid = [
+        HF + "cfg.model.deterministic_mode = True\ncfg.model.cross_entropy_loss_fusion = False\n"
+        "cfg.env_vars = {'NCCL_ALGO': 'Ring'}",
+        HF + "cfg.model.deterministic_mode = False\ncfg.model.cross_entropy_loss_fusion = True",
+        HF + "cfg.model.deterministic_mode = True\ncfg.model.cross_entropy_loss_fusion = False\n"
+        "for algo in ['Ring', 'Tree']:\n    cfg.env_vars['NCCL_ALGO'] = algo",
+        Example(HF + "cfg.model.deterministic_mode = False", version="0.3"),
+    ]
+    invalid = [
+        HF + "cfg.model.deterministic_mode = True\ncfg.env_vars = {'NCCL_ALGO': 'Ring'}\n"
+        "cfg.model.cross_entropy_loss_fusion = True  # error",
+        HF + "cfg.model.deterministic_mode = True\ncfg.model.cross_entropy_loss_fusion = False\n"
+        "cfg.env_vars = {'NCCL_ALGO': 'NVLS'}  # error",
+        Example(HF + "cfg.model.cross_entropy_loss_fusion = False\ncfg.env_vars = {'NCCL_ALGO': 'Tree'}",
+                dotlist=("model.deterministic_mode=true", "model.cross_entropy_loss_fusion=true")),
+        Example(HF + "cfg.model.cross_entropy_loss_fusion = True\ncfg.model.deterministic_mode = True  # error",
+                version="0.3"),
+    ]
+
+    def check(self, cfg, ctx):
+        det = value(cfg, DET, False)
+        if not known(det) or det is not True:
+            return
+        fusion = value(cfg, "model.cross_entropy_loss_fusion", False)
+        if known(fusion) and fusion is True:
+            yield ctx.report(cfg, "model.deterministic_mode is True, but model.cross_entropy_loss_fusion is True; "
+                                  "cross-entropy fusion is not deterministic (validate() asserts at job start)",
+                             [DET, "model.cross_entropy_loss_fusion"],
+                             fixes=[FixIntent("set", "model.cross_entropy_loss_fusion", False, safe=True,
+                                              description="disable cross-entropy loss fusion")])
+        if cfg.schema_version == "0.3":
+            backend = value(cfg, "model.attention_backend", None)
+            if known(backend) and isinstance(backend, str) and backend.rsplit(".", 1)[-1] == "flash":
+                yield ctx.report(cfg, "model.deterministic_mode is True, but model.attention_backend is flash; flash "
+                                      "attention cannot be used in deterministic mode (validate() raises at job start)",
+                                 [DET, "model.attention_backend"])
+        algo = env_var(cfg, "NCCL_ALGO")
+        if algo is ABSENT:
+            yield ctx.report(cfg, "model.deterministic_mode is True, but NCCL_ALGO is not set in cfg.env_vars; "
+                                  f"validate() asserts it is one of {', '.join(CHOICES)}, so the launch environment "
+                                  "must set it", [DET], severity=Severity.WARNING,
+                             fixes=[FixIntent("add", "env_vars.NCCL_ALGO", "Ring", safe=True,
+                                              description="set NCCL_ALGO = 'Ring' in cfg.env_vars")])
+        elif known(algo) and algo not in CHOICES:
+            yield ctx.report(cfg, f"model.deterministic_mode is True, but env_vars['NCCL_ALGO'] is {algo!r}; it must "
+                                  f"be one of {', '.join(CHOICES)} (validate() asserts at job start unless the launch "
+                                  f"environment sets another value)", ["env_vars.NCCL_ALGO", DET],
+                             primary="env_vars.NCCL_ALGO",
+                             fixes=[FixIntent("set", "env_vars.NCCL_ALGO", "Ring", safe=True,
+                                              description="set NCCL_ALGO = 'Ring'")])
