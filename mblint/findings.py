@@ -30,7 +30,8 @@ class Severity(IntEnum):
 class FixIntent:
     """What a rule proposes, not a text edit. ``action``: set | add | rename | remove.
     ``safe`` fixes keep the user's evident intent; unsafe ones change batch arithmetic, data
-    layout or the packed dataset."""
+    layout or the packed dataset. An ``alternative`` is another way out that the user may
+    choose instead of the fix: it is shown, never applied."""
 
     action: str
     field: str
@@ -38,6 +39,7 @@ class FixIntent:
     new_field: str | None = None
     safe: bool = True
     description: str = ""
+    alternative: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,11 @@ class Finding:
     fixes: tuple[FixIntent, ...] = ()
     suppressed: bool = False
     extra: dict = field(default_factory=dict)
+
+    @property
+    def applicable_fixes(self) -> tuple[FixIntent, ...]:
+        """The intents applied together by ``--fix``: every one but the alternatives."""
+        return tuple(intent for intent in self.fixes if not intent.alternative)
 
     def sort_key(self) -> tuple:
         return (self.location.path, self.location.line, self.location.column, self.rule_id, self.message)
@@ -82,7 +89,8 @@ def finding_to_dict(finding: Finding) -> dict:
         "related": [{"origin": origin(r.origin), "message": r.message} for r in finding.related],
         "fields": list(finding.fields), "recipe": finding.recipe,
         "fixes": [{"action": f.action, "field": f.field, "value": f.value, "new_field": f.new_field,
-                   "safe": f.safe, "description": f.description} for f in finding.fixes],
+                   "safe": f.safe, "description": f.description, "alternative": f.alternative}
+                  for f in finding.fixes],
         "extra": finding.extra,
     }
 

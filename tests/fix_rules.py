@@ -65,7 +65,19 @@ def _pk001():
     return OfflinePackingRequiresMbs1
 
 
-RULES = {
+class _Rules(dict):
+    """The test rules by id; any other id is a rule of the built-in pack."""
+
+    def __missing__(self, rule_id: str):
+        from mblint.plugins import load_plugins
+
+        for rule in load_plugins().rules:
+            if rule.id == rule_id:
+                return lambda: rule
+        raise KeyError(rule_id)
+
+
+RULES = _Rules({
     "PK001": _pk001,
     "TS001": lambda: make_rule("TS001", "dataset.seq_length", 4096, 2048),
     "TS002": lambda: make_rule("TS002", "dataset.offline_packing_specs.pad_seq_to_mult", 1, 16),
@@ -76,4 +88,4 @@ RULES = {
     "TS009": lambda: make_rule("TS009", "checkpoint.ckpt_format", "torch", "torch_dist"),
     "TS007": lambda: _unknown_key_rule(),
     "TS008": lambda: make_rule("TS008", "train.global_batch_size", 128, 64),
-}
+})

@@ -50,6 +50,20 @@ def {function}() -> ConfigContainer:
 """
 
 
+# CUDA graphs without Transformer Engine's RNG tracker: CG003, whose fix is safe.
+FIXABLE_RECIPE = """from megatron.bridge.models import GPTModelProvider
+from megatron.bridge.training.config import ConfigContainer, TrainingConfig
+
+
+def graphs_config() -> ConfigContainer:
+    cfg = ConfigContainer(
+        model=GPTModelProvider(num_layers=2, hidden_size=64, num_attention_heads=4),
+        train=TrainingConfig(micro_batch_size=1, global_batch_size=8),
+    )
+    cfg.model.cuda_graph_impl = "transformer_engine"
+    return cfg
+"""
+
 BAD_RECIPE = recipe(2)
 GOOD_RECIPE = recipe(1)
 PK001_LINE = 8

@@ -243,9 +243,7 @@ def test_cli_diff_writes_nothing_and_fix_writes(tmp_path, mb06, monkeypatch):
 # ----- the wheels ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("line", ["0.3", pytest.param("0.6", marks=pytest.mark.xfail(
-    reason="open bug after merging the fix machinery into the new engine: on the 0.6.2 copy no fix is "
-           "planned (FixRun.applied is empty); see the closing note of issue 4", strict=False))])
+@pytest.mark.parametrize("line", ["0.3", "0.6"])
 def test_wheel_recipes_pass_through_fix(line, tmp_path, mb_roots):
     """--fix --unsafe-fixes over a copy of the wheel's recipes, with a test rule that fires on
     many recipes (manual_gc_interval = 100 -> 50) besides PK001: every file without an applied
@@ -276,3 +274,39 @@ def test_wheel_recipes_pass_through_fix(line, tmp_path, mb_roots):
                    or "global_batch" in c or "packed_sequence_size" in c for c in changed), changed
     report = make().check_paths([str(recipes)])
     assert not [f for f in report.findings if f.rule_id == "TS050"]
+
+
+# ----- alternatives -------------------------------------------------------------------------
+
+
+def test_alternative_intents_are_shown_not_applied(tmp_path, mb06):
+    """OT002 offers 'set the False one to True' (the fix) or 'set the other to False too' (an
+    alternative): applying both would swap the two values and keep them disagreeing."""
+    (tmp_path / "recipe.py").write_text(
+        "from megatron.bridge.recipes.common import _pretrain_common\n\n\n"
+        "def c_config():\n    cfg = _pretrain_common()\n    cfg.ddp.use_distributed_optimizer = False\n"
+        "    return cfg\n")
+    make = engine_factory([RULES["OT002"]()], tmp_path, [mb06])
+    report = lint(make, [str(tmp_path / "recipe.py")])
+    [finding] = report.findings
+    assert [i.alternative for i in finding.fixes] == [False, True]
+    run = run_fixes(make, [str(tmp_path / "recipe.py")], unsafe=True)
+    run.write()
+    text = (tmp_path / "recipe.py").read_text()
+    assert "cfg.ddp.use_distributed_optimizer = True" in text and "optimizer.use_distributed_optimizer" not in \
+        text.replace("cfg.ddp.use_distributed_optimizer", ""), text
+    assert not lint(make, [str(tmp_path / "recipe.py")]).findings
+
+
+@pytest.mark.parametrize("last, kept", [("enable_in_batch_packing", "enable_in_batch_packing"),
+                                        ("enable_offline_packing", "enable_offline_packing")])
+def test_pk003_keeps_the_packing_mode_set_last(last, kept, tmp_path, mb06):
+    first = "enable_offline_packing" if last == "enable_in_batch_packing" else "enable_in_batch_packing"
+    (tmp_path / "recipe.py").write_text(
+        "from megatron.bridge.recipes.common import _sft_common\n\n\n"
+        f"def c_config():\n    cfg = _sft_common()\n    cfg.dataset.{first} = True\n"
+        f"    cfg.dataset.{last} = True\n    return cfg\n")
+    make = engine_factory([RULES["PK003"]()], tmp_path, [mb06])
+    [finding] = lint(make, [str(tmp_path / "recipe.py")]).findings
+    applied = [i for i in finding.fixes if not i.alternative]
+    assert [i.field for i in applied] == [f"dataset.{first}"] and applied[0].value is False

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from integration_support import BAD_RECIPE, GOOD_RECIPE, PK001_LINE, REPO
+from integration_support import BAD_RECIPE, FIXABLE_RECIPE, GOOD_RECIPE, PK001_LINE, REPO
 
 pytest.importorskip("pre_commit", reason="pre-commit is in the test extra: pip install -e .[test]")
 
@@ -54,20 +54,17 @@ def test_check_hook_fails_on_bad_recipe_and_honours_excludes(target) -> None:
     assert "Found 1 finding" in output, output
 
 
-@pytest.mark.xfail(reason="the mblint-fix hook applies safe fixes only, and the PK001 recipe of this test has "
-                          "only unsafe fixes; the test needs a recipe with a safe fix (issue 5 note)", strict=False)
 def test_fix_hook_then_check_hook_passes(target) -> None:
-    help_text = subprocess.run([sys.executable, "-m", "mblint", "check", "--help"], capture_output=True,
-                               text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
-    if "--fix" not in help_text:
-        pytest.skip("`mblint check --fix` does not exist yet (fix machinery is built separately); "
-                    "the mblint-fix hook cannot run")
     repo, env = target
-    # all hooks, in manifest order: mblint-fix edits the file (pre-commit reports that as a
-    # failure), then mblint checks the fixed file and passes
-    done = try_repo(repo, env, "--files", "recipe.py", "good.py")
-    output = done.stdout + done.stderr
-    assert (repo / "recipe.py").read_text() != BAD_RECIPE, output
-    assert "files were modified by this hook" in output, output
-    lines = [line for line in output.splitlines() if line.startswith("mblint")]
-    assert lines[-1].startswith("mblint....") and lines[-1].endswith("Passed"), output
+    (repo / "fixable.py").write_text(FIXABLE_RECIPE)
+    git(repo, "add", "fixable.py")
+    fixing = try_repo(repo, env, "mblint-fix", "--files", "fixable.py", "good.py")
+    output = fixing.stdout + fixing.stderr
+    assert fixing.returncode == 1, output  # pre-commit fails a hook that modified files
+    assert "files were modified by this hook" in output and "Fixed 1 finding in 1 file." in output, output
+    fixed = (repo / "fixable.py").read_text()
+    assert "cfg.model.use_te_rng_tracker = True" in fixed and "cfg.rng.te_rng_tracker = True" in fixed, fixed
+    checking = try_repo(repo, env, "mblint", "--files", "fixable.py", "good.py")
+    output = checking.stdout + checking.stderr
+    assert checking.returncode == 0, output
+    assert "mblint...." in output and "Passed" in output, output

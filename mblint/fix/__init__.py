@@ -48,7 +48,7 @@ since it was read.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -161,6 +161,9 @@ def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bo
 def _lint(make_engine, paths, texts):
     """Lint with ``texts`` standing in for files; remember each finding's configuration."""
     engine = make_engine()
+    # Findings are captured with their configurations in this process, and must reflect the
+    # texts in memory: no worker processes, no cached results.
+    engine.options = replace(engine.options, use_cache=False, jobs=1)
     captured: dict[int, tuple] = {}
     current = {"overrides": ()}
     check_recipe = engine.check_recipe
@@ -196,23 +199,23 @@ def _plan_round(engine, report, captured, texts, unsafe, failed_keys):
     ordered = sorted(captured.values(), key=lambda e: (e[0].sort_key(), e[1].recipe.label, e[2]))
     suppressed = {f.identity() for f in report.findings if getattr(f, "suppressed", False)}
     for finding, cfg, overrides in ordered:
-        if not finding.fixes or getattr(finding, "suppressed", False) or finding.identity() in suppressed:
+        if not finding.applicable_fixes or getattr(finding, "suppressed", False) or finding.identity() in suppressed:
             continue
         key = finding_key(finding, cfg, overrides)
         if key in failed_keys or key in seen_keys:
             continue
         seen_keys.add(key)
-        if not unsafe and not all(i.safe for i in finding.fixes):
+        if not unsafe and not all(i.safe for i in finding.applicable_fixes):
             unfixable.append(FixRecord(finding.rule_id, finding.recipe, finding.location.path, finding.location.line,
-                                       "; ".join(i.description or i.action for i in finding.fixes), False,
+                                       "; ".join(i.description or i.action for i in finding.applicable_fixes), False,
                                        "unsafe fix: use --unsafe-fixes"))
             continue
         try:
             groups.append(planner.plan(finding, cfg, overrides))
         except Unfixable as error:
             unfixable.append(FixRecord(finding.rule_id, finding.recipe, finding.location.path, finding.location.line,
-                                       "; ".join(i.description or i.action for i in finding.fixes),
-                                       all(i.safe for i in finding.fixes), str(error)))
+                                       "; ".join(i.description or i.action for i in finding.applicable_fixes),
+                                       all(i.safe for i in finding.applicable_fixes), str(error)))
     if any(g.in_place for g in groups):
         groups = [g for g in groups if g.in_place]
     else:
@@ -297,7 +300,7 @@ def _records(group: FixGroup, reason: str = "") -> list[FixRecord]:
     finding = group.finding
     if not group.edits:
         return [FixRecord(finding.rule_id, finding.recipe, finding.location.path, finding.location.line,
-                          "; ".join(i.description or i.action for i in finding.fixes), group.safe, reason)]
+                          "; ".join(i.description or i.action for i in finding.applicable_fixes), group.safe, reason)]
     return [FixRecord(finding.rule_id, finding.recipe, edit.display, edit.line,
                       edit.intent.description or f"{edit.intent.action} {edit.intent.field}", edit.intent.safe, reason)
             for edit in group.edits]

@@ -54,7 +54,7 @@ class FixGroup:
 
     @property
     def safe(self) -> bool:
-        return all(i.safe for i in self.finding.fixes)
+        return all(i.safe for i in self.finding.applicable_fixes)
 
 
 def finding_key(finding: Finding, cfg: EffectiveConfig | None, overrides: tuple) -> tuple:
@@ -99,7 +99,7 @@ class Planner:
 
     def plan(self, finding: Finding, cfg: EffectiveConfig, overrides: tuple) -> FixGroup:
         group = FixGroup(finding, finding_key(finding, cfg, overrides))
-        for intent in finding.fixes:
+        for intent in finding.applicable_fixes:
             group.edits.append(self.plan_intent(intent, finding, cfg))
         return group
 

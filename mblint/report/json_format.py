@@ -21,7 +21,7 @@ def finding_json(finding: Finding) -> dict:
         "recipe": finding.recipe,
         "fixes": [
             {"action": f.action, "field": f.field, "value": json_value(f.value), "new_field": f.new_field,
-             "safe": f.safe, "description": f.description}
+             "safe": f.safe, "description": f.description, "alternative": f.alternative}
             for f in finding.fixes
         ],
     }

@@ -31,7 +31,8 @@ def render_finding(finding: Finding, cache: dict, show_source: bool) -> list[str
         r = related.origin
         out.append(f"  = related: {r.path}:{r.line}:{r.column}: {related.message}")
     for fix in finding.fixes:
-        out.append(f"  = {'fix' if fix.safe else 'unsafe fix'}: {fix.description}")
+        kind = "alternative (not applied)" if fix.alternative else "fix" if fix.safe else "unsafe fix"
+        out.append(f"  = {kind}: {fix.description}")
     out.append("")
     return out
 
@@ -42,10 +43,14 @@ def summary_line(report: Report) -> str:
         counts[finding.severity] += 1
     total = len(report.findings)
     if not total:
-        return f"All checks passed ({report.files} files, {report.resolved} configurations resolved){_hidden(report)}."
+        return f"All checks passed ({_count(report.files, 'file')}, {_count(report.resolved, 'configuration')} resolved){_hidden(report)}."
     parts = ", ".join(f"{counts[s]} {s.label}{'s' if counts[s] != 1 and s is not Severity.INFO else ''}" for s in reversed(Severity) if counts[s])
-    return (f"Found {total} finding{'s' if total != 1 else ''} ({parts}) in {report.files} files, "
-            f"{report.resolved} configurations resolved{_hidden(report)}.")
+    return (f"Found {_count(total, 'finding')} ({parts}) in {_count(report.files, 'file')}, "
+            f"{_count(report.resolved, 'configuration')} resolved{_hidden(report)}.")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _hidden(report: Report) -> str:

@@ -78,5 +78,5 @@ optimizer.use_distributed_optimizer = True).
             yield ctx.report(cfg, message, [off, on], primary=off,
                              fixes=[FixIntent("set", off, True, safe=True,
                                               description=f"set {off} = True (what runs today)"),
-                                    FixIntent("set", on, False, safe=False,
-                                              description=f"set {on} = False to really disable it")])
+                                    FixIntent("set", on, False, safe=False, alternative=True,
+                                              description=f"or set {on} = False too, to really disable it")])

@@ -67,5 +67,6 @@ Unsafe (changes batch arithmetic): raise `train.micro_batch_size` to 2 or more (
             ["train.micro_batch_size", flag],
             fixes=[FixIntent("set", "train.micro_batch_size", 2, safe=False,
                              description="set micro_batch_size to 2 (check global_batch_size divisibility)"),
-                   FixIntent("set", flag, False, safe=False, description="disable in-batch packing")],
+                   FixIntent("set", flag, False, safe=False, alternative=True,
+                             description="or disable in-batch packing")],
         )

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule
 from rules._derived import in_batch_packing, offline_packing
@@ -53,14 +55,22 @@ recipe. Offline packing also needs `micro_batch_size = 1`, in-batch packing need
     def check(self, cfg, ctx):
         if offline_packing(cfg) is not True or in_batch_packing(cfg) is not True:
             return
-        fields = ["dataset.enable_offline_packing", "dataset.enable_in_batch_packing"]
+        offline, in_batch = "dataset.enable_offline_packing", "dataset.enable_in_batch_packing"
+        disable_in_batch = FixIntent("set", in_batch, False, safe=False, description="disable in-batch packing")
+        disable_offline = FixIntent("set", offline, False, safe=False,
+                                    description="disable offline packing (and set offline_packing_specs to None)")
+        first, second = ((disable_in_batch, disable_offline) if _set_later(cfg, offline, in_batch)
+                         else (disable_offline, disable_in_batch))
         yield ctx.report(
             cfg,
             "dataset.enable_offline_packing and dataset.enable_in_batch_packing are both True, but the two "
             "packing modes are mutually exclusive",
-            fields,
-            fixes=[FixIntent("set", "dataset.enable_in_batch_packing", False, safe=False,
-                             description="disable in-batch packing"),
-                   FixIntent("set", "dataset.enable_offline_packing", False, safe=False,
-                             description="disable offline packing (and set offline_packing_specs to None)")],
+            [offline, in_batch],
+            fixes=[first, replace(second, alternative=True, description="or " + second.description)],
         )
+
+
+def _set_later(cfg, path: str, other: str) -> bool:
+    """Whether ``path`` took its value after ``other`` did (the one set last is kept)."""
+    mine, theirs = cfg.origins(path), cfg.origins(other)
+    return bool(mine) and (not theirs or mine[-1].seq >= theirs[-1].seq)
