@@ -29,7 +29,7 @@ class Severity(IntEnum):
 @dataclass(frozen=True)
 class FixIntent:
     """What a rule proposes, not a text edit. ``action``: set | add | rename | remove.
-    ``safe`` fixes keep the user's evident intent; unsafe ones change batch arithmetic, data
+    A ``rename`` with a ``value`` also replaces the value. ``safe`` fixes keep the user's evident intent; unsafe ones change batch arithmetic, data
     layout or the packed dataset. An ``alternative`` is another way out that the user may
     choose instead of the fix: it is shown, never applied."""
 

@@ -310,3 +310,30 @@ def test_pk003_keeps_the_packing_mode_set_last(last, kept, tmp_path, mb06):
     [finding] = lint(make, [str(tmp_path / "recipe.py")]).findings
     applied = [i for i in finding.fixes if not i.alternative]
     assert [i.field for i in applied] == [f"dataset.{first}"] and applied[0].value is False
+
+
+def test_deprecated_graph_switch_becomes_an_implementation(tmp_path, mb06):
+    """OT008: `external_cuda_graph = True` is not renamed to `cuda_graph_impl = True` (a type
+    error in Megatron-Core) but replaced by the implementation it stands for."""
+    (tmp_path / "recipe.py").write_text(
+        "from megatron.bridge.models import GPTModelProvider\n"
+        "from megatron.bridge.recipes.common import _pretrain_common\n\n\n"
+        "def c_config():\n    cfg = _pretrain_common()\n    cfg.model = GPTModelProvider()\n"
+        "    cfg.model.external_cuda_graph = True  # graphs\n"
+        "    return cfg\n")
+    make = engine_factory([RULES["OT008"]()], tmp_path, [mb06])
+    run = run_fixes(make, [str(tmp_path / "recipe.py")], unsafe=True)
+    run.write()
+    assert (tmp_path / "recipe.py").read_text() == (
+        "from megatron.bridge.models import GPTModelProvider\n"
+        "from megatron.bridge.recipes.common import _pretrain_common\n\n\n"
+        "def c_config():\n    cfg = _pretrain_common()\n    cfg.model = GPTModelProvider()\n"
+        "    cfg.model.cuda_graph_impl = \"transformer_engine\"  # graphs\n"
+        "    return cfg\n")
+
+
+def test_yaml_rename_with_a_new_value_keeps_the_rest():
+    text = "model:\r\n  external_cuda_graph: true   # graphs\r\n  num_layers: 2\r\n"
+    edit = YamlEdit("rename", 2, 3, "external_cuda_graph", "transformer_engine", "cuda_graph_impl")
+    assert apply_yaml_edits(text, [edit]) == \
+        "model:\r\n  cuda_graph_impl: transformer_engine   # graphs\r\n  num_layers: 2\r\n"

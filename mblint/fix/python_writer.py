@@ -218,6 +218,7 @@ class PythonFile:
             else:
                 quote = _quote_of(target.name_node) or self.quote
                 plan.replace(target.name_node, lambda updated: cst.SimpleString(py_literal(new_parts[-1], quote)))
+            self._plan_new_value(edit, target, plan)
             return
         chain = _attr_chain(target.name_node)
         if chain is None:
@@ -232,6 +233,18 @@ class PythonFile:
         base_code = self.code(base)
         new_target = cst.parse_expression(base_code + "." + ".".join(new_parts[keep:]))
         plan.replace(target.name_node, lambda updated: new_target)
+        self._plan_new_value(edit, target, plan)
+
+    def _plan_new_value(self, edit: PyEdit, target, plan: "_Plan") -> None:
+        """A rename that also changes the value (``enable_cuda_graph = True`` ->
+        ``cuda_graph_impl = "local"``)."""
+        if edit.value is None:
+            return
+        if target.kind == "augassign":
+            raise PyEditError("an augmented assignment cannot take a new value")
+        quote = _quote_of(target.value) or self.quote
+        new_value = cst.parse_expression(py_literal(edit.value, quote))
+        plan.replace(target.value, lambda updated: new_value)
 
     def _plan_remove(self, edit: PyEdit, plan: "_Plan") -> None:
         target = self.target_at(edit.line, edit.column, edit.field)

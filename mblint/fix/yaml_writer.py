@@ -93,6 +93,26 @@ def render_scalar(value: Any, old_style: str | None = None) -> str:
     raise YamlEditError(f"cannot write a {type(value).__name__} value in YAML")
 
 
+def _value_splice(text: str, key, value, new_value) -> tuple[int, int, str]:
+    """The splice that puts ``new_value`` in place of the value node of ``key``."""
+    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    if isinstance(value, ScalarNode):
+        if value.start_mark.line != value.end_mark.line or value.style in ("|", ">"):
+            raise YamlEditError("multi-line scalar")
+        if value.tag == "tag:yaml.org,2002:null" and value.start_mark.index == value.end_mark.index:
+            # `key:` with nothing after it: write after the colon.
+            colon = text.find(":", key.end_mark.index)
+            if colon < 0:
+                raise YamlEditError("no colon after key")
+            return (colon + 1, colon + 1, " " + render_scalar(new_value))
+        return (value.start_mark.index, value.end_mark.index, render_scalar(new_value, value.style))
+    if isinstance(value, (SequenceNode, MappingNode)) and value.flow_style and \
+            value.start_mark.line == value.end_mark.line:
+        return (value.start_mark.index, value.end_mark.index, render_scalar(new_value))
+    raise YamlEditError("the value is a block mapping or sequence")
+
+
 def apply_yaml_edits(text: str, edits: list[YamlEdit]) -> str:
     """Apply edits to ``text``; raises ``YamlEditError`` when any edit cannot be made exactly."""
     from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
@@ -109,25 +129,7 @@ def apply_yaml_edits(text: str, edits: list[YamlEdit]) -> str:
             raise YamlEditError(f"no key at {edit.line}:{edit.column}")
         mapping, key, value, path = found
         if edit.action == "set":
-            if isinstance(value, ScalarNode):
-                if value.start_mark.line != value.end_mark.line or value.style in ("|", ">"):
-                    raise YamlEditError("multi-line scalar")
-                if value.tag == "tag:yaml.org,2002:null" and value.start_mark.index == value.end_mark.index:
-                    # `key:` with nothing after it: write after the colon.
-                    rest = text[key.end_mark.index:]
-                    colon = rest.find(":")
-                    if colon < 0:
-                        raise YamlEditError("no colon after key")
-                    at = key.end_mark.index + colon + 1
-                    splices.append((at, at, " " + render_scalar(edit.value)))
-                else:
-                    splices.append((value.start_mark.index, value.end_mark.index,
-                                    render_scalar(edit.value, value.style)))
-            elif isinstance(value, (SequenceNode, MappingNode)) and value.flow_style and \
-                    value.start_mark.line == value.end_mark.line:
-                splices.append((value.start_mark.index, value.end_mark.index, render_scalar(edit.value)))
-            else:
-                raise YamlEditError("the value is a block mapping or sequence")
+            splices.append(_value_splice(text, key, value, edit.value))
             checks.append((path, edit.value, True))
         elif edit.action == "rename":
             new_key = edit.new_key or ""
@@ -138,6 +140,8 @@ def apply_yaml_edits(text: str, edits: list[YamlEdit]) -> str:
             if key.start_mark.line != key.end_mark.line:
                 raise YamlEditError("multi-line key")
             splices.append((key.start_mark.index, key.end_mark.index, render_scalar(new_key, key.style)))
+            if edit.value is not None:
+                splices.append(_value_splice(text, key, value, edit.value))
             checks.append((path[:-1] + (new_key,), _MISSING, False))
             checks.append((path, _MISSING, True))
         elif edit.action == "remove":

@@ -10,6 +10,11 @@ from rules._derived import assigned, from_dotlist, last_origin, schema_of
 # them keeps the behaviour exactly. Other renames change the value's type or meaning.
 PLAIN_COPIES = {"train.eval_iters", "train.eval_interval", "train.skip_train"}
 
+# Boolean switches that Megatron-Core turns into a cuda_graph_impl value
+# (MCore 0.19.2 megatron/core/transformer/transformer_config.py:2365-2381): the fix removes
+# the switch and sets the implementation it stood for.
+IMPL_SWITCHES = {"model.enable_cuda_graph": "local", "model.external_cuda_graph": "transformer_engine"}
+
 
 class DeprecatedField(Rule):
     id = "OT008"
@@ -43,7 +48,9 @@ cfg.train.eval_iters = 10      # deprecated: use cfg.validation.eval_iters
 ```
 
 ## Fix
-Rename to the replacement. Safe for the `train.*` evaluation fields when the replacement is
+Rename to the replacement (`model.enable_cuda_graph = True` and `model.external_cuda_graph =
+True` become `model.cuda_graph_impl = "local"` / `"transformer_engine"`, what Megatron-Core
+turns them into). Safe for the `train.*` evaluation fields when the replacement is
 not also set later in program order (Megatron-Bridge copies the value verbatim); unsafe for
 the others (the replacement field has another type or meaning) and when the replacement is set
 after the deprecated one.
@@ -113,7 +120,16 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
                 later = repl_origin is not None and origin is not None and repl_origin.seq > origin.seq
                 if later:
                     fields.append(replacement)
-                safe = path in PLAIN_COPIES and not later
-                fixes = [FixIntent("rename", path, new_field=replacement, safe=safe,
-                                   description=f"rename {path} to {replacement}")]
+                fixes = _replacement_fixes(path, replacement, value, safe=path in PLAIN_COPIES and not later)
             yield ctx.report(cfg, message, fields, primary=path, severity=severity, fixes=fixes)
+
+
+def _replacement_fixes(path: str, replacement: str, value, safe: bool) -> list[FixIntent]:
+    if path not in IMPL_SWITCHES:
+        return [FixIntent("rename", path, new_field=replacement, safe=safe,
+                          description=f"rename {path} to {replacement}")]
+    if value is not True:
+        return []
+    impl = IMPL_SWITCHES[path]
+    return [FixIntent("rename", path, impl, new_field=replacement, safe=False,
+                      description=f"replace {path} = True with {replacement} = {impl!r}")]

@@ -35,8 +35,9 @@ cfg.model.sequence_parallel = False
 ```
 
 ## Fix
-Safe: set `model.sequence_parallel = True` when TP >= 2 (sequence length must then divide by
-TP); otherwise drop `tp_comm_overlap`.
+With TP < 2, safe: set `tp_comm_overlap = False` (what runs today). With sequence
+parallelism off, unsafe: set `model.sequence_parallel = True` (changes the activation layout;
+the sequence length must then divide by TP); the alternative, `tp_comm_overlap = False`, is shown.
 
 ## Versions
 0.3.x and 0.6.x.
@@ -77,8 +78,10 @@ TP); otherwise drop `tp_comm_overlap`.
         elif known(par.sp) and not par.sp:
             reason = "model.sequence_parallel is False (needs True)"
             fields = ["comm_overlap.tp_comm_overlap", "model.sequence_parallel", "model.tensor_model_parallel_size"]
-            fixes = [FixIntent("set", "model.sequence_parallel", True, safe=True,
-                               description="set model.sequence_parallel to True")]
+            fixes = [FixIntent("set", "model.sequence_parallel", True, safe=False,
+                               description="set model.sequence_parallel to True"),
+                     FixIntent("set", "comm_overlap.tp_comm_overlap", False, safe=True, alternative=True,
+                               description="or set comm_overlap.tp_comm_overlap to False (what runs today)")]
         else:
             return
         yield ctx.report(

@@ -32,8 +32,8 @@ cfg.model.sequence_parallel = False
 ```
 
 ## Fix
-Safe: set `model.sequence_parallel = True` (sequence length must then be divisible by TP,
-times CP with context parallelism).
+Unsafe (changes the activation layout and adds a constraint): set `model.sequence_parallel =
+True`; the sequence length must then be divisible by TP, times CP with context parallelism.
 
 ## Versions
 0.3.x and 0.6.x.
@@ -65,5 +65,5 @@ SP; "Combined Parallelism Enablement"); 0.6.2 megatron/bridge/training/comm_over
                    f"{par.tp} TP ranks keeps full-sequence norm/dropout activations, and TP communication overlap "
                    f"cannot be used")
         yield ctx.report(cfg, message, ["model.tensor_model_parallel_size", "model.sequence_parallel"],
-                         fixes=[FixIntent("set", "model.sequence_parallel", True,
+                         fixes=[FixIntent("set", "model.sequence_parallel", True, safe=False,
                                           description="set sequence_parallel to True")])
