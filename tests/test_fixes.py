@@ -337,3 +337,26 @@ def test_yaml_rename_with_a_new_value_keeps_the_rest():
     edit = YamlEdit("rename", 2, 3, "external_cuda_graph", "transformer_engine", "cuda_graph_impl")
     assert apply_yaml_edits(text, [edit]) == \
         "model:\r\n  cuda_graph_impl: transformer_engine   # graphs\r\n  num_layers: 2\r\n"
+
+
+def test_diff_matches_difflib_and_stays_minimal_on_long_files():
+    import difflib
+
+    from mblint.fix import unified_diff
+
+    before = [f"line {i}\n" for i in range(10)]
+    after = before[:3] + ["new\n"] + before[4:] + ["tail\n"]
+    assert list(unified_diff(before, after, "a/x", "b/x")) == list(difflib.unified_diff(before, after, "a/x", "b/x"))
+    assert list(unified_diff(before, before, "a/x", "b/x")) == []
+    # 320 lines where a few lines repeat in every recipe (difflib's autojunk treats them as junk
+    # and shows them removed and added again): only the two edited lines per recipe change.
+    def recipe(i, flag, extra):
+        return [f"def r{i}():\n", f"    cfg.c = Config(overlap={flag})\n", "\n", "    _common(cfg)\n",
+                "    _finalize(cfg)\n", *extra, "    return cfg\n", "\n", "\n"]
+
+    long_before = [line for i in range(40) for line in recipe(i, True, [])]
+    long_after = [line for i in range(40) for line in recipe(i, False, ["    cfg.z = 1\n"])]
+    changed = [line for line in unified_diff(long_before, long_after, "a/x", "b/x")
+               if line[0] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed == ["-    cfg.c = Config(overlap=True)\n", "+    cfg.c = Config(overlap=False)\n",
+                       "+    cfg.z = 1\n"] * 40

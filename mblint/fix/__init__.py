@@ -97,7 +97,7 @@ class FixRun:
             name = display(path)
             before = self.states[path].text.splitlines(keepends=True)
             after = text.splitlines(keepends=True)
-            chunks.extend(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
+            chunks.extend(unified_diff(before, after, f"a/{name}", f"b/{name}"))
         return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
                        for line in chunks)
 
@@ -112,6 +112,33 @@ class FixRun:
             except OSError as error:
                 errors.append(f"{path}: cannot write: {error}")
         return written, errors
+
+
+def unified_diff(before: list[str], after: list[str], old_name: str, new_name: str, context: int = 3):
+    """``difflib.unified_diff`` without its 'popular line' heuristic, which in files of 200
+    lines or more treats frequent lines (``_benchmark_common(cfg)``) as junk and shows
+    unchanged lines as removed and added again."""
+    groups = list(difflib.SequenceMatcher(None, before, after, autojunk=False).get_grouped_opcodes(context))
+    if not groups:
+        return
+    yield f"--- {old_name}\n"
+    yield f"+++ {new_name}\n"
+    for group in groups:
+        first, last = group[0], group[-1]
+        yield f"@@ -{_hunk_range(first[1], last[2])} +{_hunk_range(first[3], last[4])} @@\n"
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                yield from (" " + line for line in before[i1:i2])
+                continue
+            yield from ("-" + line for line in before[i1:i2])
+            yield from ("+" + line for line in after[j1:j2])
+
+
+def _hunk_range(start: int, stop: int) -> str:
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
 
 
 def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bool = False,
