@@ -23,6 +23,9 @@ class Origin:
     end_column: int
     kind: str = field(default="set", compare=False)  # set | default | override | unknown | recipe
     seq: int = field(default=0, compare=False)  # program order across files: later sets are larger
+    # The calls (outermost first) through which the interpreter reached this place: where a
+    # value set inside a library helper shows in the recipe.
+    via: tuple = field(default=(), compare=False, repr=False)
 
     def to_json(self) -> dict:
         return {
@@ -111,6 +114,10 @@ class RecipeRef:
     end_line: int = 1
     end_column: int = 1
     overrides: tuple[str, ...] = ()
+    last_line: int = 0  # the function's last line
+
+    def contains(self, origin: Origin) -> bool:
+        return origin.path == self.path and self.line <= origin.line <= max(self.last_line, self.line)
 
     @property
     def label(self) -> str:

@@ -119,7 +119,8 @@ class Project:
         node = func.node
         source = scope.source
         column = source.char_column(node.lineno, node.col_offset)
-        recipe = RecipeRef(source.display_path, function, node.lineno, column, node.lineno, column + len(f"def {function}"))
+        recipe = RecipeRef(source.display_path, function, node.lineno, column, node.lineno,
+                           column + len(f"def {function}"), last_line=getattr(node, "end_lineno", 0) or 0)
         return ResolvedRecipe(result, recipe, interp)
 
 

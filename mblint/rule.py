@@ -4,6 +4,7 @@ default severity, documentation (fixed sections) and its own valid and invalid e
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, ClassVar, Iterable, Sequence
 
 from mblint.findings import Finding, FixIntent, Related, Severity
@@ -113,18 +114,31 @@ def _primary_origin(cfg: EffectiveConfig, fields: Sequence[str], primary: str | 
     """Where the edit belongs: never a file mblint must not edit (an installed base builder),
     and never a default the recipe did not write."""
 
-    def usable(origin: Origin | None, kinds: tuple) -> bool:
-        return (origin is not None and origin.kind not in kinds
-                and (editable is None or origin.path in editable))
+    def editable_place(origin: Origin | None) -> Origin | None:
+        """The origin itself when mblint may edit its file, else the innermost call in an
+        editable file through which the recipe reached it (``_benchmark_common(cfg)``)."""
+        if origin is None or editable is None or origin.path in editable:
+            return origin
+        if not origin.via or not cfg.recipe.contains(origin.via[0]):
+            return None  # reached through another recipe's call (a reused result)
+        for site in reversed(origin.via):
+            if site.path in editable:
+                return replace(site, kind=origin.kind, seq=origin.seq)
+        return None
+
+    def usable(origin: Origin | None, kinds: tuple) -> Origin | None:
+        if origin is None or origin.kind in kinds:
+            return None
+        return editable_place(origin)
 
     # First what the user wrote; then, failing that, the constructor call in an editable file
     # whose dataclass default is at fault (where the missing keyword belongs).
     for excluded in (("default", "unknown"), ("unknown",)):
         if primary is not None:
-            origin = _last_effective_origin(cfg, primary)
-            if usable(origin, excluded):
+            origin = usable(_last_effective_origin(cfg, primary), excluded)
+            if origin is not None:
                 return origin
-        pool = [o for o in (_last_effective_origin(cfg, path) for path in fields) if usable(o, excluded)]
+        pool = [o for o in (usable(_last_effective_origin(cfg, path), excluded) for path in fields) if o is not None]
         if pool:
             return max(pool, key=lambda o: o.seq)
     return cfg.recipe.origin()

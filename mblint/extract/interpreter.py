@@ -207,6 +207,7 @@ class Interpreter:
         self.scopes: dict[Path, ModuleScope] = {}
         self.objects: list[Obj] = []
         self.call_stack: list[ast.AST] = []
+        self.call_sites: tuple[Origin, ...] = ()  # the Origin.via of what is set now
         self.havoc_depth = 0
         self.steps = 0
         self.budget_hit = False
@@ -1167,7 +1168,13 @@ class Interpreter:
 
     def call(self, func: Any, args: list, kwargs: dict, node: ast.AST, frame: Frame, kw_origins: dict) -> Any:
         if isinstance(func, FuncRef):
-            return self.call_function(func, args, dict(kwargs), node)
+            outer = self.call_sites
+            site = self.origin(node, frame)
+            self.call_sites = outer + (site,) if site is not None else outer
+            try:
+                return self.call_function(func, args, dict(kwargs), node)
+            finally:
+                self.call_sites = outer
         if isinstance(func, ClassRef):
             return self.construct(func.spec, args, kwargs, node, frame, kw_origins)
         if isinstance(func, BoundMethod):
@@ -1338,6 +1345,7 @@ class Interpreter:
             end_line,
             source.char_column(end_line, getattr(node, "end_col_offset", None) or node.col_offset),
             seq=self.clock,
+            via=self.call_sites,
         )
 
 
@@ -1371,7 +1379,8 @@ def _merge_origins(left: tuple, right: tuple) -> tuple:
 def _with_kind(origin: Origin | None, kind: str) -> Origin | None:
     if origin is None:
         return None
-    return Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, kind, origin.seq)
+    return Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, kind, origin.seq,
+                  origin.via)
 
 
 def _scalarish(value: Any) -> bool:

@@ -1,0 +1,58 @@
+"""Where a finding lands when the value was set inside an installed library helper: at the
+line of the recipe that called the helper, never in the library, never in another recipe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fix_rules import RULES, make_rule
+from mblint.engine import CheckOptions, Engine
+from mblint.plugins import LoadedPlugins
+
+HEADER = """from megatron.bridge.models import GPTModelProvider
+from megatron.bridge.recipes.common import _pretrain_common
+from megatron.bridge.utils.cuda_graph import set_cuda_graph_modules
+"""
+
+
+def lint(tmp_path: Path, mb06: Path, source: str, rule) -> list:
+    (tmp_path / "recipe.py").write_text(source)
+    engine = Engine(CheckOptions(search_paths=(mb06,), version="0.6"), LoadedPlugins(rules=[rule]))
+    engine.display_root = tmp_path
+    return engine.check_paths([str(tmp_path / "recipe.py")]).findings
+
+
+def test_value_set_by_a_library_helper_lands_on_the_call(tmp_path, mb06):
+    source = HEADER + """
+
+def graphs_config():
+    cfg = _pretrain_common()
+    cfg.model = GPTModelProvider(num_moe_experts=8, seq_length=4096)
+    cfg.model.cuda_graph_impl = "transformer_engine"
+    set_cuda_graph_modules(cfg.model, ["moe_preprocess"])  # line 10
+    cfg.model.use_te_rng_tracker = True
+    return cfg
+"""
+    [finding] = lint(tmp_path, mb06, source, RULES["CG006"]())
+    assert (finding.location.path, finding.location.line, finding.location.column) == ("recipe.py", 10, 5)
+
+
+def test_a_reused_helper_result_never_points_into_another_recipe(tmp_path, mb06):
+    """``_pretrain_common()`` takes no arguments, so the interpreter reuses its result for the
+    second recipe; the call site it remembers is the first recipe's."""
+    rule = make_rule("TS060", "dataset.seq_length", 4096, 2048)
+    source = HEADER + """
+
+def first_config():
+    cfg = _pretrain_common()  # line 7
+    return cfg
+
+
+def second_config():
+    cfg = _pretrain_common()  # line 12
+    return cfg
+"""
+    findings = lint(tmp_path, mb06, source, rule)
+    by_recipe = {f.recipe.split("::")[1]: f.location.line for f in findings}
+    assert by_recipe["first_config"] == 7
+    assert by_recipe["second_config"] in (11, 12)  # the call, or the function when the call is unknown
