@@ -156,6 +156,9 @@ class EffectiveConfig:
         # Attribute stores on a string or None in the recipe (AttributeError at run time):
         # (origin, target source text, owner value, attribute name)
         self.attribute_errors: list = []
+        # The recipe name that cfg.mixed_precision held before the resolver expanded it into
+        # the MixedPrecisionConfig its factory builds (None: no name was expanded).
+        self.mixed_precision_name: str | None = None
         self._graph = graph
         self._fields = fields
         self._types = types

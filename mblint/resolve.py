@@ -12,6 +12,7 @@ from mblint.extract.interpreter import (
     BudgetExceeded,
     FuncRef,
     Interpreter,
+    _with_kind,
     Return,
 )
 from mblint.extract.modules import ModuleFinder, SourceError, installed_megatron_roots, package_root
@@ -140,12 +141,32 @@ class ResolvedRecipe:
         return self.interp.schema
 
     def build(self) -> EffectiveConfig:
+        named = self.expand_named_mixed_precision()
         cfg = flatten(self.root, self.recipe, self.schema, list(self.interp.notes))
+        cfg.mixed_precision_name = named
         cfg.ignored_overrides = [(path, o.origin, o.action, o.value) for path, o in self.ignored]
         cfg.applied_overrides = [(path, o.origin, o.action, o.value) for path, o in self.applied]
         cfg.overrides_applied = self.overrides_applied > 0
         cfg.attribute_errors = list(self.interp.attribute_errors)
         return cfg
+
+
+    def expand_named_mixed_precision(self) -> str | None:
+        """Megatron-Bridge replaces a recipe name in ``cfg.mixed_precision`` with the config
+        its factory builds before it validates anything; so does mblint. The name is
+        returned; the expanded fields are defaults located at the line that chose the name."""
+        slot = self.root.fields.get("mixed_precision")
+        if slot is None or not isinstance(slot[0], str):
+            return None
+        name, origins = slot
+        expanded = self.interp.named_mixed_precision(name)
+        if expanded is None:
+            return None
+        chosen_at = tuple(_with_kind(origin, "default") for origin in origins[-1:])
+        for key, (value, _) in list(expanded.fields.items()):
+            expanded.fields[key] = (value, chosen_at)
+        self.root.writable()["mixed_precision"] = (expanded, origins)
+        return name
 
 
 class GraphView:

@@ -197,6 +197,9 @@ PURE_BUILTINS = {
 MATH_NAMES = {"lcm", "gcd", "ceil", "floor", "prod", "sqrt", "log2"}
 
 
+MIXED_PRECISION_MODULE = "megatron.bridge.training.mixed_precision"
+
+
 class Interpreter:
     """Evaluates recipe functions over one ``Schema``. One instance serves many recipes; each
     recipe evaluation gets fresh objects."""
@@ -329,6 +332,37 @@ class Interpreter:
         if members is not None:
             return EnumRef(name, tuple(members.items()))
         return External(qualname)
+
+    def named_mixed_precision(self, name: str) -> "Obj | None":
+        """The MixedPrecisionConfig that Megatron-Bridge's ``get_mixed_precision_config(name)``
+        builds at job start: the registered factory of that name (hyphens read as
+        underscores), interpreted like any other function. None when it cannot be followed."""
+        if name not in self.schema.mixed_precision_recipes:
+            return None
+        path = self.finder.find(MIXED_PRECISION_MODULE)
+        scope = self._scope_or_none(path) if path is not None else None
+        factory = scope.lookup(name.replace("-", "_")) if scope is not None else None
+        if not isinstance(factory, FuncRef):
+            return None
+        saved = (self.steps, list(self.notes), self.call_sites)
+        self.call_sites = ()
+        try:
+            result = self.call_function(factory, [], {}, None)
+        except (BudgetExceeded, Return, RecursionError):
+            result = None
+        finally:
+            self.steps, self.notes, self.call_sites = saved
+        if isinstance(result, Obj) and result.cls is not None and result.cls.name == "MixedPrecisionConfig":
+            return result
+        return None
+
+    def is_mixed_precision_lookup(self, func: FuncRef, args: list, kwargs: dict) -> bool:
+        """``get_mixed_precision_config("name")``: its registry is filled by decorators at
+        import time, which mblint does not run, so the factory is looked up by name instead."""
+        if func.name != "get_mixed_precision_config" or kwargs or len(args) != 1 or not isinstance(args[0], str):
+            return False
+        path = self.finder.find(MIXED_PRECISION_MODULE)
+        return path is not None and func.module.path.resolve() == path.resolve()
 
     def run_module_body(self, scope: ModuleScope) -> None:
         frame = Frame(scope, locals=scope.names)
@@ -1167,6 +1201,9 @@ class Interpreter:
         return None
 
     def call(self, func: Any, args: list, kwargs: dict, node: ast.AST, frame: Frame, kw_origins: dict) -> Any:
+        if isinstance(func, FuncRef) and self.is_mixed_precision_lookup(func, args, kwargs):
+            named = self.named_mixed_precision(args[0])
+            return named if named is not None else UNKNOWN
         if isinstance(func, FuncRef):
             outer = self.call_sites
             site = self.origin(node, frame)

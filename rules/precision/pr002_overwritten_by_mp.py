@@ -37,10 +37,10 @@ When `cfg.mixed_precision` is set, flags a recipe line or override that assigns
 `fp16`, `params_dtype`, `grad_reduce_in_fp32`, `fp8`, `fp8_recipe`, `fp8_param_gather`,
 `loss_scale`, ...) and the target class has that field, with a value different from the
 mixed-precision config's value for X. The mixed-precision value must be known: an object
-(`bf16_mixed()`, `MixedPrecisionConfig(...)`) that mblint evaluated. A recipe name given as a
-string (`cfg.mixed_precision = "bf16_mixed"`) is resolved by Megatron-Bridge only at job
-start, and mblint does not yet know the values it sets, so the rule stays silent there (the
-assignment is still overwritten).
+(`bf16_mixed()`, `MixedPrecisionConfig(...)`) that mblint evaluated, or a recipe name given as
+a string (`cfg.mixed_precision = "bf16_mixed"`), which Megatron-Bridge turns into its
+factory's config before validating and which mblint expands the same way (no automatic fix
+then: the field cannot be set on a string).
 Only assignments in the recipe's own file or in override files are considered (values the
 Megatron-Bridge base builders set are not the author's edit).
 
@@ -79,8 +79,10 @@ effect and changes numerics.
         # same value as the mixed-precision object: nothing changes
         "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.optimizer.bf16 = True",
         "cfg = _pretrain_common()\ncfg.mixed_precision = None\ncfg.ddp.grad_reduce_in_fp32 = False",
-        # a recipe name: its values are not known statically
-        "cfg = _pretrain_common()\ncfg.mixed_precision = 'bf16_mixed'\ncfg.model.pipeline_dtype = None",
+        # a recipe name, expanded like Megatron-Bridge does: the same value
+        "cfg = _pretrain_common()\ncfg.mixed_precision = 'bf16-mixed'\ncfg.optimizer.bf16 = True",
+        # an unregistered name: nothing is known
+        "cfg = _pretrain_common()\ncfg.mixed_precision = 'my_mixed'\ncfg.ddp.grad_reduce_in_fp32 = False",
         # mixed-precision value unknown
         "cfg = _pretrain_common()\nfor flag in [True, False]:\n    cfg.ddp.grad_reduce_in_fp32 = flag\n"
         "cfg.mixed_precision = bf16_mixed()",
@@ -88,6 +90,10 @@ effect and changes numerics.
     ]
     invalid = [
         "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.ddp.grad_reduce_in_fp32 = False  # error",
+        # a recipe name (bf16_mixed() sets grad_reduce_in_fp32 = True)
+        "cfg = _pretrain_common()\ncfg.mixed_precision = 'bf16_mixed'\ncfg.ddp.grad_reduce_in_fp32 = False  # error",
+        Example("cfg = _pretrain_common()\ncfg.mixed_precision = get_mixed_precision_config('bf16_mixed')\n"
+                "cfg.ddp.grad_reduce_in_fp32 = False  # error"),
         Example("cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.optimizer.fp16 = True  # error",
                 version="0.3"),
         Example("cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()",
@@ -124,6 +130,8 @@ effect and changes numerics.
                            f"from {mp_path} when MixedPrecisionConfig.setup() runs at job start; "
                            f"set it on {mp_path} instead")
                 fields = [path, mp_path]
-                fixes = [FixIntent("set", mp_path, value, safe=False,
-                                   description=f"set {mp_path} = {format_value(value)} instead")]
+                # Under a recipe name, cfg.mixed_precision is a str in the recipe: setting an
+                # attribute on it would raise AttributeError (PR003).
+                fixes = [] if cfg.mixed_precision_name else [
+                    FixIntent("set", mp_path, value, safe=False, description=f"set {mp_path} = {format_value(value)} instead")]
                 yield ctx.report(cfg, message, fields, primary=path, fixes=fixes)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
+from mblint.findings import Severity
 from mblint.rule import Rule
 from mblint.testing import Example
 
@@ -12,7 +12,7 @@ class AttrOnStringMixedPrecision(Rule):
     name = "attr-on-string-mixed-precision"
     severity = Severity.ERROR
     summary = "An attribute is set on cfg.mixed_precision while it holds a recipe name (a string): AttributeError."
-    fixable = True
+    fixable = False
     tags = ("precision",)
     doc = """## What it does
 Flags `cfg.mixed_precision.<field> = ...` executed while `cfg.mixed_precision` is a string
@@ -34,7 +34,7 @@ cfg.mixed_precision.grad_reduce_in_fp32 = False
 ## Fix
 Turn the name into an object first:
 `cfg.mixed_precision = get_mixed_precision_config(cfg.mixed_precision)` (or `bf16_mixed()`),
-then set the field. Safe: the same recipe with the intended change.
+then set the field. No automatic fix: it needs an import that mblint does not add.
 
 ## Versions
 0.3.x and 0.6.x.
@@ -69,8 +69,6 @@ then set the field. Safe: the same recipe with the intended change.
             seen.add(key)
             finding = ctx.report(cfg, f"{target}.{attribute} is set while {target} is the string {owner!r}; a str has no "
                                       f"attribute {attribute!r}, so the recipe raises AttributeError. Convert it first: "
-                                      f"{target} = get_mixed_precision_config({owner!r})", ["mixed_precision"],
-                                 fixes=[FixIntent("set", "mixed_precision", f"get_mixed_precision_config({owner!r})",
-                                                  safe=True, description="turn the recipe name into a config object")])
+                                      f"{target} = get_mixed_precision_config({owner!r})", ["mixed_precision"])
             finding.location = origin
             yield finding
