@@ -32,7 +32,9 @@ cfg.model.cross_entropy_fusion_impl = "te"
 ```
 
 ## Fix
-Set `model.cross_entropy_fusion_impl = "native"` (safe: same math, the stable kernel).
+Set `model.cross_entropy_fusion_impl = "native"`. Unsafe: the same math with another kernel,
+but the recipe chose "te" on purpose more often than not (throughput), so mblint does not
+switch kernels under `--fix` alone.
 
 ## Versions
 0.6.x (Megatron-Core 0.19). Megatron-Core 0.16, used with 0.3.x, has no such warning.
@@ -61,5 +63,5 @@ model_parallel_config.py:246-249 (no warning).
                               "issues (Megatron-LM rejects it); use 'native'",
                          ["model.cross_entropy_loss_fusion", "model.cross_entropy_fusion_impl"],
                          primary="model.cross_entropy_fusion_impl",
-                         fixes=[FixIntent("set", "model.cross_entropy_fusion_impl", "native", safe=True,
+                         fixes=[FixIntent("set", "model.cross_entropy_fusion_impl", "native", safe=False,
                                           description="use the native fused cross entropy")])
