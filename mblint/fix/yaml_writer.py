@@ -194,6 +194,14 @@ def _line_span(text: str, mapping, key, value) -> tuple[int, int]:
     return start, end
 
 
+def _child(node, name: str):
+    from ruamel.yaml.nodes import MappingNode
+
+    if not isinstance(node, MappingNode):
+        return None
+    return next((value for key, value in node.value if str(key.value) == name), None)
+
+
 def _insertion(text: str, root, new_path: tuple, indent: int, rest: str) -> tuple[int, int, str]:
     """Where and what to insert for ``new_path: <rest of the moved line>``: after the last entry
     of the existing parent mapping, or as a new top-level section at the end of the file."""
@@ -204,7 +212,7 @@ def _insertion(text: str, root, new_path: tuple, indent: int, rest: str) -> tupl
         raise YamlEditError("only a one-line entry can be moved")
     node = root
     for depth, name in enumerate(parents):
-        child = next((v for k, v in node.value if str(k.value) == name), None) if isinstance(node, MappingNode) else None
+        child = _child(node, name)
         if child is None:
             if depth or len(parents) != 1 or not isinstance(root, MappingNode) or root.flow_style:
                 raise YamlEditError(f"no section {'.'.join(parents[:depth + 1])} to move the key into")
