@@ -181,6 +181,21 @@ def test_yaml_writer_empty_value_and_refusals():
         apply_yaml_edits("a:\n  b: 1\n", [YamlEdit("remove", 2, 3, "b")])  # would leave a: null
 
 
+def test_yaml_move_to_another_section():
+    """A rename across parents (train.eval_iters -> validation.eval_iters) moves the line, with
+    its comment and line ending, to the end of the target section or to a new section."""
+    text = "train:\r\n  eval_iters: 5  # old\r\n  train_iters: 10\r\nvalidation:\r\n  eval_interval: 3\r\n"
+    move = YamlEdit("move", 2, 3, "train.eval_iters", None, "validation.eval_iters")
+    assert apply_yaml_edits(text, [move]) == \
+        "train:\r\n  train_iters: 10\r\nvalidation:\r\n  eval_interval: 3\r\n  eval_iters: 5  # old\r\n"
+    without = "train:\n  eval_iters: 5\n  train_iters: 10\n"
+    assert apply_yaml_edits(without, [move]) == "train:\n  train_iters: 10\nvalidation:\n  eval_iters: 5\n"
+    with pytest.raises(YamlEditError):  # the target is already set in the file
+        apply_yaml_edits("train:\n  eval_iters: 5\n  x: 1\nvalidation:\n  eval_iters: 3\n", [move])
+    with pytest.raises(YamlEditError):  # the old section would be left null
+        apply_yaml_edits("train:\n  eval_iters: 5\n", [move])
+
+
 def test_yaml_string_that_looks_like_a_number_is_quoted():
     assert apply_yaml_edits("a: x\n", [YamlEdit("set", 1, 1, "a", "1.5")]) == 'a: "1.5"\n'
 

@@ -29,7 +29,11 @@ same holds for a shared helper: an origin outside the recipe function is never e
 assignment is added to the recipe instead.
 
 Rename and remove intents edit the origin in place when it lies in the recipe function or an
-override file (a keyword or dict key is renamed only under the same parent).
+override file (a keyword or dict key is renamed only under the same parent). In an override
+file, a rename to another section (``train.eval_iters`` -> ``validation.eval_iters``) moves the
+one-line entry, comment included, to the end of that section, or to a new top-level section at
+the end of the file; it is refused when the target is already set there or the old section would
+be left empty.
 
 Proving a fix
 -------------

@@ -175,9 +175,9 @@ class Planner:
             key = intent.field.rsplit(".", 1)[-1]
             new_key = None
             if action == "rename":
-                if (intent.new_field or "").rsplit(".", 1)[0] != intent.field.rsplit(".", 1)[0]:
-                    raise Unfixable("an override key can only be renamed under the same parent")
-                new_key = (intent.new_field or "").rsplit(".", 1)[-1]
+                new_parent, _, new_key = (intent.new_field or "").rpartition(".")
+                if new_parent != intent.field.rpartition(".")[0]:
+                    action, new_key = "move", intent.new_field  # to another section of the file
             edit = YamlEdit(action, origin.line, origin.column, key, intent.value, new_key)
             return FileEdit(path, origin.path, edit, True, intent, origin.line)
         if not self.in_recipe(origin, cfg):

@@ -21,8 +21,9 @@ class YamlEditError(Exception):
 
 @dataclass(frozen=True)
 class YamlEdit:
-    """``action``: set | rename | remove. ``line``/``column`` are the 1-based position of the key
-    (the origin of an override). ``key_path`` is the field path the key stands for."""
+    """``action``: set | rename | remove | move. ``line``/``column`` are the 1-based position of
+    the key (the origin of an override). ``key_path`` is the field path the key stands for.
+    ``new_key`` is the new name (rename) or the new dotted path from the document root (move)."""
 
     action: str
     line: int
@@ -123,6 +124,7 @@ def apply_yaml_edits(text: str, edits: list[YamlEdit]) -> str:
         raise YamlEditError(f"cannot read YAML: {error}") from error
     splices: list[tuple[int, int, str]] = []
     checks: list[tuple[tuple, Any, bool]] = []
+    moved: list[tuple[tuple, tuple]] = []
     for edit in edits:
         found = _find_key(root, edit.line - 1, edit.column - 1)
         if found is None:
@@ -145,21 +147,14 @@ def apply_yaml_edits(text: str, edits: list[YamlEdit]) -> str:
             checks.append((path[:-1] + (new_key,), _MISSING, False))
             checks.append((path, _MISSING, True))
         elif edit.action == "remove":
-            if len(mapping.value) < 2:
-                raise YamlEditError("removing the only key would leave its parent null")
-            if mapping.flow_style:
-                raise YamlEditError("flow mapping")
-            end_mark = value.end_mark if value.end_mark.index > key.end_mark.index else key.end_mark
-            start = text.rfind("\n", 0, key.start_mark.index) + 1
-            if text[start:key.start_mark.index].strip():
-                raise YamlEditError("the key shares its line with other content")
-            end = text.find("\n", end_mark.index)
-            end = len(text) if end < 0 else end + 1
-            tail = text[end_mark.index:end].strip()
-            if tail and not tail.startswith("#"):
-                raise YamlEditError("other content follows the value")
-            splices.append((start, end, ""))
+            splices.append(_line_span(text, mapping, key, value) + ("",))
             checks.append((path, _MISSING, True))
+        elif edit.action == "move":
+            start, end = _line_span(text, mapping, key, value)
+            new_path = tuple((edit.new_key or "").split("."))
+            splices.append((start, end, ""))
+            splices.append(_insertion(text, root, new_path, key.start_mark.column, text[key.end_mark.index:end]))
+            moved.append((path, new_path))
         else:
             raise YamlEditError(f"unsupported action {edit.action!r}")
     new_text = _splice(text, splices)
@@ -176,7 +171,70 @@ def apply_yaml_edits(text: str, edits: list[YamlEdit]) -> str:
     for path, expected, absent in checks:
         if expected is _MISSING and absent is False and _get(document, path) is _MISSING:
             raise YamlEditError(f"{'.'.join(path)} is missing after the edit")
+    old_document = _load(text)
+    for old_path, new_path in moved:
+        if _get(document, old_path) is not _MISSING or \
+                not _same(_get(document, new_path), _get(old_document, old_path)):
+            raise YamlEditError(f"{'.'.join(old_path)} did not move to {'.'.join(new_path)}")
     return new_text
+
+
+def _line_span(text: str, mapping, key, value) -> tuple[int, int]:
+    """The lines of one ``key: value`` entry (with its end-of-line comment) that can be cut out
+    without leaving the parent empty or touching other content."""
+    if len(mapping.value) < 2:
+        raise YamlEditError("removing the only key would leave its parent null")
+    if mapping.flow_style:
+        raise YamlEditError("flow mapping")
+    end_mark = value.end_mark if value.end_mark.index > key.end_mark.index else key.end_mark
+    start = text.rfind("\n", 0, key.start_mark.index) + 1
+    if text[start:key.start_mark.index].strip():
+        raise YamlEditError("the key shares its line with other content")
+    end = text.find("\n", end_mark.index)
+    end = len(text) if end < 0 else end + 1
+    tail = text[end_mark.index:end].strip()
+    if tail and not tail.startswith("#"):
+        raise YamlEditError("other content follows the value")
+    return start, end
+
+
+def _child(node, name: str):
+    from ruamel.yaml.nodes import MappingNode
+
+    if not isinstance(node, MappingNode):
+        return None
+    return next((value for key, value in node.value if str(key.value) == name), None)
+
+
+def _insertion(text: str, root, new_path: tuple, indent: int, rest: str) -> tuple[int, int, str]:
+    """Where and what to insert for ``new_path: <rest of the moved line>``: after the last entry
+    of the existing parent mapping, or as a new top-level section at the end of the file."""
+    from ruamel.yaml.nodes import MappingNode, ScalarNode
+
+    *parents, leaf = new_path
+    if "\n" in rest.rstrip("\r\n"):
+        raise YamlEditError("only a one-line entry can be moved")
+    node = root
+    for depth, name in enumerate(parents):
+        child = _child(node, name)
+        if child is None:
+            if depth or len(parents) != 1 or not isinstance(root, MappingNode) or root.flow_style:
+                raise YamlEditError(f"no section {'.'.join(parents[:depth + 1])} to move the key into")
+            newline = "\r\n" if "\r\n" in text else "\n"
+            lead = "" if not text or text.endswith("\n") else newline
+            return len(text), len(text), f"{lead}{name}:{newline}{' ' * indent}{leaf}{rest}"
+        node = child
+    if not isinstance(node, MappingNode) or node.flow_style or not node.value:
+        raise YamlEditError(f"{'.'.join(parents)} is not a block mapping")
+    if any(str(k.value) == leaf for k, _ in node.value):
+        raise YamlEditError(f"{'.'.join(new_path)} is already set in this file")
+    last_key, last_value = node.value[-1]
+    if not isinstance(last_value, ScalarNode) or last_value.end_mark.line != last_key.start_mark.line:
+        raise YamlEditError(f"the last entry of {'.'.join(parents)} is not a one-line value")
+    at = text.find("\n", last_value.end_mark.index)
+    if at < 0:
+        raise YamlEditError("no line end after the last entry")
+    return at + 1, at + 1, f"{' ' * last_key.start_mark.column}{leaf}{rest}"
 
 
 class _Missing:

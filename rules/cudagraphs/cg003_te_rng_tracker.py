@@ -32,7 +32,8 @@ cfg.model.cuda_graph_impl = "transformer_engine"   # use_te_rng_tracker left Fal
 ```
 
 ## Fix
-Safe: set `model.use_te_rng_tracker = True` and `rng.te_rng_tracker = True`.
+Safe: set `model.use_te_rng_tracker = True`, the flag the provider's assertion reads, next to
+the graph switch. One assignment is enough: `validate()` copies either flag onto the other.
 
 ## Versions
 0.3.x and 0.6.x.
@@ -74,8 +75,7 @@ Safe: set `model.use_te_rng_tracker = True` and `rng.te_rng_tracker = True`.
             graph_fields(graphs, cfg) + ["model.use_te_rng_tracker", "rng.te_rng_tracker"],
             primary=graphs.impl_path,
             severity=severity,
+            # validate() ORs the two flags into both, so one assignment is the minimal fix
             fixes=[FixIntent("set", "model.use_te_rng_tracker", True, safe=True,
-                             description="set model.use_te_rng_tracker to True"),
-                   FixIntent("set", "rng.te_rng_tracker", True, safe=True,
-                             description="set rng.te_rng_tracker to True")],
+                             description="set model.use_te_rng_tracker to True")],
         )
