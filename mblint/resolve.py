@@ -37,6 +37,7 @@ class Project:
         self.version = version
         self.display_root = display_root or Path.cwd()
         self._interpreters: dict[tuple, Interpreter] = {}
+        self._interpreter_of: dict[tuple, Interpreter] = {}  # (path, version, search paths) -> interpreter
         self._roots: dict[Path, list[Path]] = {}
         self._lines: dict[Path, str] = {}
 
@@ -76,6 +77,15 @@ class Project:
         return None
 
     def interpreter_for(self, path: Path) -> Interpreter:
+        """Asked several times per recipe; the answer only changes with the settings in force
+        (schema line, search paths), which are part of the key."""
+        key = (path, self.version, len(self.search_paths))
+        interp = self._interpreter_of.get(key)
+        if interp is None:
+            interp = self._interpreter_of[key] = self._find_interpreter(path)
+        return interp
+
+    def _find_interpreter(self, path: Path) -> Interpreter:
         roots = self.roots_for(path)
         line = self.line_for(path, roots)
         key = (tuple(roots), line)
@@ -147,12 +157,16 @@ class ResolvedRecipe:
         return cfg
 
 
+_MISSING = object()
+
+
 class GraphView:
     """Answers field look-ups on an interpreted object graph, flattening it only on demand."""
 
     def __init__(self, root: Obj) -> None:
         self.root = root
         self._memo: dict[str, tuple[Any, tuple]] = {}
+        self._values: dict[str, Any] = {}  # lookup() answers
 
     def _walk_to(self, path: str) -> tuple[Any, tuple]:
         """(value, origins) at ``path``; value may be an Obj, ABSENT or UNKNOWN. Rules only
@@ -177,6 +191,14 @@ class GraphView:
         return current, origins
 
     def lookup(self, path: str) -> Any:
+        found = self._values.get(path, _MISSING)
+        if found is _MISSING:
+            found = self._lookup_uncached(path)
+            if not isinstance(found, list):  # a caller may change a list it was given
+                self._values[path] = found
+        return found
+
+    def _lookup_uncached(self, path: str) -> Any:
         value, _ = self._walk_to(path)
         if isinstance(value, Obj):
             return _NodeMarker(value.type_name)

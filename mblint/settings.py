@@ -204,6 +204,7 @@ class SettingsResolver:
         self.isolated = isolated
         self._by_dir: dict[Path, Settings] = {}
         self._by_file: dict[Path, Settings | None] = {}
+        self._by_path: dict[str, Settings] = {}  # absolute path as given -> settings
         self._default: Settings | None = None
 
     def default(self) -> Settings:
@@ -212,6 +213,15 @@ class SettingsResolver:
         return self._default
 
     def for_path(self, path: Path | str) -> Settings:
+        """Asked many times per file in a run (rules, world size, suppressions, fail-on):
+        answered from memory after the first time."""
+        key = os.path.abspath(path)
+        found = self._by_path.get(key)
+        if found is None:
+            found = self._by_path[key] = self._find(path)
+        return found
+
+    def _find(self, path: Path | str) -> Settings:
         if self.isolated:
             return self.default()
         if self.config is not None:

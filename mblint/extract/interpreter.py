@@ -74,10 +74,17 @@ class ModuleScope:
         self._building = False
         self._searching_stars = False
         self.deps: set[Path] = set()  # modules this one's imports resolved to
+        self._resolved_path: Path | None = None
 
     @property
     def path(self) -> Path:
         return self.source.path
+
+    @property
+    def resolved_path(self) -> Path:
+        if self._resolved_path is None:
+            self._resolved_path = self.source.path.resolve()
+        return self._resolved_path
 
     def lookup(self, name: str) -> Any:
         self.build()
@@ -272,9 +279,9 @@ class Interpreter:
         while stack:
             current = stack.pop()
             scope = self.scopes.get(current)
-            if scope is None or scope.path.resolve() in seen:
+            if scope is None or scope.resolved_path in seen:
                 continue
-            seen.add(scope.path.resolve())
+            seen.add(scope.resolved_path)
             stack.extend(scope.deps)
         return seen
 
