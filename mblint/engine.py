@@ -176,6 +176,8 @@ class Engine:
         self.editable: set[str] = set()
         self.used_rules: set = set()
         self._rules_cache: dict = {}
+        self._config_rules: dict = {}
+        self._world_size_comments: dict[str, int | None] = {}
 
     # ----- settings (per file) -------------------------------------------------------------
 
@@ -380,9 +382,7 @@ class Engine:
     def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult) -> None:
         world_size, source = self.world_size_for(cfg, text)
         editable = self.editable_frozen()
-        for rule_class in self.rules:
-            if rule_class in ENGINE_RULES or not rule_class.applies_to(cfg.schema_version):
-                continue
+        for rule_class in self.config_rules(cfg.schema_version):
             rule = rule_class()
             ctx = RuleContext(rule, world_size, source, editable_paths=editable)
             try:
@@ -391,19 +391,35 @@ class Engine:
             except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others
                 report.notes.append(f"internal error in rule {rule_class.id} on {cfg.recipe.label}: {type(error).__name__}: {error}")
 
+    def config_rules(self, line: str) -> list[type[Rule]]:
+        """The enabled rules that check a configuration of schema line ``line``."""
+        key = (tuple(self.rules), line)
+        chosen = self._config_rules.get(key)
+        if chosen is None:
+            chosen = self._config_rules[key] = [rule for rule in self.rules
+                                                if rule not in ENGINE_RULES and rule.applies_to(line)]
+        return chosen
+
     def world_size_for(self, cfg: EffectiveConfig, text: str) -> tuple[int | None, str]:
         if self.options.world_size:
             return self.options.world_size, "option"
         settings = self.settings_for(self.display_root / cfg.recipe.path)
         if settings is not None and settings.world_size:
             return settings.world_size, "setting"
-        match = WORLD_SIZE_COMMENT.search(text)
-        if match:
-            return int(match.group(1)), "comment"
+        from_comment = self.world_size_comment(cfg.recipe.path, text)
+        if from_comment is not None:
+            return from_comment, "comment"
         match = WORLD_SIZE_NAME.search(f"_{cfg.recipe.function}_")
         if match:
             return int(match.group(1)), "name"
         return None, ""
+
+    def world_size_comment(self, recipe_path: str, text: str) -> int | None:
+        """The ``# mblint: world-size=N`` comment of the recipe's file (searched once per file)."""
+        if recipe_path not in self._world_size_comments:
+            match = WORLD_SIZE_COMMENT.search(text)
+            self._world_size_comments[recipe_path] = int(match.group(1)) if match else None
+        return self._world_size_comments[recipe_path]
 
     def report_limits(self, notes: list[str], path: Path, function: str, report: FileResult) -> None:
         limited = [n for n in notes if "limit" in n or "unresolved" in n or "too deep" in n]

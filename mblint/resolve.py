@@ -236,11 +236,10 @@ class GraphView:
             active.add(obj.oid)
             names = obj.cls.fields if obj.cls is not None else None
             for key, (value, _) in obj.fields.items():
-                path = f"{prefix}.{key}" if prefix else str(key)
                 if names is not None and key not in names:
-                    found.append(path)
+                    found.append(f"{prefix}.{key}" if prefix else str(key))
                 elif isinstance(value, Obj):
-                    visit(value, path, active)
+                    visit(value, f"{prefix}.{key}" if prefix else str(key), active)
             active.discard(obj.oid)
 
         visit(self.root, "", set())
