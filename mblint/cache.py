@@ -2,7 +2,16 @@
 checkout, and reading it must not run anything). An entry is valid while the file's content, the content of every
 module its recipes read (base builders, imported constants...), mblint's version, the options
 and the rule packs are unchanged. Entries are written atomically, one file each, so concurrent
-runs at worst both compute the same entry."""
+runs at worst both compute the same entry.
+
+Each dependency is recorded with its content digest and, when safe, its stat signature (size,
+mtime, ctime, inode). A dependency whose signature is unchanged is taken as unchanged without
+reading it; any other is hashed. ctime moves with every content change and cannot be set
+back, so an edit that keeps the size and restores the mtime is still seen. As in git's
+"racy git" handling, a file changed shortly before it was recorded (within
+``RACY_WINDOW_NS``, more than any file system's timestamp granularity) gets no signature:
+a later edit in the same timestamp tick would leave the signature unchanged, so that file is
+hashed on every run until its entry is rewritten."""
 
 from __future__ import annotations
 
@@ -10,12 +19,14 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from mblint import __version__
 
 CACHE_DIR_NAME = ".mblint_cache"
+RACY_WINDOW_NS = 3_000_000_000
 PROJECT_MARKERS = ("pyproject.toml", "mblint.toml", ".git")
 
 
@@ -57,6 +68,14 @@ def rules_fingerprint(rules: list) -> str:
     return hashlib.blake2b("|".join(sorted(parts)).encode(), digest_size=16).hexdigest()
 
 
+def stat_signature(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
 class ResultCache:
     def __init__(self, root: Path, settings_key: str) -> None:
         self.folder = root / CACHE_DIR_NAME / __version__
@@ -64,6 +83,8 @@ class ResultCache:
         self.hits = 0
         self.misses = 0
         self.hashes: dict[str, str | None] = {}
+        self.signatures: dict[str, list[int] | None] = {}
+        self.started_ns = time.time_ns()
 
     def _entry_path(self, path: Path, extra: str) -> Path:
         text = f"{os.path.abspath(path)}|{self.settings_key}|{extra}"
@@ -85,13 +106,38 @@ class ResultCache:
         self.hits += 1
         return entry["result"]
 
-    def _deps_unchanged(self, deps: dict[str, str | None]) -> bool:
-        return all(content_hash(Path(dep), self.hashes) == digest for dep, digest in deps.items())
+    def _deps_unchanged(self, deps: dict[str, Any]) -> bool:
+        return all(self._dep_unchanged(dep, recorded) for dep, recorded in deps.items())
+
+    def _dep_unchanged(self, dep: str, recorded: Any) -> bool:
+        """``recorded`` is [digest, signature or None] (or a bare digest, the older format)."""
+        digest, signature = recorded if isinstance(recorded, list) else (recorded, None)
+        if signature is not None and self._signature(dep) == signature:
+            return True
+        return content_hash(Path(dep), self.hashes) == digest
+
+    def _signature(self, dep: str) -> list[int] | None:
+        if dep not in self.signatures:
+            self.signatures[dep] = stat_signature(dep)
+        return self.signatures[dep]
+
+    def _record(self, dep: str) -> list:
+        """[digest, signature]; the signature is taken before the content is read, and left out
+        when the file changed too recently for its timestamps to tell a later edit apart."""
+        signature = self._signature(dep)
+        digest = content_hash(Path(dep), self.hashes)
+        if signature is None or digest is None or self._racy(signature):
+            signature = None
+        return [digest, signature]
+
+    def _racy(self, signature: list[int]) -> bool:
+        _, mtime_ns, ctime_ns, _ = signature
+        return max(mtime_ns, ctime_ns) >= self.started_ns - RACY_WINDOW_NS
 
     def put(self, path: Path, deps: set[Path], result: Any, extra: str = "") -> None:
         entry = {
             "settings": self.settings_key,
-            "deps": {os.path.abspath(dep): content_hash(dep, self.hashes) for dep in sorted({Path(os.path.abspath(path)), *deps})},
+            "deps": {dep: self._record(dep) for dep in sorted({os.path.abspath(d) for d in (path, *deps)})},
             "result": result,
         }
         entry_path = self._entry_path(path, extra)

@@ -209,11 +209,13 @@ class Engine:
             if extra not in self.project.search_paths:
                 self.project.search_paths.append(extra)
 
-    def excluded_by_settings(self, path: Path, explicit: bool) -> bool:
-        if explicit and not self.options.force_exclude:
-            return False
+    def excluded_by_settings(self, path: Path, explicit: "_ExplicitFiles") -> bool:
         settings = self.settings_for(path)
-        return settings is not None and settings.is_excluded(path)
+        if settings is None or not settings.exclude:
+            return False
+        if not self.options.force_exclude and path in explicit:
+            return False
+        return settings.is_excluded(path)
 
     @property
     def project(self):
@@ -244,9 +246,9 @@ class Engine:
         report = Report()
         report.notes.extend(self.plugins.errors)
         found = discover(paths, self.options.excludes, self.options.force_exclude)
-        explicit = {Path(p).resolve() for p in paths if Path(p).is_file()}
-        found.python = [p for p in found.python if not self.excluded_by_settings(p, p.resolve() in explicit)]
-        found.yaml = [p for p in found.yaml if not self.excluded_by_settings(p, p.resolve() in explicit)]
+        explicit = _ExplicitFiles(paths)
+        found.python = [p for p in found.python if not self.excluded_by_settings(p, explicit)]
+        found.yaml = [p for p in found.yaml if not self.excluded_by_settings(p, explicit)]
         for missing in found.missing:
             report.errors.append(FileError(missing, "no such file or directory"))
         report.notes.extend(found.problems)
@@ -476,6 +478,19 @@ class Engine:
         interp = self.project.interpreter_for(near)
         found = interp.finder.find(where)
         return (found, function) if found else None
+
+
+class _ExplicitFiles:
+    """The files named on the command line, resolved only when a settings exclude asks."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self._resolved: set[Path] | None = None
+
+    def __contains__(self, path: Path) -> bool:
+        if self._resolved is None:
+            self._resolved = {Path(p).resolve() for p in self.paths if Path(p).is_file()}
+        return path.resolve() in self._resolved
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:
