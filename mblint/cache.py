@@ -76,9 +76,13 @@ def stat_signature(path: str) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
+def cache_folder(root: Path) -> Path:
+    return root / CACHE_DIR_NAME / __version__
+
+
 class ResultCache:
     def __init__(self, root: Path, settings_key: str) -> None:
-        self.folder = root / CACHE_DIR_NAME / __version__
+        self.folder = cache_folder(root)
         self.settings_key = settings_key
         self.hits = 0
         self.misses = 0

@@ -7,14 +7,16 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from mblint.discover import discover
 from mblint.extract.modules import SourceError
 from mblint.findings import Finding, Severity, finding_from_dict, finding_to_dict
 from mblint.model import EffectiveConfig, Origin
-from mblint.plugins import LoadedPlugins, load_plugins
 from mblint.rule import Rule, RuleContext
+
+if TYPE_CHECKING:
+    from mblint.plugins import LoadedPlugins
 
 WORLD_SIZE_COMMENT = re.compile(r"#\s*mblint:\s*world[-_]size\s*=\s*(\d+)")
 WORLD_SIZE_NAME = re.compile(r"_(\d+)gpus?_")
@@ -165,19 +167,67 @@ def select_rules(rules: Iterable[type[Rule]], select: tuple[str, ...], ignore: t
 
 
 class Engine:
-    def __init__(self, options: CheckOptions, plugins: LoadedPlugins | None = None) -> None:
+    def __init__(self, options: CheckOptions, plugins: "LoadedPlugins | None" = None) -> None:
         self.options = options
-        self.plugins = plugins or load_plugins()
-        self.all_rules = list(ENGINE_RULES) + list(self.plugins.rules)
-        self.rules = select_rules(self.all_rules, options.select, options.ignore, options.extend_select)
-        self.base_rules = self.rules
         self.display_root = Path.cwd()
         self._project = None
         self.editable: set[str] = set()
         self.used_rules: set = set()
+        self._world_size_comments: dict[str, int | None] = {}
+        self._plugins = None
+        self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
+        if plugins is not None or not options.use_cache:
+            self.use_plugins(plugins)
+        # else: with a cache, the plugins come from the catalog when possible (make_cache)
+
+    # ----- rules ---------------------------------------------------------------------------
+
+    def use_plugins(self, plugins: "LoadedPlugins | None", catalogued: bool = False) -> None:
+        if plugins is None:
+            from mblint.plugins import load_plugins
+
+            plugins = load_plugins()
+        self._plugins = plugins
+        self.catalogued_rules = catalogued
+        self._all_rules = list(ENGINE_RULES) + list(plugins.rules)
+        options = self.options
+        self._base_rules = select_rules(self._all_rules, options.select, options.ignore, options.extend_select)
+        self._rules = self._base_rules
         self._rules_cache: dict = {}
         self._config_rules: dict = {}
-        self._world_size_comments: dict[str, int | None] = {}
+
+    def load_rule_classes(self) -> None:
+        """The real rule classes, before any file is checked."""
+        if self._plugins is None or self.catalogued_rules:
+            self.use_plugins(None)
+
+    def _ensure_plugins(self) -> None:
+        if self._plugins is None:
+            self.use_plugins(None)
+
+    @property
+    def plugins(self) -> "LoadedPlugins":
+        self._ensure_plugins()
+        return self._plugins
+
+    @property
+    def all_rules(self) -> list:
+        self._ensure_plugins()
+        return self._all_rules
+
+    @property
+    def base_rules(self) -> list:
+        self._ensure_plugins()
+        return self._base_rules
+
+    @property
+    def rules(self) -> list:
+        self._ensure_plugins()
+        return self._rules
+
+    @rules.setter
+    def rules(self, rules: list) -> None:
+        self._rules = rules
 
     # ----- settings (per file) -------------------------------------------------------------
 
@@ -244,7 +294,6 @@ class Engine:
 
     def _check_paths(self, paths: list[str]) -> Report:
         report = Report()
-        report.notes.extend(self.plugins.errors)
         found = discover(paths, self.options.excludes, self.options.force_exclude)
         explicit = _ExplicitFiles(paths)
         found.python = [p for p in found.python if not self.excluded_by_settings(p, explicit)]
@@ -254,7 +303,8 @@ class Engine:
         report.notes.extend(found.problems)
         files = found.python + found.yaml
         self.editable = {self.project_display(p) for p in files}
-        cache = self.make_cache()
+        cache = self.make_cache()  # before the plugins are first needed: they may come from its catalog
+        report.notes[0:0] = self.plugins.errors
         pending = []
         for path in files:
             cached = cache.get(path, self.settings_source(path)) if cache else None
@@ -293,18 +343,40 @@ class Engine:
         from mblint import cache
 
         root = self.options.cache_root or cache.project_root(self.display_root)
+        folder = cache.cache_folder(root)
+        fingerprint = self.rules_fingerprint(folder)
         options = {k: v for k, v in vars(self.options).items()
                    if k not in ("use_cache", "cache_root", "jobs", "settings")}
         resolver = self.options.settings
         if resolver is not None:
             options["settings"] = {"config": str(resolver.config), "isolated": resolver.isolated}
-        key = cache.settings_key({"options": options, "rules": cache.rules_fingerprint(self.all_rules),
+        key = cache.settings_key({"options": options, "rules": fingerprint,
                                   "plugins": self.plugins.versions, "cwd": str(self.display_root)})
         return cache.ResultCache(root, key)
+
+    def rules_fingerprint(self, folder: Path) -> str:
+        """Of every rule; from the plugin catalog in ``folder`` when it is current (then no rule
+        pack is imported unless a file must be checked), else from the loaded rule classes."""
+        from mblint import cache, catalog
+
+        if self._plugins is None:
+            catalogued = catalog.load_catalog(folder)
+            if catalogued is not None:
+                self.use_plugins(catalogued, catalogued=True)
+                return catalogued.fingerprint
+            self.use_plugins(None)
+            fingerprint = cache.rules_fingerprint(self.all_rules)
+            catalog.save_catalog(folder, self.plugins, fingerprint)
+            return fingerprint
+        if self.catalogued_rules:
+            return self.plugins.fingerprint
+        return cache.rules_fingerprint(self.all_rules)
 
     def check_files(self, paths: list[Path]):
         """(path, FileResult, dependencies) for each file, in worker processes when there is
         enough work to pay for them."""
+        if paths:
+            self.load_rule_classes()
         jobs = self.options.jobs if self.options.jobs is not None else _default_jobs(len(paths))
         if jobs <= 1:
             for path in paths:
@@ -313,6 +385,7 @@ class Engine:
         yield from _check_in_workers(self, paths, jobs)
 
     def check_file(self, path: Path) -> tuple[FileResult, set[Path]]:
+        self.load_rule_classes()
         result = FileResult()
         if path.suffix == ".py":
             self.check_python(path, result)

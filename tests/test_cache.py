@@ -48,6 +48,11 @@ def make_project(root: Path, mbs: int) -> Path:
     return package / "recipe.py"
 
 
+def result_entries(root: Path) -> list[Path]:
+    """The per-file result entries (the plugin catalog sits beside them)."""
+    return list((root / ".mblint_cache").glob("*/*/*.json"))
+
+
 def run(root: Path, recipe: Path, use_cache: bool = True):
     engine = Engine(CheckOptions(select=("PK001",), use_cache=use_cache, cache_root=root))
     engine.display_root = root
@@ -84,7 +89,7 @@ def test_no_cache_neither_reads_nor_writes(tmp_path):
 def test_corrupt_entries_are_ignored(tmp_path):
     recipe = make_project(tmp_path, mbs=2)
     run(tmp_path, recipe)
-    for entry in (tmp_path / ".mblint_cache").rglob("*.json"):
+    for entry in result_entries(tmp_path):
         entry.write_text("{not json")
     report = run(tmp_path, recipe)
     assert report.cache_hits == 0 and [f.rule_id for f in report.findings] == ["PK001"]
@@ -96,7 +101,7 @@ def test_concurrent_runs_leave_valid_entries(tmp_path):
     processes = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                  for _ in range(4)]
     assert [p.wait() for p in processes] == [1, 1, 1, 1]
-    entries = list((tmp_path / ".mblint_cache").rglob("*.json"))
+    entries = result_entries(tmp_path)
     assert entries and all(json.loads(e.read_text())["result"]["findings"] for e in entries)
     assert not [p for p in (tmp_path / ".mblint_cache").rglob(".tmp-*")]
     assert os.path.exists(tmp_path / ".mblint_cache" / ".gitignore")
@@ -110,7 +115,7 @@ def _settle(monkeypatch) -> None:
 
 
 def _entries(root: Path) -> list[dict]:
-    return [json.loads(e.read_text()) for e in (root / ".mblint_cache").rglob("*.json")]
+    return [json.loads(e.read_text()) for e in result_entries(root)]
 
 
 def test_unchanged_files_are_validated_by_stat_without_reading_them(tmp_path, monkeypatch):
@@ -162,7 +167,7 @@ def test_recently_changed_files_get_no_signature_and_are_hashed(tmp_path, monkey
 def test_entries_in_the_older_digest_only_format_are_still_read(tmp_path):
     recipe = make_project(tmp_path, mbs=2)
     run(tmp_path, recipe)
-    for path in (tmp_path / ".mblint_cache").rglob("*.json"):
+    for path in result_entries(tmp_path):
         entry = json.loads(path.read_text())
         entry["deps"] = {dep: digest for dep, (digest, _) in entry["deps"].items()}
         path.write_text(json.dumps(entry))
