@@ -15,15 +15,18 @@ hashed on every run until its entry is rewritten."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from mblint import __version__
+
+try:  # the function hashlib.blake2b is, without hashlib loading OpenSSL at start-up
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Python implementations
+    from hashlib import blake2b
 
 CACHE_DIR_NAME = ".mblint_cache"
 RACY_WINDOW_NS = 3_000_000_000
@@ -45,7 +48,7 @@ def content_hash(path: Path, memo: dict | None = None) -> str | None:
         return memo[key]
     try:
         with open(key, "rb") as handle:
-            digest = hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
+            digest = blake2b(handle.read(), digest_size=16).hexdigest()
     except OSError:
         digest = None
     if memo is not None:
@@ -65,7 +68,7 @@ def rules_fingerprint(rules: list) -> str:
             parts.append(f"{rule.id}:{source}:{stat.st_size}:{stat.st_mtime_ns}")
         except OSError:
             parts.append(f"{rule.id}:{source}")
-    return hashlib.blake2b("|".join(sorted(parts)).encode(), digest_size=16).hexdigest()
+    return blake2b("|".join(sorted(parts)).encode(), digest_size=16).hexdigest()
 
 
 def stat_signature(path: str) -> list[int] | None:
@@ -92,7 +95,7 @@ class ResultCache:
 
     def _entry_path(self, path: Path, extra: str) -> Path:
         text = f"{os.path.abspath(path)}|{self.settings_key}|{extra}"
-        name = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        name = blake2b(text.encode(), digest_size=16).hexdigest()
         return self.folder / name[:2] / f"{name}.json"
 
     def get(self, path: Path, extra: str = "") -> Any | None:
@@ -139,6 +142,8 @@ class ResultCache:
         return max(mtime_ns, ctime_ns) >= self.started_ns - RACY_WINDOW_NS
 
     def put(self, path: Path, deps: set[Path], result: Any, extra: str = "") -> None:
+        import tempfile  # only runs that write entries pay for importing it
+
         entry = {
             "settings": self.settings_key,
             "deps": {dep: self._record(dep) for dep in sorted({os.path.abspath(d) for d in (path, *deps)})},
@@ -157,7 +162,7 @@ class ResultCache:
 
 
 def settings_key(parts: dict) -> str:
-    return hashlib.blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
+    return blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
 
 
 def _ensure_gitignore(folder: Path) -> None:

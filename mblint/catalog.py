@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +98,8 @@ def save_catalog(folder: Path, plugins, fingerprint: str) -> None:
             "versions": plugins.versions, "fingerprint": fingerprint}
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             json.dump(data, stream)
