@@ -611,18 +611,48 @@ def _check_in_workers(engine: Engine, paths: list[Path], jobs: int):
             yield (path, *engine.check_file(path))
         return
     context = multiprocessing.get_context("fork")
-    chunks = _chunks_by_folder(paths, jobs)
+    results = {}
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init,
                              initargs=(engine,)) as pool:
-        for batch in pool.map(_worker_run, [[str(p) for p in chunk] for chunk in chunks]):
+        for batch in pool.map(_worker_run, [[str(p) for p in group] for group in _work_groups(paths, jobs)]):
             for raw, data, deps in batch:
-                yield Path(raw), FileResult.from_dict(data), {Path(d) for d in deps}
+                results[raw] = (FileResult.from_dict(data), {Path(d) for d in deps})
+    for path in paths:  # in the given order, as a single process would report them
+        yield (path, *results[str(path)])
 
 
-def _chunks_by_folder(paths: list[Path], jobs: int) -> list[list[Path]]:
-    """Contiguous runs of sorted paths, so a folder's shared modules are parsed by one worker;
-    a few chunks per worker keep both cores busy to the end."""
-    ordered = sorted(paths, key=lambda p: str(p))
-    count = max(1, jobs * 4)
-    size = max(1, -(-len(ordered) // count))
-    return [ordered[i:i + size] for i in range(0, len(ordered), size)]
+def _work_groups(paths: list[Path], jobs: int) -> list[list[Path]]:
+    """Work units for the workers. Files are grouped by their folder two levels below the folder
+    common to all of them (a model family, whose recipes read the same modules: one worker then
+    parses and interprets those once); a group much bigger than an even share is cut in
+    contiguous pieces. Biggest first, by bytes, so that the work left at the end is small and
+    both workers finish together."""
+    sizes = {path: _size(path) for path in paths}
+    share = max(1, sum(sizes.values()) // max(1, jobs * 4))
+    units = []
+    for group in _family_groups(paths):
+        weight = sum(sizes[p] for p in group)
+        pieces = max(1, min(len(group), round(weight / share))) if weight > 2 * share else 1
+        step = -(-len(group) // pieces)
+        units.extend(group[i:i + step] for i in range(0, len(group), step))
+    return sorted(units, key=lambda unit: -sum(sizes[p] for p in unit))
+
+
+def _family_groups(paths: list[Path]) -> list[list[Path]]:
+    absolute = {path: os.path.abspath(path) for path in paths}
+    try:
+        common = os.path.commonpath(list(absolute.values()))
+    except ValueError:  # different drives
+        common = ""
+    groups: dict[tuple, list[Path]] = {}
+    for path in sorted(paths, key=str):
+        parts = os.path.relpath(absolute[path], common).split(os.sep) if common else [absolute[path]]
+        groups.setdefault(tuple(parts[:min(2, len(parts) - 1)]), []).append(path)
+    return list(groups.values())
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
