@@ -456,23 +456,25 @@ class Engine:
 
     def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult) -> None:
         world_size, source = self.world_size_for(cfg, text)
-        editable = self.editable_frozen()
-        for rule_class in self.config_rules(cfg.schema_version):
-            rule = rule_class()
-            ctx = RuleContext(rule, world_size, source, editable_paths=editable)
+        for rule, ctx in self.config_rules(cfg.schema_version, world_size, source):
             try:
                 for finding in rule.check(cfg, ctx) or ():
                     report.findings.append(finding)
             except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others
-                report.notes.append(f"internal error in rule {rule_class.id} on {cfg.recipe.label}: {type(error).__name__}: {error}")
+                report.notes.append(f"internal error in rule {rule.id} on {cfg.recipe.label}: {type(error).__name__}: {error}")
 
-    def config_rules(self, line: str) -> list[type[Rule]]:
-        """The enabled rules that check a configuration of schema line ``line``."""
-        key = (tuple(self.rules), line)
+    def config_rules(self, line: str, world_size: int | None, source: str) -> list[tuple[Rule, RuleContext]]:
+        """(rule, context) for each enabled rule that checks a configuration of schema line
+        ``line``. Rules and contexts hold no state of their own, so they are made once per
+        distinct setting instead of once per configuration."""
+        editable = self.editable_frozen()
+        key = (tuple(self.rules), line, world_size, source, editable)
         chosen = self._config_rules.get(key)
         if chosen is None:
-            chosen = self._config_rules[key] = [rule for rule in self.rules
-                                                if rule not in ENGINE_RULES and rule.applies_to(line)]
+            chosen = self._config_rules[key] = [
+                (rule, RuleContext(rule, world_size, source, editable_paths=editable))
+                for rule in (rule_class() for rule_class in self.rules
+                             if rule_class not in ENGINE_RULES and rule_class.applies_to(line))]
         return chosen
 
     def world_size_for(self, cfg: EffectiveConfig, text: str) -> tuple[int | None, str]:
