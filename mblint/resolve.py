@@ -177,18 +177,14 @@ class GraphView:
         return found
 
     def _walk_uncached(self, path: str) -> tuple[Any, tuple]:
-        current: Any = self.root
-        origins: tuple = ()
+        """One step from the parent's (kept) answer: rules read many fields of one node."""
+        parent, dot, leaf = path.rpartition(".")
+        if dot and parent:
+            return _step(self._walk_to(parent)[0], leaf)
+        found: tuple[Any, tuple] = (self.root, ())
         for part in path.split(".") if path else ():
-            if not isinstance(current, Obj):
-                return (UNKNOWN if isinstance(current, Unknown) else ABSENT), ()
-            slot = current.fields.get(part)
-            if slot is None and current.is_dict:
-                slot = next((v for k, v in current.fields.items() if str(k) == part), None)
-            if slot is None:
-                return (UNKNOWN if current.open else ABSENT), ()
-            current, origins = slot
-        return current, origins
+            found = _step(found[0], part)
+        return found
 
     def lookup(self, path: str) -> Any:
         found = self._values.get(path, _MISSING)
@@ -252,6 +248,18 @@ class GraphView:
         for path, value, origins in _walk(self.root, "", types, open_dicts, set()):
             fields[path] = ResolvedField(path, _plain(value), origins)
         return fields, types, frozenset(open_dicts)
+
+
+def _step(current: Any, part: str) -> tuple[Any, tuple]:
+    """(value, origins) of field or key ``part`` of ``current``."""
+    if not isinstance(current, Obj):
+        return (UNKNOWN if isinstance(current, Unknown) else ABSENT), ()
+    slot = current.fields.get(part)
+    if slot is None and current.is_dict:
+        slot = next((v for k, v in current.fields.items() if str(k) == part), None)
+    if slot is None:
+        return (UNKNOWN if current.open else ABSENT), ()
+    return slot
 
 
 def flatten(root: Obj, recipe: RecipeRef, schema: Schema, notes: list[str] | None = None) -> EffectiveConfig:
