@@ -24,6 +24,16 @@ class Origin:
     kind: str = field(default="set", compare=False)  # set | default | override | unknown | recipe
     seq: int = field(default=0, compare=False)  # program order across files: later sets are larger
 
+    @classmethod
+    def at(cls, path: str, line: int, column: int, end_line: int, end_column: int, kind: str = "set",
+           seq: int = 0) -> "Origin":
+        """``Origin(...)`` without the frozen dataclass's ``object.__setattr__`` per field: the
+        interpreter makes one for every assignment it reads."""
+        origin = object.__new__(cls)
+        origin.__dict__.update(path=path, line=line, column=column, end_line=end_line,
+                               end_column=end_column, kind=kind, seq=seq)
+        return origin
+
     def to_json(self) -> dict:
         return {
             "path": self.path,

@@ -1338,7 +1338,7 @@ class Interpreter:
         source = frame.scope.source
         line, end_line = node.lineno, getattr(node, "end_lineno", None) or node.lineno
         self.clock += 1
-        return Origin(
+        return Origin.at(
             source.display_path,
             line,
             source.char_column(line, node.col_offset),
