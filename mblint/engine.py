@@ -355,22 +355,24 @@ class Engine:
         return cache.ResultCache(root, key)
 
     def rules_fingerprint(self, folder: Path) -> str:
-        """Of every rule; from the plugin catalog in ``folder`` when it is current (then no rule
-        pack is imported unless a file must be checked), else from the loaded rule classes."""
+        """Of every rule: the engine's own, and the plugins' from the plugin catalog in
+        ``folder`` when it is current (then no rule pack is imported unless a file must be
+        checked), else from the loaded rule classes."""
         from mblint import cache, catalog
 
+        engine_rules = cache.rules_fingerprint(list(ENGINE_RULES))
         if self._plugins is None:
             catalogued = catalog.load_catalog(folder)
             if catalogued is not None:
                 self.use_plugins(catalogued, catalogued=True)
-                return catalogued.fingerprint
+                return engine_rules + catalogued.fingerprint
             self.use_plugins(None)
-            fingerprint = cache.rules_fingerprint(self.all_rules)
-            catalog.save_catalog(folder, self.plugins, fingerprint)
-            return fingerprint
+            plugin_rules = cache.rules_fingerprint(self.plugins.rules)
+            catalog.save_catalog(folder, self.plugins, plugin_rules)
+            return engine_rules + plugin_rules
         if self.catalogued_rules:
-            return self.plugins.fingerprint
-        return cache.rules_fingerprint(self.all_rules)
+            return engine_rules + self.plugins.fingerprint
+        return engine_rules + cache.rules_fingerprint(self.plugins.rules)
 
     def check_files(self, paths: list[Path]):
         """(path, FileResult, dependencies) for each file, in worker processes when there is
