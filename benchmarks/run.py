@@ -58,6 +58,10 @@ ONE_FILE_CANDIDATES = [
     "megatron/bridge/recipes/llama/llama3.py",
 ]
 OK_CODES = (0, 1)
+# The tools run as on a user's machine: Python writes and reuses .pyc files. A
+# PYTHONDONTWRITEBYTECODE=1 inherited from the caller's environment (some CI images and
+# sandboxes set it) would make every Python tool recompile its modules on every run.
+TOOL_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 SYNTHETIC_MEASURES = ("ast", "ast-discard", "ruff", "cold")
 AST_KEEP_MAX_MODULES = 1000  # the keep-every-tree `ast` floor is skipped on bigger synthetic trees
 
@@ -133,7 +137,7 @@ def run_once(cmd: list[str], cwd: Path, timeout: float) -> tuple[float, int, str
     with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile(delete=False) as err:
         t0 = time.perf_counter()
         try:
-            p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=TOOL_ENV)
         except OSError as e:
             return 0.0, -127, str(e)
         try:
@@ -208,7 +212,7 @@ def peak_memory(cmd: list[str], cwd: Path, timeout: float) -> dict:
     exact) and, on Linux, the largest sum of RSS over the process tree sampled every 10 ms
     (catches worker pools, may miss very short peaks)."""
     p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         stdin=subprocess.DEVNULL)
+                         stdin=subprocess.DEVNULL, env=TOOL_ENV)
     tree_peak = 0
     done = threading.Event()
     can_sample = Path(f"/proc/{p.pid}/status").exists()
@@ -390,7 +394,7 @@ def tool_version(cmd: list[str] | None, *args: str) -> str:
     if not cmd:
         return "not found"
     try:
-        r = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=60, env=TOOL_ENV)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"error: {e}"
     if r.returncode != 0:

@@ -1,3 +1,3 @@
-from mblint.cli import main
+from mblint.cli import run
 
-main()
+run()

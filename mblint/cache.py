@@ -2,20 +2,34 @@
 checkout, and reading it must not run anything). An entry is valid while the file's content, the content of every
 module its recipes read (base builders, imported constants...), mblint's version, the options
 and the rule packs are unchanged. Entries are written atomically, one file each, so concurrent
-runs at worst both compute the same entry."""
+runs at worst both compute the same entry.
+
+Each dependency is recorded with its content digest and, when safe, its stat signature (size,
+mtime, ctime, inode). A dependency whose signature is unchanged is taken as unchanged without
+reading it; any other is hashed. ctime moves with every content change and cannot be set
+back, so an edit that keeps the size and restores the mtime is still seen. As in git's
+"racy git" handling, a file changed shortly before it was recorded (within
+``RACY_WINDOW_NS``, more than any file system's timestamp granularity) gets no signature:
+a later edit in the same timestamp tick would leave the signature unchanged, so that file is
+hashed on every run until its entry is rewritten."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from mblint import __version__
 
+try:  # the function hashlib.blake2b is, without hashlib loading OpenSSL at start-up
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Python implementations
+    from hashlib import blake2b
+
 CACHE_DIR_NAME = ".mblint_cache"
+RACY_WINDOW_NS = 3_000_000_000
 PROJECT_MARKERS = ("pyproject.toml", "mblint.toml", ".git")
 
 
@@ -34,7 +48,7 @@ def content_hash(path: Path, memo: dict | None = None) -> str | None:
         return memo[key]
     try:
         with open(key, "rb") as handle:
-            digest = hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
+            digest = blake2b(handle.read(), digest_size=16).hexdigest()
     except OSError:
         digest = None
     if memo is not None:
@@ -54,20 +68,34 @@ def rules_fingerprint(rules: list) -> str:
             parts.append(f"{rule.id}:{source}:{stat.st_size}:{stat.st_mtime_ns}")
         except OSError:
             parts.append(f"{rule.id}:{source}")
-    return hashlib.blake2b("|".join(sorted(parts)).encode(), digest_size=16).hexdigest()
+    return blake2b("|".join(sorted(parts)).encode(), digest_size=16).hexdigest()
+
+
+def stat_signature(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def cache_folder(root: Path) -> Path:
+    return root / CACHE_DIR_NAME / __version__
 
 
 class ResultCache:
     def __init__(self, root: Path, settings_key: str) -> None:
-        self.folder = root / CACHE_DIR_NAME / __version__
+        self.folder = cache_folder(root)
         self.settings_key = settings_key
         self.hits = 0
         self.misses = 0
         self.hashes: dict[str, str | None] = {}
+        self.signatures: dict[str, list[int] | None] = {}
+        self.started_ns = time.time_ns()
 
     def _entry_path(self, path: Path, extra: str) -> Path:
         text = f"{os.path.abspath(path)}|{self.settings_key}|{extra}"
-        name = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        name = blake2b(text.encode(), digest_size=16).hexdigest()
         return self.folder / name[:2] / f"{name}.json"
 
     def get(self, path: Path, extra: str = "") -> Any | None:
@@ -85,13 +113,40 @@ class ResultCache:
         self.hits += 1
         return entry["result"]
 
-    def _deps_unchanged(self, deps: dict[str, str | None]) -> bool:
-        return all(content_hash(Path(dep), self.hashes) == digest for dep, digest in deps.items())
+    def _deps_unchanged(self, deps: dict[str, Any]) -> bool:
+        return all(self._dep_unchanged(dep, recorded) for dep, recorded in deps.items())
+
+    def _dep_unchanged(self, dep: str, recorded: Any) -> bool:
+        """``recorded`` is [digest, signature or None] (or a bare digest, the older format)."""
+        digest, signature = recorded if isinstance(recorded, list) else (recorded, None)
+        if signature is not None and self._signature(dep) == signature:
+            return True
+        return content_hash(Path(dep), self.hashes) == digest
+
+    def _signature(self, dep: str) -> list[int] | None:
+        if dep not in self.signatures:
+            self.signatures[dep] = stat_signature(dep)
+        return self.signatures[dep]
+
+    def _record(self, dep: str) -> list:
+        """[digest, signature]; the signature is taken before the content is read, and left out
+        when the file changed too recently for its timestamps to tell a later edit apart."""
+        signature = self._signature(dep)
+        digest = content_hash(Path(dep), self.hashes)
+        if signature is None or digest is None or self._racy(signature):
+            signature = None
+        return [digest, signature]
+
+    def _racy(self, signature: list[int]) -> bool:
+        _, mtime_ns, ctime_ns, _ = signature
+        return max(mtime_ns, ctime_ns) >= self.started_ns - RACY_WINDOW_NS
 
     def put(self, path: Path, deps: set[Path], result: Any, extra: str = "") -> None:
+        import tempfile  # only runs that write entries pay for importing it
+
         entry = {
             "settings": self.settings_key,
-            "deps": {os.path.abspath(dep): content_hash(dep, self.hashes) for dep in sorted({Path(os.path.abspath(path)), *deps})},
+            "deps": {dep: self._record(dep) for dep in sorted({os.path.abspath(d) for d in (path, *deps)})},
             "result": result,
         }
         entry_path = self._entry_path(path, extra)
@@ -107,7 +162,7 @@ class ResultCache:
 
 
 def settings_key(parts: dict) -> str:
-    return hashlib.blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
+    return blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
 
 
 def _ensure_gitignore(folder: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,15 +41,21 @@ def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bo
 
 
 def is_excluded(path: Path, patterns: tuple[str, ...]) -> bool:
-    parts = path.as_posix().split("/")
     text = path.as_posix()
+    parts = text.split("/")
     for pattern in patterns:
-        if "/" in pattern or "*" in pattern and "/" in pattern:
+        if "/" in pattern:
             if fnmatch.fnmatch(text, pattern) or fnmatch.fnmatch(text, f"*/{pattern}") or fnmatch.fnmatch(text, f"{pattern}/*"):
                 return True
-        elif any(fnmatch.fnmatch(part, pattern) for part in parts if part not in (".", "..")):
+        elif any(_name_matches(part, pattern) for part in parts if part not in (".", "..")):
             return True
     return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_matches(name: str, pattern: str) -> bool:
+    """One path component against one pattern; the same folder names recur on every path."""
+    return fnmatch.fnmatch(name, pattern)
 
 
 def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[Path]) -> None:

@@ -7,14 +7,16 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from mblint.discover import discover
 from mblint.extract.modules import SourceError
 from mblint.findings import Finding, Severity, finding_from_dict, finding_to_dict
 from mblint.model import EffectiveConfig, Origin
-from mblint.plugins import LoadedPlugins, load_plugins
 from mblint.rule import Rule, RuleContext
+
+if TYPE_CHECKING:
+    from mblint.plugins import LoadedPlugins
 
 WORLD_SIZE_COMMENT = re.compile(r"#\s*mblint:\s*world[-_]size\s*=\s*(\d+)")
 WORLD_SIZE_NAME = re.compile(r"_(\d+)gpus?_")
@@ -165,17 +167,67 @@ def select_rules(rules: Iterable[type[Rule]], select: tuple[str, ...], ignore: t
 
 
 class Engine:
-    def __init__(self, options: CheckOptions, plugins: LoadedPlugins | None = None) -> None:
+    def __init__(self, options: CheckOptions, plugins: "LoadedPlugins | None" = None) -> None:
         self.options = options
-        self.plugins = plugins or load_plugins()
-        self.all_rules = list(ENGINE_RULES) + list(self.plugins.rules)
-        self.rules = select_rules(self.all_rules, options.select, options.ignore, options.extend_select)
-        self.base_rules = self.rules
         self.display_root = Path.cwd()
         self._project = None
         self.editable: set[str] = set()
         self.used_rules: set = set()
+        self._world_size_comments: dict[str, int | None] = {}
+        self._plugins = None
+        self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
+        if plugins is not None or not options.use_cache:
+            self.use_plugins(plugins)
+        # else: with a cache, the plugins come from the catalog when possible (make_cache)
+
+    # ----- rules ---------------------------------------------------------------------------
+
+    def use_plugins(self, plugins: "LoadedPlugins | None", catalogued: bool = False) -> None:
+        if plugins is None:
+            from mblint.plugins import load_plugins
+
+            plugins = load_plugins()
+        self._plugins = plugins
+        self.catalogued_rules = catalogued
+        self._all_rules = list(ENGINE_RULES) + list(plugins.rules)
+        options = self.options
+        self._base_rules = select_rules(self._all_rules, options.select, options.ignore, options.extend_select)
+        self._rules = self._base_rules
         self._rules_cache: dict = {}
+        self._config_rules: dict = {}
+
+    def load_rule_classes(self) -> None:
+        """The real rule classes, before any file is checked."""
+        if self._plugins is None or self.catalogued_rules:
+            self.use_plugins(None)
+
+    def _ensure_plugins(self) -> None:
+        if self._plugins is None:
+            self.use_plugins(None)
+
+    @property
+    def plugins(self) -> "LoadedPlugins":
+        self._ensure_plugins()
+        return self._plugins
+
+    @property
+    def all_rules(self) -> list:
+        self._ensure_plugins()
+        return self._all_rules
+
+    @property
+    def base_rules(self) -> list:
+        self._ensure_plugins()
+        return self._base_rules
+
+    @property
+    def rules(self) -> list:
+        self._ensure_plugins()
+        return self._rules
+
+    @rules.setter
+    def rules(self, rules: list) -> None:
+        self._rules = rules
 
     # ----- settings (per file) -------------------------------------------------------------
 
@@ -207,11 +259,13 @@ class Engine:
             if extra not in self.project.search_paths:
                 self.project.search_paths.append(extra)
 
-    def excluded_by_settings(self, path: Path, explicit: bool) -> bool:
-        if explicit and not self.options.force_exclude:
-            return False
+    def excluded_by_settings(self, path: Path, explicit: "_ExplicitFiles") -> bool:
         settings = self.settings_for(path)
-        return settings is not None and settings.is_excluded(path)
+        if settings is None or not settings.exclude:
+            return False
+        if not self.options.force_exclude and path in explicit:
+            return False
+        return settings.is_excluded(path)
 
     @property
     def project(self):
@@ -240,17 +294,17 @@ class Engine:
 
     def _check_paths(self, paths: list[str]) -> Report:
         report = Report()
-        report.notes.extend(self.plugins.errors)
         found = discover(paths, self.options.excludes, self.options.force_exclude)
-        explicit = {Path(p).resolve() for p in paths if Path(p).is_file()}
-        found.python = [p for p in found.python if not self.excluded_by_settings(p, p.resolve() in explicit)]
-        found.yaml = [p for p in found.yaml if not self.excluded_by_settings(p, p.resolve() in explicit)]
+        explicit = _ExplicitFiles(paths)
+        found.python = [p for p in found.python if not self.excluded_by_settings(p, explicit)]
+        found.yaml = [p for p in found.yaml if not self.excluded_by_settings(p, explicit)]
         for missing in found.missing:
             report.errors.append(FileError(missing, "no such file or directory"))
         report.notes.extend(found.problems)
         files = found.python + found.yaml
         self.editable = {self.project_display(p) for p in files}
-        cache = self.make_cache()
+        cache = self.make_cache()  # before the plugins are first needed: they may come from its catalog
+        report.notes[0:0] = self.plugins.errors
         pending = []
         for path in files:
             cached = cache.get(path, self.settings_source(path)) if cache else None
@@ -289,18 +343,42 @@ class Engine:
         from mblint import cache
 
         root = self.options.cache_root or cache.project_root(self.display_root)
+        folder = cache.cache_folder(root)
+        fingerprint = self.rules_fingerprint(folder)
         options = {k: v for k, v in vars(self.options).items()
                    if k not in ("use_cache", "cache_root", "jobs", "settings")}
         resolver = self.options.settings
         if resolver is not None:
             options["settings"] = {"config": str(resolver.config), "isolated": resolver.isolated}
-        key = cache.settings_key({"options": options, "rules": cache.rules_fingerprint(self.all_rules),
+        key = cache.settings_key({"options": options, "rules": fingerprint,
                                   "plugins": self.plugins.versions, "cwd": str(self.display_root)})
         return cache.ResultCache(root, key)
+
+    def rules_fingerprint(self, folder: Path) -> str:
+        """Of every rule: the engine's own, and the plugins' from the plugin catalog in
+        ``folder`` when it is current (then no rule pack is imported unless a file must be
+        checked), else from the loaded rule classes."""
+        from mblint import cache, catalog
+
+        engine_rules = cache.rules_fingerprint(list(ENGINE_RULES))
+        if self._plugins is None:
+            catalogued = catalog.load_catalog(folder)
+            if catalogued is not None:
+                self.use_plugins(catalogued, catalogued=True)
+                return engine_rules + catalogued.fingerprint
+            self.use_plugins(None)
+            plugin_rules = cache.rules_fingerprint(self.plugins.rules)
+            catalog.save_catalog(folder, self.plugins, plugin_rules)
+            return engine_rules + plugin_rules
+        if self.catalogued_rules:
+            return engine_rules + self.plugins.fingerprint
+        return engine_rules + cache.rules_fingerprint(self.plugins.rules)
 
     def check_files(self, paths: list[Path]):
         """(path, FileResult, dependencies) for each file, in worker processes when there is
         enough work to pay for them."""
+        if paths:
+            self.load_rule_classes()
         jobs = self.options.jobs if self.options.jobs is not None else _default_jobs(len(paths))
         if jobs <= 1:
             for path in paths:
@@ -309,6 +387,7 @@ class Engine:
         yield from _check_in_workers(self, paths, jobs)
 
     def check_file(self, path: Path) -> tuple[FileResult, set[Path]]:
+        self.load_rule_classes()
         result = FileResult()
         if path.suffix == ".py":
             self.check_python(path, result)
@@ -379,17 +458,26 @@ class Engine:
 
     def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult) -> None:
         world_size, source = self.world_size_for(cfg, text)
-        editable = self.editable_frozen()
-        for rule_class in self.rules:
-            if rule_class in ENGINE_RULES or not rule_class.applies_to(cfg.schema_version):
-                continue
-            rule = rule_class()
-            ctx = RuleContext(rule, world_size, source, editable_paths=editable)
+        for rule, ctx in self.config_rules(cfg.schema_version, world_size, source):
             try:
                 for finding in rule.check(cfg, ctx) or ():
                     report.findings.append(finding)
             except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others
-                report.notes.append(f"internal error in rule {rule_class.id} on {cfg.recipe.label}: {type(error).__name__}: {error}")
+                report.notes.append(f"internal error in rule {rule.id} on {cfg.recipe.label}: {type(error).__name__}: {error}")
+
+    def config_rules(self, line: str, world_size: int | None, source: str) -> list[tuple[Rule, RuleContext]]:
+        """(rule, context) for each enabled rule that checks a configuration of schema line
+        ``line``. Rules and contexts hold no state of their own, so they are made once per
+        distinct setting instead of once per configuration."""
+        editable = self.editable_frozen()
+        key = (tuple(self.rules), line, world_size, source, editable)
+        chosen = self._config_rules.get(key)
+        if chosen is None:
+            chosen = self._config_rules[key] = [
+                (rule, RuleContext(rule, world_size, source, editable_paths=editable))
+                for rule in (rule_class() for rule_class in self.rules
+                             if rule_class not in ENGINE_RULES and rule_class.applies_to(line))]
+        return chosen
 
     def world_size_for(self, cfg: EffectiveConfig, text: str) -> tuple[int | None, str]:
         if self.options.world_size:
@@ -397,13 +485,20 @@ class Engine:
         settings = self.settings_for(self.display_root / cfg.recipe.path)
         if settings is not None and settings.world_size:
             return settings.world_size, "setting"
-        match = WORLD_SIZE_COMMENT.search(text)
-        if match:
-            return int(match.group(1)), "comment"
+        from_comment = self.world_size_comment(cfg.recipe.path, text)
+        if from_comment is not None:
+            return from_comment, "comment"
         match = WORLD_SIZE_NAME.search(f"_{cfg.recipe.function}_")
         if match:
             return int(match.group(1)), "name"
         return None, ""
+
+    def world_size_comment(self, recipe_path: str, text: str) -> int | None:
+        """The ``# mblint: world-size=N`` comment of the recipe's file (searched once per file)."""
+        if recipe_path not in self._world_size_comments:
+            match = WORLD_SIZE_COMMENT.search(text)
+            self._world_size_comments[recipe_path] = int(match.group(1)) if match else None
+        return self._world_size_comments[recipe_path]
 
     def report_limits(self, notes: list[str], path: Path, function: str, report: FileResult) -> None:
         limited = [n for n in notes if "limit" in n or "unresolved" in n or "too deep" in n]
@@ -462,6 +557,19 @@ class Engine:
         return (found, function) if found else None
 
 
+class _ExplicitFiles:
+    """The files named on the command line, resolved only when a settings exclude asks."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self._resolved: set[Path] | None = None
+
+    def __contains__(self, path: Path) -> bool:
+        if self._resolved is None:
+            self._resolved = {Path(p).resolve() for p in self.paths if Path(p).is_file()}
+        return path.resolve() in self._resolved
+
+
 def _dedupe(findings: list[Finding]) -> list[Finding]:
     seen = set()
     unique = []
@@ -507,18 +615,48 @@ def _check_in_workers(engine: Engine, paths: list[Path], jobs: int):
             yield (path, *engine.check_file(path))
         return
     context = multiprocessing.get_context("fork")
-    chunks = _chunks_by_folder(paths, jobs)
+    results = {}
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init,
                              initargs=(engine,)) as pool:
-        for batch in pool.map(_worker_run, [[str(p) for p in chunk] for chunk in chunks]):
+        for batch in pool.map(_worker_run, [[str(p) for p in group] for group in _work_groups(paths, jobs)]):
             for raw, data, deps in batch:
-                yield Path(raw), FileResult.from_dict(data), {Path(d) for d in deps}
+                results[raw] = (FileResult.from_dict(data), {Path(d) for d in deps})
+    for path in paths:  # in the given order, as a single process would report them
+        yield (path, *results[str(path)])
 
 
-def _chunks_by_folder(paths: list[Path], jobs: int) -> list[list[Path]]:
-    """Contiguous runs of sorted paths, so a folder's shared modules are parsed by one worker;
-    a few chunks per worker keep both cores busy to the end."""
-    ordered = sorted(paths, key=lambda p: str(p))
-    count = max(1, jobs * 4)
-    size = max(1, -(-len(ordered) // count))
-    return [ordered[i:i + size] for i in range(0, len(ordered), size)]
+def _work_groups(paths: list[Path], jobs: int) -> list[list[Path]]:
+    """Work units for the workers. Files are grouped by their folder two levels below the folder
+    common to all of them (a model family, whose recipes read the same modules: one worker then
+    parses and interprets those once); a group much bigger than an even share is cut in
+    contiguous pieces. Biggest first, by bytes, so that the work left at the end is small and
+    both workers finish together."""
+    sizes = {path: _size(path) for path in paths}
+    share = max(1, sum(sizes.values()) // max(1, jobs * 4))
+    units = []
+    for group in _family_groups(paths):
+        weight = sum(sizes[p] for p in group)
+        pieces = max(1, min(len(group), round(weight / share))) if weight > 2 * share else 1
+        step = -(-len(group) // pieces)
+        units.extend(group[i:i + step] for i in range(0, len(group), step))
+    return sorted(units, key=lambda unit: -sum(sizes[p] for p in unit))
+
+
+def _family_groups(paths: list[Path]) -> list[list[Path]]:
+    absolute = {path: os.path.abspath(path) for path in paths}
+    try:
+        common = os.path.commonpath(list(absolute.values()))
+    except ValueError:  # different drives
+        common = ""
+    groups: dict[tuple, list[Path]] = {}
+    for path in sorted(paths, key=str):
+        parts = os.path.relpath(absolute[path], common).split(os.sep) if common else [absolute[path]]
+        groups.setdefault(tuple(parts[:min(2, len(parts) - 1)]), []).append(path)
+    return list(groups.values())
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

@@ -27,6 +27,16 @@ class Origin:
     # value set inside a library helper shows in the recipe.
     via: tuple = field(default=(), compare=False, repr=False)
 
+    @classmethod
+    def at(cls, path: str, line: int, column: int, end_line: int, end_column: int, kind: str = "set",
+           seq: int = 0, via: tuple = ()) -> "Origin":
+        """``Origin(...)`` without the frozen dataclass's ``object.__setattr__`` per field: the
+        interpreter makes one for every assignment it reads."""
+        origin = object.__new__(cls)
+        origin.__dict__.update(path=path, line=line, column=column, end_line=end_line,
+                               end_column=end_column, kind=kind, seq=seq, via=via)
+        return origin
+
     def to_json(self) -> dict:
         return {
             "path": self.path,
@@ -163,6 +173,9 @@ class EffectiveConfig:
         self._fields = fields
         self._types = types
         self._open_dicts = open_dicts
+        # Quantities derived from the fields that several rules share (see
+        # rules/_derived.per_config); rules only read a built configuration.
+        self.derived: dict[str, Any] = {}
 
     def _flatten(self) -> None:
         if self._fields is None:

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 
 import pluggy
+
+from mblint.catalog import LoadedPlugins  # noqa: F401 - defined beside the catalog, imported from here
 
 PROJECT = "mblint"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -24,17 +24,11 @@ class RulePackSpec:
         """Return default settings this pack contributes (merged under the user's)."""
 
 
-@dataclass
-class LoadedPlugins:
-    rules: list = field(default_factory=list)
-    defaults: dict = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    versions: dict[str, str] = field(default_factory=dict)
-
-
 def load_plugins(extra_modules: tuple[str, ...] = ()) -> LoadedPlugins:
     """Load every entry point of the ``mblint`` group (and ``extra_modules``). A plugin that
     fails to import or whose hooks raise is reported in ``errors`` and skipped."""
+    from importlib.metadata import entry_points  # slow to import: only when plugins are loaded
+
     manager = pluggy.PluginManager(PROJECT)
     manager.add_hookspecs(RulePackSpec)
     loaded = LoadedPlugins()
@@ -56,6 +50,7 @@ def load_plugins(extra_modules: tuple[str, ...] = ()) -> LoadedPlugins:
         loaded.rules.extend(_valid_rules(name, rules or [], loaded.errors))
         loaded.defaults.update(defaults or {})
         loaded.versions[name] = version
+        loaded.modules.append(module.__name__)
     _drop_duplicate_ids(loaded)
     return loaded
 

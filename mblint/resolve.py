@@ -38,6 +38,7 @@ class Project:
         self.version = version
         self.display_root = display_root or Path.cwd()
         self._interpreters: dict[tuple, Interpreter] = {}
+        self._interpreter_of: dict[tuple, Interpreter] = {}  # (path, version, search paths) -> interpreter
         self._roots: dict[Path, list[Path]] = {}
         self._lines: dict[Path, str] = {}
 
@@ -77,6 +78,15 @@ class Project:
         return None
 
     def interpreter_for(self, path: Path) -> Interpreter:
+        """Asked several times per recipe; the answer only changes with the settings in force
+        (schema line, search paths), which are part of the key."""
+        key = (path, self.version, len(self.search_paths))
+        interp = self._interpreter_of.get(key)
+        if interp is None:
+            interp = self._interpreter_of[key] = self._find_interpreter(path)
+        return interp
+
+    def _find_interpreter(self, path: Path) -> Interpreter:
         roots = self.roots_for(path)
         line = self.line_for(path, roots)
         key = (tuple(roots), line)
@@ -169,12 +179,16 @@ class ResolvedRecipe:
         return name
 
 
+_MISSING = object()
+
+
 class GraphView:
     """Answers field look-ups on an interpreted object graph, flattening it only on demand."""
 
     def __init__(self, root: Obj) -> None:
         self.root = root
         self._memo: dict[str, tuple[Any, tuple]] = {}
+        self._values: dict[str, Any] = {}  # lookup() answers
 
     def _walk_to(self, path: str) -> tuple[Any, tuple]:
         """(value, origins) at ``path``; value may be an Obj, ABSENT or UNKNOWN. Rules only
@@ -185,20 +199,24 @@ class GraphView:
         return found
 
     def _walk_uncached(self, path: str) -> tuple[Any, tuple]:
-        current: Any = self.root
-        origins: tuple = ()
+        """One step from the parent's (kept) answer: rules read many fields of one node."""
+        parent, dot, leaf = path.rpartition(".")
+        if dot and parent:
+            return _step(self._walk_to(parent)[0], leaf)
+        found: tuple[Any, tuple] = (self.root, ())
         for part in path.split(".") if path else ():
-            if not isinstance(current, Obj):
-                return (UNKNOWN if isinstance(current, Unknown) else ABSENT), ()
-            slot = current.fields.get(part)
-            if slot is None and current.is_dict:
-                slot = next((v for k, v in current.fields.items() if str(k) == part), None)
-            if slot is None:
-                return (UNKNOWN if current.open else ABSENT), ()
-            current, origins = slot
-        return current, origins
+            found = _step(found[0], part)
+        return found
 
     def lookup(self, path: str) -> Any:
+        found = self._values.get(path, _MISSING)
+        if found is _MISSING:
+            found = self._lookup_uncached(path)
+            if not isinstance(found, list):  # a caller may change a list it was given
+                self._values[path] = found
+        return found
+
+    def _lookup_uncached(self, path: str) -> Any:
         value, _ = self._walk_to(path)
         if isinstance(value, Obj):
             return _NodeMarker(value.type_name)
@@ -236,11 +254,10 @@ class GraphView:
             active.add(obj.oid)
             names = obj.cls.fields if obj.cls is not None else None
             for key, (value, _) in obj.fields.items():
-                path = f"{prefix}.{key}" if prefix else str(key)
                 if names is not None and key not in names:
-                    found.append(path)
+                    found.append(f"{prefix}.{key}" if prefix else str(key))
                 elif isinstance(value, Obj):
-                    visit(value, path, active)
+                    visit(value, f"{prefix}.{key}" if prefix else str(key), active)
             active.discard(obj.oid)
 
         visit(self.root, "", set())
@@ -253,6 +270,18 @@ class GraphView:
         for path, value, origins in _walk(self.root, "", types, open_dicts, set()):
             fields[path] = ResolvedField(path, _plain(value), origins)
         return fields, types, frozenset(open_dicts)
+
+
+def _step(current: Any, part: str) -> tuple[Any, tuple]:
+    """(value, origins) of field or key ``part`` of ``current``."""
+    if not isinstance(current, Obj):
+        return (UNKNOWN if isinstance(current, Unknown) else ABSENT), ()
+    slot = current.fields.get(part)
+    if slot is None and current.is_dict:
+        slot = next((v for k, v in current.fields.items() if str(k) == part), None)
+    if slot is None:
+        return (UNKNOWN if current.open else ABSENT), ()
+    return slot
 
 
 def flatten(root: Obj, recipe: RecipeRef, schema: Schema, notes: list[str] | None = None) -> EffectiveConfig:

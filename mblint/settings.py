@@ -11,7 +11,6 @@ Command-line options override settings: ``--select`` replaces ``select``; ``--ig
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -151,6 +150,8 @@ def parse_table(table: dict, path: Path, prefix: str = "") -> Settings:
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in KEYS:
+            import difflib
+
             hint = difflib.get_close_matches(key, list(KEYS), n=1)
             suggestion = f"; did you mean '{hint[0]}'?" if hint else f" (known: {', '.join(KEYS)})"
             raise SettingsError(f"{path}: unknown setting '{prefix}{key}'{suggestion}")
@@ -204,6 +205,8 @@ class SettingsResolver:
         self.isolated = isolated
         self._by_dir: dict[Path, Settings] = {}
         self._by_file: dict[Path, Settings | None] = {}
+        self._by_path: dict[tuple, Settings] = {}  # (working folder, path as given) -> settings
+        self._real_folders: dict[tuple, Path] = {}
         self._default: Settings | None = None
 
     def default(self) -> Settings:
@@ -212,12 +215,20 @@ class SettingsResolver:
         return self._default
 
     def for_path(self, path: Path | str) -> Settings:
+        """Asked many times per file in a run (rules, world size, suppressions, fail-on):
+        answered from memory after the first time."""
+        key = (os.getcwd(), os.fspath(path))  # exact: no normalisation across symbolic links
+        found = self._by_path.get(key)
+        if found is None:
+            found = self._by_path[key] = self._find(path)
+        return found
+
+    def _find(self, path: Path | str) -> Settings:
         if self.isolated:
             return self.default()
         if self.config is not None:
             return self._load(self.config.resolve(), required=True) or self.default()
-        path = Path(path).resolve()
-        folder = path if path.is_dir() else path.parent
+        folder = self._real_folder(Path(path))
         visited = []
         found: Settings | None = None
         current = folder
@@ -239,6 +250,16 @@ class SettingsResolver:
         for folder in visited:
             self._by_dir[folder] = found
         return found
+
+    def _real_folder(self, path: Path) -> Path:
+        """The resolved folder holding ``path`` (``path`` itself for a folder). Files of one
+        folder share the folder's resolution; a symbolic link is resolved on its own."""
+        if path.is_symlink() or path.is_dir():
+            return path.resolve()
+        key = (os.getcwd(), os.fspath(path.parent))
+        if key not in self._real_folders:
+            self._real_folders[key] = path.parent.resolve()
+        return self._real_folders[key]
 
     def _load(self, path: Path, required: bool = False) -> Settings | None:
         if path not in self._by_file:

@@ -4,6 +4,7 @@ Field paths differ between Megatron-Bridge lines; each helper names the one it r
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,21 @@ from mblint.rule import known
 
 SPECS_06 = "dataset.offline_packing_specs"
 SPECS_03 = "dataset.packed_sequence_specs"
+
+
+def per_config(helper):
+    """Compute ``helper(cfg)`` once per configuration: many rules ask for the same derived
+    quantity of the same recipe. The result must be immutable (rules share it)."""
+    name = helper.__qualname__
+
+    @functools.wraps(helper)
+    def once(cfg: EffectiveConfig) -> Any:
+        memo = cfg.derived
+        if name not in memo:
+            memo[name] = helper(cfg)
+        return memo[name]
+
+    return once
 
 
 def value(cfg: EffectiveConfig, path: str, absent: Any = ABSENT) -> Any:
@@ -83,6 +99,7 @@ class Parallel:
     sp: Any
 
 
+@per_config
 def parallel(cfg: EffectiveConfig) -> Parallel:
     def size(name: str, default: Any = 1) -> Any:
         result = value(cfg, f"model.{name}", default)
@@ -195,6 +212,7 @@ class CudaGraphs:
         return self.modules_paths[0]
 
 
+@per_config
 def cuda_graphs(cfg: EffectiveConfig) -> CudaGraphs:
     impl = value(cfg, "model.cuda_graph_impl", "none")
     if cfg.schema_version == "0.3":
@@ -208,6 +226,8 @@ def cuda_graphs(cfg: EffectiveConfig) -> CudaGraphs:
             names = UNKNOWN
             break
         names = names + part
+    if names is not UNKNOWN:
+        names = tuple(names)  # shared by every rule that asks (per_config)
     if known(impl) and impl in (None, "none"):
         # the deprecated switches still turn graphs on (MCore TransformerConfig.__post_init__)
         enable = value(cfg, "model.enable_cuda_graph", False)

@@ -7,8 +7,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from mblint import cache
 from mblint.engine import CheckOptions, Engine
 
 COMMON = '''\
@@ -44,6 +46,11 @@ def make_project(root: Path, mbs: int) -> Path:
     (package / "recipe.py").write_text(RECIPE)
     (root / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
     return package / "recipe.py"
+
+
+def result_entries(root: Path) -> list[Path]:
+    """The per-file result entries (the plugin catalog sits beside them)."""
+    return list((root / ".mblint_cache").glob("*/*/*.json"))
 
 
 def run(root: Path, recipe: Path, use_cache: bool = True):
@@ -82,7 +89,7 @@ def test_no_cache_neither_reads_nor_writes(tmp_path):
 def test_corrupt_entries_are_ignored(tmp_path):
     recipe = make_project(tmp_path, mbs=2)
     run(tmp_path, recipe)
-    for entry in (tmp_path / ".mblint_cache").rglob("*.json"):
+    for entry in result_entries(tmp_path):
         entry.write_text("{not json")
     report = run(tmp_path, recipe)
     assert report.cache_hits == 0 and [f.rule_id for f in report.findings] == ["PK001"]
@@ -94,7 +101,74 @@ def test_concurrent_runs_leave_valid_entries(tmp_path):
     processes = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                  for _ in range(4)]
     assert [p.wait() for p in processes] == [1, 1, 1, 1]
-    entries = list((tmp_path / ".mblint_cache").rglob("*.json"))
+    entries = result_entries(tmp_path)
     assert entries and all(json.loads(e.read_text())["result"]["findings"] for e in entries)
     assert not [p for p in (tmp_path / ".mblint_cache").rglob(".tmp-*")]
     assert os.path.exists(tmp_path / ".mblint_cache" / ".gitignore")
+
+
+def _settle(monkeypatch) -> None:
+    """Make the files written so far old enough to be recorded with a signature: without
+    this, files changed within RACY_WINDOW_NS of a run are always hashed."""
+    time.sleep(0.05)
+    monkeypatch.setattr(cache, "RACY_WINDOW_NS", 0)
+
+
+def _entries(root: Path) -> list[dict]:
+    return [json.loads(e.read_text()) for e in result_entries(root)]
+
+
+def test_unchanged_files_are_validated_by_stat_without_reading_them(tmp_path, monkeypatch):
+    recipe = make_project(tmp_path, mbs=2)
+    _settle(monkeypatch)
+    run(tmp_path, recipe)
+    assert all(signature is not None for entry in _entries(tmp_path) for _, signature in entry["deps"].values())
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("an unchanged dependency was hashed")
+
+    monkeypatch.setattr(cache, "content_hash", no_reading)
+    assert run(tmp_path, recipe).cache_hits == 1
+
+
+def test_an_edit_keeping_size_and_restoring_mtime_is_detected(tmp_path, monkeypatch):
+    recipe = make_project(tmp_path, mbs=2)
+    common = tmp_path / "proj" / "common.py"
+    _settle(monkeypatch)
+    assert [f.rule_id for f in run(tmp_path, recipe).findings] == ["PK001"]
+    before = os.stat(common)
+    common.write_text(COMMON.format(mbs=1))  # same size: one digit for another
+    os.utime(common, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(common)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    again = run(tmp_path, recipe)
+    assert again.cache_hits == 0 and again.findings == []
+
+
+def test_a_touched_but_unchanged_file_is_still_a_hit(tmp_path, monkeypatch):
+    recipe = make_project(tmp_path, mbs=2)
+    _settle(monkeypatch)
+    run(tmp_path, recipe)
+    (tmp_path / "proj" / "common.py").touch()
+    assert run(tmp_path, recipe).cache_hits == 1
+
+
+def test_recently_changed_files_get_no_signature_and_are_hashed(tmp_path, monkeypatch):
+    recipe = make_project(tmp_path, mbs=2)  # files written just now: racy
+    run(tmp_path, recipe)
+    assert all(signature is None for entry in _entries(tmp_path) for _, signature in entry["deps"].values())
+    hashed = []
+    real_hash = cache.content_hash
+    monkeypatch.setattr(cache, "content_hash", lambda path, memo=None: hashed.append(path) or real_hash(path, memo))
+    assert run(tmp_path, recipe).cache_hits == 1
+    assert hashed
+
+
+def test_entries_in_the_older_digest_only_format_are_still_read(tmp_path):
+    recipe = make_project(tmp_path, mbs=2)
+    run(tmp_path, recipe)
+    for path in result_entries(tmp_path):
+        entry = json.loads(path.read_text())
+        entry["deps"] = {dep: digest for dep, (digest, _) in entry["deps"].items()}
+        path.write_text(json.dumps(entry))
+    assert run(tmp_path, recipe).cache_hits == 1

@@ -74,10 +74,17 @@ class ModuleScope:
         self._building = False
         self._searching_stars = False
         self.deps: set[Path] = set()  # modules this one's imports resolved to
+        self._resolved_path: Path | None = None
 
     @property
     def path(self) -> Path:
         return self.source.path
+
+    @property
+    def resolved_path(self) -> Path:
+        if self._resolved_path is None:
+            self._resolved_path = self.source.path.resolve()
+        return self._resolved_path
 
     def lookup(self, name: str) -> Any:
         self.build()
@@ -276,9 +283,9 @@ class Interpreter:
         while stack:
             current = stack.pop()
             scope = self.scopes.get(current)
-            if scope is None or scope.path.resolve() in seen:
+            if scope is None or scope.resolved_path in seen:
                 continue
-            seen.add(scope.path.resolve())
+            seen.add(scope.resolved_path)
             stack.extend(scope.deps)
         return seen
 
@@ -1375,7 +1382,7 @@ class Interpreter:
         source = frame.scope.source
         line, end_line = node.lineno, getattr(node, "end_lineno", None) or node.lineno
         self.clock += 1
-        return Origin(
+        return Origin.at(
             source.display_path,
             line,
             source.char_column(line, node.col_offset),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import sys
 from dataclasses import dataclass, field
@@ -29,8 +30,14 @@ class ModuleSource:
     tree: ast.Module
     lines: list[str] = field(default_factory=list)
 
+    @functools.cached_property
+    def is_ascii(self) -> bool:
+        return self.text.isascii()
+
     def char_column(self, line: int, byte_offset: int) -> int:
         """ast gives UTF-8 byte offsets; findings want 1-based character columns."""
+        if self.is_ascii:  # bytes are characters (most recipe files)
+            return byte_offset + 1
         if 0 < line <= len(self.lines):
             text = self.lines[line - 1]
             if not text.isascii():

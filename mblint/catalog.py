@@ -1,0 +1,153 @@
+"""What the installed rule packs provide, remembered between cached runs, so that a run whose
+files are all served from the result cache neither scans entry points nor imports a rule.
+
+The catalog (``plugins.json`` in the cache folder) holds each rule's metadata (id, name,
+severity, documentation...), the plugin versions and the rules' fingerprint. It is used only
+while everything it was built from is unchanged: the ``sys.path`` folders (a package
+installed or removed changes its folder), and every file and folder of the rule packs and of
+the modules defining the rule classes and their bases (stat signatures). A rule pack that
+failed to load is never catalogued. Files changed within the racy window of the write are
+not trusted either: the catalog is then not written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mblint import __version__
+from mblint.findings import Severity
+
+CATALOG_FILE = "plugins.json"
+RACY_WINDOW_NS = 3_000_000_000
+RULE_ATTRIBUTES = ("id", "name", "summary", "doc", "versions", "tags", "fixable")
+
+
+@dataclass
+class LoadedPlugins:
+    """What the rule packs provide (mblint.plugins.load_plugins, or the catalog)."""
+
+    rules: list = field(default_factory=list)
+    defaults: dict = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    modules: list[str] = field(default_factory=list)  # the plugin modules loaded
+    fingerprint: str = ""  # of the rules, when they come from the catalog
+
+
+class CataloguedRule:
+    """Stands in for a rule class where only its metadata is needed (selection, suppression
+    aliases, report rule lists). The engine loads the real classes before checking a file."""
+
+    def __init__(self, data: dict) -> None:
+        for attribute in RULE_ATTRIBUTES:
+            value = data[attribute]
+            setattr(self, attribute, tuple(value) if isinstance(value, list) else value)
+        self.severity = Severity(data["severity"])
+        self.precision = data.get("precision")
+
+    def __repr__(self) -> str:
+        return f"<catalogued rule {self.id}>"
+
+    def applies_to(self, line: str) -> bool:
+        return line in self.versions
+
+
+def rule_record(rule: Any) -> dict:
+    record = {attribute: getattr(rule, attribute) for attribute in RULE_ATTRIBUTES}
+    record["versions"] = list(record["versions"])
+    record["tags"] = list(record["tags"] or ())
+    record["severity"] = int(rule.severity)
+    record["precision"] = getattr(rule, "precision", None)
+    return record
+
+
+def load_catalog(folder: Path):
+    """The catalogued plugins (a ``LoadedPlugins`` of ``CataloguedRule``), or None when there
+    is no catalog or anything it depends on changed."""
+    try:
+        with open(folder / CATALOG_FILE, encoding="utf-8") as handle:
+            data = json.load(handle)
+        if data["mblint"] != __version__ or data["environment"] != environment_key():
+            return None
+        if any(_signature(path) != signature for path, signature in data["files"].items()):
+            return None
+        rules = [CataloguedRule(record) for record in data["rules"]]
+        return LoadedPlugins(rules=rules, defaults=data["defaults"], versions=data["versions"],
+                             fingerprint=data["fingerprint"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def save_catalog(folder: Path, plugins, fingerprint: str) -> None:
+    """Record ``plugins`` (real rule classes, loaded without errors)."""
+    if plugins.errors:
+        return
+    started = time.time_ns()
+    files = {path: _signature(path) for path in sorted(source_files(plugins))}
+    if any(signature is None or max(signature[1], signature[2]) >= started - RACY_WINDOW_NS
+           for signature in files.values()):
+        return
+    data = {"mblint": __version__, "environment": environment_key(), "files": files,
+            "rules": [rule_record(rule) for rule in plugins.rules], "defaults": plugins.defaults,
+            "versions": plugins.versions, "fingerprint": fingerprint}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(data, stream)
+        os.replace(temporary, folder / CATALOG_FILE)
+    except (OSError, TypeError, ValueError):
+        pass  # not catalogued: the next run loads the plugins again
+
+
+def environment_key() -> list:
+    """The import path and the state of its folders (an install or removal changes them)."""
+    return [[entry, _mtime(entry)] for entry in sys.path]
+
+
+def source_files(plugins) -> set[str]:
+    """Every file and folder the rule metadata comes from: the plugin packages (whole trees:
+    a new rule module appears there), and the modules of the rule classes and their bases."""
+    found: set[str] = set()
+    for module_name in plugins.modules:
+        _add_module(sys.modules.get(module_name), found)
+    for rule in plugins.rules:
+        for cls in rule.__mro__[:-1]:
+            _add_module(sys.modules.get(cls.__module__), found)
+    return found
+
+
+def _add_module(module: Any, found: set[str]) -> None:
+    if module is None:
+        return
+    file = getattr(module, "__file__", None)
+    if file:
+        found.add(os.path.abspath(file))
+    for folder in getattr(module, "__path__", None) or ():
+        for root, dirs, files in os.walk(folder):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            found.add(os.path.abspath(root))
+            found.update(os.path.abspath(os.path.join(root, name)) for name in files if name.endswith(".py"))
+
+
+def _signature(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path or ".").st_mtime_ns
+    except OSError:
+        return None
