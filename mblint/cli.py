@@ -132,12 +132,14 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         except OSError as error:
             click.echo(f"mblint: error: cannot write {target}: {error.strerror}", err=True)
             sys.exit(EXIT_ERROR)
+    from mblint.report.text import printable
+
     for entry in report.stale_baseline:
         click.echo(f"mblint: note: stale baseline entry (fixed? shrink the baseline): {entry}", err=True)
     for note in report.notes:
-        click.echo(f"mblint: note: {note}", err=True)
+        click.echo(f"mblint: note: {printable(note)}", err=True)
     for error in report.errors:
-        click.echo(f"mblint: error: {error}", err=True)
+        click.echo(f"mblint: error: {printable(str(error))}", err=True)
     if report.errors:
         sys.exit(EXIT_ERROR)
     if not exit_zero and any(f.severity >= level for f, level in zip(report.findings, fail_levels)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import gc
 import os
 import re
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from mblint.discover import discover
-from mblint.extract.modules import SourceError
+from mblint.extract.modules import SourceError, SourceLimit
 from mblint.findings import Finding, Severity, finding_from_dict, finding_to_dict
 from mblint.model import EffectiveConfig, Origin
 from mblint.plugins import LoadedPlugins, load_plugins
@@ -248,6 +249,10 @@ class Engine:
         for missing in found.missing:
             report.errors.append(FileError(missing, "no such file or directory"))
         report.notes.extend(found.problems)
+        for path, reason in found.unreadable:
+            result = FileResult()
+            self.syntax_finding(SourceError(path, reason), result)
+            report.add(result)
         files = found.python + found.yaml
         self.editable = {self.project_display(p) for p in files}
         cache = self.make_cache()
@@ -304,9 +309,20 @@ class Engine:
         jobs = self.options.jobs if self.options.jobs is not None else _default_jobs(len(paths))
         if jobs <= 1:
             for path in paths:
-                yield (path, *self.check_file(path))
+                yield (path, *self.check_file_guarded(path))
             return
         yield from _check_in_workers(self, paths, jobs)
+
+    def check_file_guarded(self, path: Path) -> tuple[FileResult, set[Path]]:
+        """``check_file``, with a failure of mblint itself reported as an error (exit code 2)
+        naming the file; the other files are still linted."""
+        try:
+            return self.check_file(path)
+        except Exception as error:  # noqa: BLE001 - the last line of defence
+            result = FileResult()
+            result.errors.append(FileError(str(path), f"internal error while linting this file: "
+                                                      f"{type(error).__name__}: {error}"))
+            return result, set()
 
     def check_file(self, path: Path) -> tuple[FileResult, set[Path]]:
         result = FileResult()
@@ -340,10 +356,21 @@ class Engine:
         except SourceError as error:
             self.syntax_finding(error, report)
             return
-        text = self.project.interpreter_for(path).finder.load(path).text
-        for node in functions:
+        from mblint.extract.interpreter import MAX_FILE_STEPS, MAX_RECIPES_PER_FILE
+
+        interp = self.project.interpreter_for(path)
+        text = interp.finder.load(path).text
+        steps = 0
+        for index, node in enumerate(functions):
+            if index == MAX_RECIPES_PER_FILE or steps > MAX_FILE_STEPS:
+                limit = (f"recipe limit ({MAX_RECIPES_PER_FILE} per file)" if index == MAX_RECIPES_PER_FILE
+                         else f"step limit ({MAX_FILE_STEPS:,} steps per file)")
+                self.limit_finding(path, node, f"{limit} reached: {len(functions) - index} recipes from "
+                                               f"{node.name} on are not checked", report)
+                return
             report.recipes += 1
             self.check_recipe(path, node.name, text, report, dotlist=self.options.dotlist)
+            steps += interp.steps
 
     def check_recipe(self, path: Path, function: str, text: str, report: FileResult,
                      overrides: Iterable = (), dotlist: tuple[str, ...] = ()) -> EffectiveConfig | None:
@@ -358,7 +385,7 @@ class Engine:
             report.errors.append(FileError(str(path), str(error)))
             return None
         interp = self.project.interpreter_for(path)
-        self.report_limits(interp.notes, path, function, report)
+        self.report_limits(interp.limits, path, function, report)
         if graph is None:
             return None
         try:
@@ -405,19 +432,40 @@ class Engine:
             return int(match.group(1)), "name"
         return None, ""
 
-    def report_limits(self, notes: list[str], path: Path, function: str, report: FileResult) -> None:
-        limited = [n for n in notes if "limit" in n or "unresolved" in n or "too deep" in n]
-        if limited and self.rule_enabled(ResolverLimitRule):
-            origin = Origin(self.project_display(path), 1, 1, 1, 1)
-            report.findings.append(Finding(ResolverLimitRule.id, ResolverLimitRule.name, ResolverLimitRule.severity,
-                                           f"{function}: {limited[0]}", origin, recipe=f"{origin.path}::{function}"))
+    def report_limits(self, limits: list[str], path: Path, function: str, report: FileResult) -> None:
+        """One SY002 per recipe that hit a limit, on its ``def`` line, naming the first limit."""
+        if not limits:
+            return
+        node = self._function_node(path, function)
+        more = f" (and {len(limits) - 1} more)" if len(limits) > 1 else ""
+        self.limit_finding(path, node, f"{function}: {limits[0]}{more}", report, recipe=function)
+
+    def limit_finding(self, path: Path, node, message: str, report: FileResult, recipe: str | None = None) -> None:
+        if not self.rule_enabled(ResolverLimitRule):
+            return
+        display = self.project_display(path)
+        line, column = (node.lineno, node.col_offset + 1) if node is not None else (1, 1)
+        end = column + len(f"def {node.name}") if node is not None else column + 1
+        origin = Origin(display, line, column, line, end)
+        report.findings.append(Finding(ResolverLimitRule.id, ResolverLimitRule.name, ResolverLimitRule.severity,
+                                       message, origin, recipe=f"{display}::{recipe}" if recipe else ""))
+
+    def _function_node(self, path: Path, function: str):
+        try:
+            tree = self.project.interpreter_for(path).finder.load(path).tree
+        except SourceError:
+            return None
+        return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
 
     def syntax_finding(self, error: SourceError, report: FileResult) -> None:
-        if not self.rule_enabled(SyntaxErrorRule):
+        """SY001 for a file that cannot be read or parsed; SY002 when mblint's own limits
+        stopped it from reading the file whole."""
+        rule = ResolverLimitRule if isinstance(error, SourceLimit) else SyntaxErrorRule
+        if not self.rule_enabled(rule):
             return
         display = self.project_display(error.path)
         origin = Origin(display, error.line, error.column, error.line, error.column + 1)
-        report.findings.append(Finding(SyntaxErrorRule.id, SyntaxErrorRule.name, Severity.ERROR, error.message, origin))
+        report.findings.append(Finding(rule.id, rule.name, rule.severity, error.message, origin))
 
     # ----- yaml --------------------------------------------------------------------------
 
@@ -493,7 +541,7 @@ def _worker_run(paths: list[str]) -> list[tuple[str, dict, list[str]]]:
     results = []
     for raw in paths:
         path = Path(raw)
-        result, deps = engine.check_file(path)
+        result, deps = engine.check_file_guarded(path)
         results.append((raw, result.to_dict(), [str(d) for d in deps]))
     return results
 
@@ -504,7 +552,7 @@ def _check_in_workers(engine: Engine, paths: list[Path], jobs: int):
 
     if "fork" not in multiprocessing.get_all_start_methods():
         for path in paths:
-            yield (path, *engine.check_file(path))
+            yield (path, *engine.check_file_guarded(path))
         return
     context = multiprocessing.get_context("fork")
     chunks = _chunks_by_folder(paths, jobs)

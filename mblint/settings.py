@@ -65,7 +65,7 @@ class Settings:
     def relative(self, path: Path) -> str | None:
         """``path`` relative to the settings folder (POSIX), or None when outside it."""
         try:
-            rel = os.path.relpath(Path(path).resolve(), self.root.resolve())
+            rel = os.path.relpath(os.path.realpath(path), self.root.resolve())
         except ValueError:  # another drive on Windows
             return None
         rel = Path(rel).as_posix()
@@ -216,7 +216,7 @@ class SettingsResolver:
             return self.default()
         if self.config is not None:
             return self._load(self.config.resolve(), required=True) or self.default()
-        path = Path(path).resolve()
+        path = Path(os.path.realpath(path))  # unlike Path.resolve, never raises on a symlink loop
         folder = path if path.is_dir() else path.parent
         visited = []
         found: Settings | None = None
