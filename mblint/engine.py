@@ -177,12 +177,36 @@ class Engine:
         self.editable: set[str] = set()
         self.used_rules: set = set()
         self._rules_cache: dict = {}
+        self.settings_errors: set[str] = set()
 
     # ----- settings (per file) -------------------------------------------------------------
 
     def settings_for(self, path: Path):
+        """The settings in force for ``path``; None when there are none or they cannot be read
+        (the error is reported once, and the files they govern are not checked)."""
         resolver = self.options.settings
-        return resolver.for_path(path) if resolver is not None else None
+        if resolver is None:
+            return None
+        from mblint.settings import SettingsError
+
+        try:
+            return resolver.for_path(path)
+        except SettingsError as error:
+            self.settings_errors.add(str(error))
+            return None
+
+    def settings_readable(self, path: Path) -> bool:
+        resolver = self.options.settings
+        if resolver is None:
+            return True
+        from mblint.settings import SettingsError
+
+        try:
+            resolver.for_path(path)
+            return True
+        except SettingsError as error:
+            self.settings_errors.add(str(error))
+            return False
 
     def rules_for(self, path: Path) -> list[type[Rule]]:
         settings = self.settings_for(path)
@@ -244,6 +268,8 @@ class Engine:
         report.notes.extend(self.plugins.errors)
         found = discover(paths, self.options.excludes, self.options.force_exclude)
         explicit = {Path(p).resolve() for p in paths if Path(p).is_file()}
+        found.python = [p for p in found.python if self.settings_readable(p)]
+        found.yaml = [p for p in found.yaml if self.settings_readable(p)]
         found.python = [p for p in found.python if not self.excluded_by_settings(p, p.resolve() in explicit)]
         found.yaml = [p for p in found.yaml if not self.excluded_by_settings(p, p.resolve() in explicit)]
         for missing in found.missing:
@@ -276,6 +302,8 @@ class Engine:
         report.checked = [self.project_display(p) for p in checked]
         apply_suppressions(self, report, checked)
         report.rules = sorted(self.used_rules or self.base_rules, key=lambda r: r.id)
+        for message in sorted(self.settings_errors):
+            report.errors.append(FileError(message, "the files these settings govern are not checked"))
         report.findings.sort(key=Finding.sort_key)
         return report
 
