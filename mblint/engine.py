@@ -409,8 +409,8 @@ class Engine:
         except SourceError as error:
             self.syntax_finding(error, report)
             return None
-        except LookupError as error:
-            report.errors.append(FileError(str(path), str(error)))
+        except LookupError:
+            report.errors.append(FileError(self.project_display(path), f"paired recipe function {function!r} not found"))
             return None
         interp = self.project.interpreter_for(path)
         self.report_limits(interp.limits, path, function, report)

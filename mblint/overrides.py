@@ -9,6 +9,7 @@ booleans, numbers, quoted strings, ``[lists]`` and ``{dicts}``.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,9 @@ def load_yaml(path: Path, display: str | None = None) -> Any:
     yaml.allow_duplicate_keys = False
     constructor, parser = yaml.get_constructor_parser(text)
     try:
-        node = constructor.composer.get_single_node()
+        with warnings.catch_warnings():  # ruamel warns about a reused anchor: valid YAML
+            warnings.simplefilter("ignore")
+            node = constructor.composer.get_single_node()
         if node is None:
             return None
         _check_nodes(path, node)
