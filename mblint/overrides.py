@@ -48,8 +48,9 @@ def load_yaml(path: Path, display: str | None = None) -> Any:
     text = read_source(path, MAX_YAML_BYTES)
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
-    constructor, parser = yaml.get_constructor_parser(text)
+    parser = None
     try:
+        constructor, parser = yaml.get_constructor_parser(text)  # checks the characters
         with warnings.catch_warnings():  # ruamel warns about a reused anchor: valid YAML
             warnings.simplefilter("ignore")
             node = constructor.composer.get_single_node()
@@ -59,14 +60,21 @@ def load_yaml(path: Path, display: str | None = None) -> Any:
         return constructor.construct_document(node)
     except YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
-        line = mark.line + 1 if mark else 1
-        column = mark.column + 1 if mark else 1
+        line, column = (mark.line + 1, mark.column + 1) if mark else _line_column(text, getattr(error, "position", 0))
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise SourceError(path, f"invalid YAML: {problem}", line, column) from error
     except RecursionError as error:
         raise SourceError(path, "invalid YAML: nested too deeply") from error
     finally:
-        parser.dispose()
+        if parser is not None:
+            parser.dispose()
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of a character offset."""
+    offset = max(0, min(offset or 0, len(text)))
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
 
 
 def _check_nodes(path: Path, root: Any) -> None:

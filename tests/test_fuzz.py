@@ -93,8 +93,8 @@ scalars = st.one_of(
 def _extend(inner):
     pair = st.tuples(inner, inner)
     return st.one_of(
-        pair.map(lambda p: f"({p[0]} {{}} {p[1]})").flatmap(
-            lambda t: st.sampled_from(["+", "-", "*", "//", "%", "**", "<<", "|", "/"]).map(t.format)),
+        st.tuples(inner, st.sampled_from(["+", "-", "*", "//", "%", "**", "<<", "|", "/"]), inner).map(
+            lambda t: f"({t[0]} {t[1]} {t[2]})"),
         pair.map(lambda p: f"min({p[0]}, {p[1]})"), pair.map(lambda p: f"max({p[0]}, {p[1]})"),
         st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
         st.lists(inner, max_size=3).map(lambda items: "[" + ", ".join(items) + "]"),

@@ -314,6 +314,13 @@ def test_broken_yaml_file(tree, case):
     assert len(messages) == 2 and any("global_batch_size=16" in m for m in messages)
 
 
+def test_control_character_in_yaml(tree):  # found by the fuzz campaign: ReaderError escaped
+    (tree / "ctrl.yaml").write_bytes(b"# mblint: recipe=recipes/good.py::good_sft_recipe\ntrain:\n  a: \x08\n")
+    run = lint(".")
+    assert run.at("ctrl.yaml") == [("SY001", 3, 6)] and "unacceptable character" in run.message("ctrl.yaml", "SY001")
+    assert run.good_still_linted and run.exit_code == 1
+
+
 def test_override_file_too_large(tree):
     from mblint.overrides import MAX_YAML_BYTES
 
@@ -375,6 +382,16 @@ def test_interrupted_write_leaves_the_old_file(tree, monkeypatch):
     assert calls and result.exit_code != 0
     assert (tree / "recipes" / "good.py").read_text() == GOOD_TEXT
     assert not list(tree.rglob("*.mblint-fix"))
+
+
+def test_fix_in_a_file_too_deep_for_libcst_is_dropped(tree):  # found while testing: KeyError escaped
+    target = tree / "recipes" / "good.py"
+    text = GOOD_TEXT.replace("    return cfg", "    cfg.train.train_iters = " + "+".join(["1"] * 1500) + "\n    return cfg")
+    target.write_text(text)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--fix", "--unsafe-fixes", "--show-fixes", "."])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "Not fixed: recipes/good.py:10: PK001" in result.stderr and "nested too deeply for libcst" in result.stderr
+    assert target.read_text() == text
 
 
 def fixable_tree(root: Path, count: int) -> None:
