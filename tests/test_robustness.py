@@ -257,6 +257,24 @@ def test_special_files_are_never_opened(tree, kind):
         assert lint(".").good_still_linted
 
 
+def test_a_crash_of_mblint_on_one_file_is_an_error_naming_it(tree, monkeypatch):
+    from mblint.engine import Engine
+
+    (tree / "recipes" / "trigger.py").write_text(recipe_text("trigger_recipe"))
+    real = Engine.check_python
+
+    def crash_on_trigger(self, path, report):
+        if path.name == "trigger.py":
+            raise RuntimeError("an interpreter gap")
+        return real(self, path, report)
+
+    monkeypatch.setattr(Engine, "check_python", crash_on_trigger)
+    run = lint(".")
+    assert run.exit_code == 2
+    assert "trigger.py: internal error while linting this file: RuntimeError: an interpreter gap" in run.stderr
+    assert run.good_still_linted
+
+
 def test_missing_path_is_an_error_and_the_rest_is_linted(tree):
     run = lint(".", "nope.py")
     assert run.exit_code == 2 and "nope.py: no such file or directory" in run.stderr
