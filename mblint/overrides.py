@@ -238,7 +238,7 @@ class _ValueParser:
             return self.sequence(depth)
         if char == "{":
             return self.mapping(depth)
-        if char in "'\"":
+        if char and char in "'\"":  # at the end, peek() gives "", which is "in" any string
             return self.quoted()
         return self.bare(top)
 
@@ -268,7 +268,7 @@ class _ValueParser:
             return items
         while True:
             self.skip_space()
-            key = self.quoted() if self.peek() in "'\"" else self.word(":")
+            key = self.quoted() if self.peek() and self.peek() in "'\"" else self.word(":")
             self.skip_space()
             if self.peek() != ":":
                 raise DotlistError(f"expected ':' after key {key!r} in {self.text!r}")

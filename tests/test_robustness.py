@@ -287,6 +287,11 @@ def test_bad_dotlist_is_a_usage_error(tree, item):
     assert run.exit_code == 2 and f"--set #2 {item!r}" in run.stderr
 
 
+def test_empty_dotlist_value_is_an_empty_string(tree):  # found by the fuzz campaign: IndexError escaped
+    run = lint("recipes/good.py", "--set", "train.micro_batch_size=")
+    assert run.exit_code in (0, 1) and "Traceback" not in run.output and "internal error" not in run.stderr
+
+
 def test_malformed_suppression_comment(tree):
     add_fixture(tree, "broken/malformed_comment.py")
     run = lint(".")
