@@ -152,10 +152,11 @@ def test_broken_python_file(tree, case):
 
 def test_binary_file_cannot_drive_the_terminal(tree):
     (tree / "blob.py").write_bytes(b"\x1b]0;owned\x07\x1b[2J" + bytes(range(256)))
-    (tree / "escape.py").write_text('X = "\x1b[2J\x1b[31m"\ndef f(:\n')
+    (tree / "escape.py").write_text('X = = "\x1b[2J\x1b]0;owned\x07\x1b[31m"\n')  # shown as the snippet
     result = CliRunner().invoke(main, ["check", "--no-cache", "."])
     assert "\x1b" not in result.output and "\x07" not in result.output
-    assert "escape.py:2:7: SY001" in result.output and "blob.py:1:1: SY001" in result.output
+    assert "escape.py:1:5: SY001" in result.output and "blob.py:1:1: SY001" in result.output
+    assert '1 | X = = "\\x1b[2J\\x1b]0;owned\\x07' in result.output
 
 
 @pytest.mark.parametrize("case", ["BOM", "CRLF", "mixed line endings", "tab indentation", "empty file"])
@@ -275,6 +276,17 @@ def test_a_crash_of_mblint_on_one_file_is_an_error_naming_it(tree, monkeypatch):
     assert run.good_still_linted
 
 
+def test_fifo_reached_without_discovery_is_not_waited_on(tree):
+    """A FIFO passed to ``show --override-file`` and shown as a text snippet: opened without
+    blocking, found not to be a regular file."""
+    os.mkfifo(tree / "pipe.yaml")
+    os.mkfifo(tree / "pipe.py")
+    shown = CliRunner().invoke(main, ["show", "recipes/good.py::good_sft_recipe", "--override-file", "pipe.yaml"])
+    assert shown.exit_code == 2 and "pipe.yaml:1:1: cannot read file: not a regular file" in shown.stderr
+    checked = CliRunner().invoke(main, ["check", "--no-cache", "."])  # text output shows source lines
+    assert "pipe.py:1:1: SY001 [error] cannot read file: not a regular file" in checked.output
+
+
 def test_missing_path_is_an_error_and_the_rest_is_linted(tree):
     run = lint(".", "nope.py")
     assert run.exit_code == 2 and "nope.py: no such file or directory" in run.stderr
@@ -342,6 +354,13 @@ def test_control_character_in_yaml(tree):  # found by the fuzz campaign: ReaderE
     run = lint(".")
     assert run.at("ctrl.yaml") == [("SY001", 3, 6)] and "unacceptable character" in run.message("ctrl.yaml", "SY001")
     assert run.good_still_linted and run.exit_code == 1
+
+
+def test_null_in_an_override_is_not_a_rule_crash(tree):  # found by the fuzz campaign: CP002/CP003 TypeError
+    (tree / "null.yaml").write_text("# mblint: recipe=recipes/good.py::good_sft_recipe\n"
+                                    "model:\n  context_parallel_size: null\n")
+    run = lint(".")
+    assert "internal error" not in run.stderr and run.good_still_linted
 
 
 def test_override_file_too_large(tree):
