@@ -356,9 +356,11 @@ def test_control_character_in_yaml(tree):  # found by the fuzz campaign: ReaderE
     assert run.good_still_linted and run.exit_code == 1
 
 
-def test_null_in_an_override_is_not_a_rule_crash(tree):  # found by the fuzz campaign: CP002/CP003 TypeError
-    (tree / "null.yaml").write_text("# mblint: recipe=recipes/good.py::good_sft_recipe\n"
-                                    "model:\n  context_parallel_size: null\n")
+@pytest.mark.parametrize("model", [  # found by the fuzz campaign: CP002/CP003 TypeError, PK007 ZeroDivisionError
+    "  context_parallel_size: null\n",
+    "  tensor_model_parallel_size: 2\n  sequence_parallel: true\n  context_parallel_size: 0\n"])
+def test_odd_override_values_are_not_rule_crashes(tree, model):
+    (tree / "odd.yaml").write_text("# mblint: recipe=recipes/good.py::good_sft_recipe\nmodel:\n" + model)
     run = lint(".")
     assert "internal error" not in run.stderr and run.good_still_linted
 
