@@ -48,7 +48,10 @@ def content_hash(path: Path, memo: dict | None = None) -> str | None:
         return memo[key]
     try:
         with open(key, "rb") as handle:
-            digest = blake2b(handle.read(), digest_size=16).hexdigest()
+            hasher = blake2b(digest_size=16)
+            for chunk in iter(lambda: handle.read(1 << 20), b""):  # a huge imported file: bounded memory
+                hasher.update(chunk)
+            digest = hasher.hexdigest()
     except OSError:
         digest = None
     if memo is not None:

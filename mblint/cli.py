@@ -81,6 +81,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
     from mblint.settings import SettingsError, SettingsResolver
 
     outputs = _outputs(output_sarif, output_json, output_files)
+    _check_dotlist(dotlist)
     if output_format is None:
         output_format = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
     resolver = SettingsResolver(Path(config_file) if config_file else None, isolated=isolated)
@@ -132,17 +133,31 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         except OSError as error:
             click.echo(f"mblint: error: cannot write {target}: {error.strerror}", err=True)
             sys.exit(EXIT_ERROR)
+    from mblint.report.text import printable
+
     for entry in report.stale_baseline:
         click.echo(f"mblint: note: stale baseline entry (fixed? shrink the baseline): {entry}", err=True)
     for note in report.notes:
-        click.echo(f"mblint: note: {note}", err=True)
+        click.echo(f"mblint: note: {printable(note)}", err=True)
     for error in report.errors:
-        click.echo(f"mblint: error: {error}", err=True)
+        click.echo(f"mblint: error: {printable(str(error))}", err=True)
     if report.errors:
         sys.exit(EXIT_ERROR)
     if not exit_zero and any(f.severity >= level for f, level in zip(report.findings, fail_levels)):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _check_dotlist(dotlist: tuple[str, ...]) -> None:
+    """A malformed ``--set`` is a usage error (exit 2): no configuration could be resolved."""
+    from mblint.overrides import DotlistError, parse_dotlist
+
+    for index, item in enumerate(dotlist, start=1):
+        try:
+            parse_dotlist(item, None)
+        except DotlistError as error:
+            click.echo(f"mblint: error: --set #{index} {item!r}: {error}", err=True)
+            sys.exit(EXIT_ERROR)
 
 
 def _outputs(output_sarif, output_json, output_files) -> list[tuple[str, str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,9 @@ class Discovered:
     yaml: list[Path] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # (path, reason): named like a Python or YAML file but not a readable regular file
+    # (a symlink loop, a dangling link, a FIFO or device); never opened, reported as SY001
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)
 
 
 def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bool = True) -> Discovered:
@@ -82,6 +86,12 @@ def _add(path: Path, found: Discovered, seen: set[Path], explicit: bool) -> None
     key = Path(os.path.abspath(path))
     if key in seen:
         return
+    if path.suffix in PYTHON_SUFFIXES + YAML_SUFFIXES:
+        reason = _not_regular(path)
+        if reason:
+            seen.add(key)
+            found.unreadable.append((path, reason))
+            return
     if path.suffix in PYTHON_SUFFIXES:
         seen.add(key)
         found.python.append(path)
@@ -90,3 +100,14 @@ def _add(path: Path, found: Discovered, seen: set[Path], explicit: bool) -> None
         found.yaml.append(path)
     elif explicit:
         found.problems.append(f"{path}: not a Python or YAML file; skipped")
+
+
+def _not_regular(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a file, or None when it is a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        return f"cannot read file: {error.strerror or error}"
+    if not stat.S_ISREG(mode):
+        return "cannot read file: not a regular file (a FIFO, socket or device)"
+    return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import gc
 import os
 import re
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from mblint.discover import discover
-from mblint.extract.modules import SourceError
+from mblint.extract.modules import SourceError, SourceLimit
 from mblint.findings import Finding, Severity, finding_from_dict, finding_to_dict
 from mblint.model import EffectiveConfig, Origin
 from mblint.rule import Rule, RuleContext
@@ -174,6 +175,7 @@ class Engine:
         self.editable: set[str] = set()
         self.used_rules: set = set()
         self._world_size_comments: dict[str, int | None] = {}
+        self.settings_errors: set[str] = set()
         self._plugins = None
         self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
         if plugins is not None or not options.use_cache:
@@ -232,8 +234,31 @@ class Engine:
     # ----- settings (per file) -------------------------------------------------------------
 
     def settings_for(self, path: Path):
+        """The settings in force for ``path``; None when there are none or they cannot be read
+        (the error is reported once, and the files they govern are not checked)."""
         resolver = self.options.settings
-        return resolver.for_path(path) if resolver is not None else None
+        if resolver is None:
+            return None
+        from mblint.settings import SettingsError
+
+        try:
+            return resolver.for_path(path)
+        except SettingsError as error:
+            self.settings_errors.add(str(error))
+            return None
+
+    def settings_readable(self, path: Path) -> bool:
+        resolver = self.options.settings
+        if resolver is None:
+            return True
+        from mblint.settings import SettingsError
+
+        try:
+            resolver.for_path(path)
+            return True
+        except SettingsError as error:
+            self.settings_errors.add(str(error))
+            return False
 
     def rules_for(self, path: Path) -> list[type[Rule]]:
         settings = self.settings_for(path)
@@ -296,11 +321,17 @@ class Engine:
         report = Report()
         found = discover(paths, self.options.excludes, self.options.force_exclude)
         explicit = _ExplicitFiles(paths)
+        found.python = [p for p in found.python if self.settings_readable(p)]
+        found.yaml = [p for p in found.yaml if self.settings_readable(p)]
         found.python = [p for p in found.python if not self.excluded_by_settings(p, explicit)]
         found.yaml = [p for p in found.yaml if not self.excluded_by_settings(p, explicit)]
         for missing in found.missing:
             report.errors.append(FileError(missing, "no such file or directory"))
         report.notes.extend(found.problems)
+        for path, reason in found.unreadable:
+            result = FileResult()
+            self.syntax_finding(SourceError(path, reason), result)
+            report.add(result)
         files = found.python + found.yaml
         self.editable = {self.project_display(p) for p in files}
         cache = self.make_cache()  # before the plugins are first needed: they may come from its catalog
@@ -325,6 +356,8 @@ class Engine:
         report.checked = [self.project_display(p) for p in checked]
         apply_suppressions(self, report, checked)
         report.rules = sorted(self.used_rules or self.base_rules, key=lambda r: r.id)
+        for message in sorted(self.settings_errors):
+            report.errors.append(FileError(message, "the files these settings govern are not checked"))
         report.findings.sort(key=Finding.sort_key)
         return report
 
@@ -382,9 +415,20 @@ class Engine:
         jobs = self.options.jobs if self.options.jobs is not None else _default_jobs(len(paths))
         if jobs <= 1:
             for path in paths:
-                yield (path, *self.check_file(path))
+                yield (path, *self.check_file_guarded(path))
             return
         yield from _check_in_workers(self, paths, jobs)
+
+    def check_file_guarded(self, path: Path) -> tuple[FileResult, set[Path]]:
+        """``check_file``, with a failure of mblint itself reported as an error (exit code 2)
+        naming the file; the other files are still linted."""
+        try:
+            return self.check_file(path)
+        except Exception as error:  # noqa: BLE001 - the last line of defence
+            result = FileResult()
+            result.errors.append(FileError(str(path), f"internal error while linting this file: "
+                                                      f"{type(error).__name__}: {error}"))
+            return result, set()
 
     def check_file(self, path: Path) -> tuple[FileResult, set[Path]]:
         self.load_rule_classes()
@@ -419,10 +463,21 @@ class Engine:
         except SourceError as error:
             self.syntax_finding(error, report)
             return
-        text = self.project.interpreter_for(path).finder.load(path).text
-        for node in functions:
+        from mblint.extract.interpreter import MAX_FILE_STEPS, MAX_RECIPES_PER_FILE
+
+        interp = self.project.interpreter_for(path)
+        text = interp.finder.load(path).text
+        steps = 0
+        for index, node in enumerate(functions):
+            if index == MAX_RECIPES_PER_FILE or steps > MAX_FILE_STEPS:
+                limit = (f"recipe limit ({MAX_RECIPES_PER_FILE} per file)" if index == MAX_RECIPES_PER_FILE
+                         else f"step limit ({MAX_FILE_STEPS:,} steps per file)")
+                self.limit_finding(path, node, f"{limit} reached: {len(functions) - index} recipes from "
+                                               f"{node.name} on are not checked", report)
+                return
             report.recipes += 1
             self.check_recipe(path, node.name, text, report, dotlist=self.options.dotlist)
+            steps += interp.steps
 
     def check_recipe(self, path: Path, function: str, text: str, report: FileResult,
                      overrides: Iterable = (), dotlist: tuple[str, ...] = ()) -> EffectiveConfig | None:
@@ -433,11 +488,11 @@ class Engine:
         except SourceError as error:
             self.syntax_finding(error, report)
             return None
-        except LookupError as error:
-            report.errors.append(FileError(str(path), str(error)))
+        except LookupError:
+            report.errors.append(FileError(self.project_display(path), f"paired recipe function {function!r} not found"))
             return None
         interp = self.project.interpreter_for(path)
-        self.report_limits(interp.notes, path, function, report)
+        self.report_limits(interp.limits, path, function, report)
         if graph is None:
             return None
         try:
@@ -500,19 +555,40 @@ class Engine:
             self._world_size_comments[recipe_path] = int(match.group(1)) if match else None
         return self._world_size_comments[recipe_path]
 
-    def report_limits(self, notes: list[str], path: Path, function: str, report: FileResult) -> None:
-        limited = [n for n in notes if "limit" in n or "unresolved" in n or "too deep" in n]
-        if limited and self.rule_enabled(ResolverLimitRule):
-            origin = Origin(self.project_display(path), 1, 1, 1, 1)
-            report.findings.append(Finding(ResolverLimitRule.id, ResolverLimitRule.name, ResolverLimitRule.severity,
-                                           f"{function}: {limited[0]}", origin, recipe=f"{origin.path}::{function}"))
+    def report_limits(self, limits: list[str], path: Path, function: str, report: FileResult) -> None:
+        """One SY002 per recipe that hit a limit, on its ``def`` line, naming the first limit."""
+        if not limits:
+            return
+        node = self._function_node(path, function)
+        more = f" (and {len(limits) - 1} more)" if len(limits) > 1 else ""
+        self.limit_finding(path, node, f"{function}: {limits[0]}{more}", report, recipe=function)
+
+    def limit_finding(self, path: Path, node, message: str, report: FileResult, recipe: str | None = None) -> None:
+        if not self.rule_enabled(ResolverLimitRule):
+            return
+        display = self.project_display(path)
+        line, column = (node.lineno, node.col_offset + 1) if node is not None else (1, 1)
+        end = column + len(f"def {node.name}") if node is not None else column + 1
+        origin = Origin(display, line, column, line, end)
+        report.findings.append(Finding(ResolverLimitRule.id, ResolverLimitRule.name, ResolverLimitRule.severity,
+                                       message, origin, recipe=f"{display}::{recipe}" if recipe else ""))
+
+    def _function_node(self, path: Path, function: str):
+        try:
+            tree = self.project.interpreter_for(path).finder.load(path).tree
+        except SourceError:
+            return None
+        return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
 
     def syntax_finding(self, error: SourceError, report: FileResult) -> None:
-        if not self.rule_enabled(SyntaxErrorRule):
+        """SY001 for a file that cannot be read or parsed; SY002 when mblint's own limits
+        stopped it from reading the file whole."""
+        rule = ResolverLimitRule if isinstance(error, SourceLimit) else SyntaxErrorRule
+        if not self.rule_enabled(rule):
             return
         display = self.project_display(error.path)
         origin = Origin(display, error.line, error.column, error.line, error.column + 1)
-        report.findings.append(Finding(SyntaxErrorRule.id, SyntaxErrorRule.name, Severity.ERROR, error.message, origin))
+        report.findings.append(Finding(rule.id, rule.name, rule.severity, error.message, origin))
 
     # ----- yaml --------------------------------------------------------------------------
 
@@ -601,7 +677,7 @@ def _worker_run(paths: list[str]) -> list[tuple[str, dict, list[str]]]:
     results = []
     for raw in paths:
         path = Path(raw)
-        result, deps = engine.check_file(path)
+        result, deps = engine.check_file_guarded(path)
         results.append((raw, result.to_dict(), [str(d) for d in deps]))
     return results
 
@@ -612,7 +688,7 @@ def _check_in_workers(engine: Engine, paths: list[Path], jobs: int):
 
     if "fork" not in multiprocessing.get_all_start_methods():
         for path in paths:
-            yield (path, *engine.check_file(path))
+            yield (path, *engine.check_file_guarded(path))
         return
     context = multiprocessing.get_context("fork")
     results = {}

@@ -9,16 +9,19 @@ booleans, numbers, quoted strings, ``[lists]`` and ``{dicts}``.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mblint.extract.modules import SourceError, read_source
+from mblint.extract.modules import SourceError, SourceLimit, read_source
 from mblint.extract.values import Obj
 from mblint.model import UNKNOWN, Origin, Unknown
 
 RECIPE_PAIRING = re.compile(r"#\s*mblint:\s*recipe\s*=\s*(\S+)")
-MAX_YAML_BYTES = 5_000_000
+# ruamel.yaml reads about 60 kB/s; override files are a few kB.
+MAX_YAML_BYTES = 500_000
+MAX_YAML_NODES = 200_000
 
 
 @dataclass(frozen=True)
@@ -36,24 +39,72 @@ class Override:
 
 
 def load_yaml(path: Path, display: str | None = None) -> Any:
+    """The override file's document. Nothing is constructed before the node tree is checked:
+    a tag outside YAML's core schema (``!!python/object``...) is a SY001 finding, and a tree
+    that aliases expand past ``MAX_YAML_NODES`` (a "billion laughs") is a limit (SY002)."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
-    text = read_source(path)
-    if len(text) > MAX_YAML_BYTES:
-        raise SourceError(path, "override file is too large to read")
+    text = read_source(path, MAX_YAML_BYTES)
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
+    parser = None
     try:
-        return yaml.load(text)
+        constructor, parser = yaml.get_constructor_parser(text)  # checks the characters
+        with warnings.catch_warnings():  # ruamel warns about a reused anchor: valid YAML
+            warnings.simplefilter("ignore")
+            node = constructor.composer.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(path, node)
+        return constructor.construct_document(node)
     except YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
-        line = mark.line + 1 if mark else 1
-        column = mark.column + 1 if mark else 1
+        line, column = (mark.line + 1, mark.column + 1) if mark else _line_column(text, getattr(error, "position", 0))
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise SourceError(path, f"invalid YAML: {problem}", line, column) from error
     except RecursionError as error:
         raise SourceError(path, "invalid YAML: nested too deeply") from error
+    finally:
+        if parser is not None:
+            parser.dispose()
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of a character offset."""
+    offset = max(0, min(offset or 0, len(text)))
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+def _check_nodes(path: Path, root: Any) -> None:
+    """Walk the node tree as aliases expand it, without recursion."""
+    stack = [root]
+    visited = 0
+    while stack:
+        node = stack.pop()
+        visited += 1
+        if visited > MAX_YAML_NODES:
+            raise SourceLimit(path, f"YAML node limit ({MAX_YAML_NODES:,} nodes with aliases expanded) "
+                                    "exceeded: the override file is not applied")
+        tag = node.tag.value if hasattr(node.tag, "value") else node.tag
+        if tag and tag not in CORE_TAGS:
+            mark = node.start_mark
+            raise SourceError(path, f"YAML tag {_short_tag(tag)} is not allowed: Megatron-Bridge reads "
+                                    "override files with a safe loader", mark.line + 1, mark.column + 1)
+        value = node.value
+        if isinstance(value, list):
+            for item in value:
+                stack.extend(item if isinstance(item, tuple) else (item,))
+
+
+CORE_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in
+                      ("str", "int", "float", "bool", "null", "map", "seq", "merge", "timestamp", "binary",
+                       "omap", "pairs", "set", "value"))
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
 
 
 def yaml_overrides(path: Path, display: str) -> list[Override]:
@@ -64,7 +115,7 @@ def yaml_overrides(path: Path, display: str) -> list[Override]:
 
     if not isinstance(document, CommentedMap):
         raise SourceError(path, "an override file must be a mapping of config fields", 1, 1)
-    lines = read_source(path).splitlines()
+    lines = read_source(path, MAX_YAML_BYTES).splitlines()
     overrides: list[Override] = []
     _collect_yaml(document, (), display, lines, overrides, depth=0)
     return overrides
@@ -187,7 +238,7 @@ class _ValueParser:
             return self.sequence(depth)
         if char == "{":
             return self.mapping(depth)
-        if char in "'\"":
+        if char and char in "'\"":  # at the end, peek() gives "", which is "in" any string
             return self.quoted()
         return self.bare(top)
 
@@ -217,7 +268,7 @@ class _ValueParser:
             return items
         while True:
             self.skip_space()
-            key = self.quoted() if self.peek() in "'\"" else self.word(":")
+            key = self.quoted() if self.peek() and self.peek() in "'\"" else self.word(":")
             self.skip_space()
             if self.peek() != ":":
                 raise DotlistError(f"expected ':' after key {key!r} in {self.text!r}")

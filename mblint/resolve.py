@@ -114,14 +114,14 @@ class Project:
         func = scope.lookup(function)
         if not isinstance(func, FuncRef):
             raise LookupError(f"{path}: no function named {function!r}")
-        interp.objects = []
-        interp.steps = 0
-        interp.notes = []
-        interp.attribute_errors = []
+        interp.start_recipe()
         try:
             result = interp.call_function(func, [], {}, None)
-        except (BudgetExceeded, Return, RecursionError) as error:
+        except (BudgetExceeded, Return) as error:
             interp.notes.append(f"{function}: left unresolved ({type(error).__name__})")
+            return None
+        except RecursionError:
+            interp.limit(f"{function}: Python recursion limit reached (nested too deeply): the recipe's values are unknown")
             return None
         if not isinstance(result, Obj) or result.cls is None:
             return None

@@ -64,7 +64,7 @@ class Settings:
     def relative(self, path: Path) -> str | None:
         """``path`` relative to the settings folder (POSIX), or None when outside it."""
         try:
-            rel = os.path.relpath(Path(path).resolve(), self.root.resolve())
+            rel = os.path.relpath(os.path.realpath(path), self.root.resolve())
         except ValueError:  # another drive on Windows
             return None
         rel = Path(rel).as_posix()
@@ -255,10 +255,11 @@ class SettingsResolver:
         """The resolved folder holding ``path`` (``path`` itself for a folder). Files of one
         folder share the folder's resolution; a symbolic link is resolved on its own."""
         if path.is_symlink() or path.is_dir():
-            return path.resolve()
+            real = Path(os.path.realpath(path))  # unlike Path.resolve, never raises on a symlink loop
+            return real if real.is_dir() else real.parent
         key = (os.getcwd(), os.fspath(path.parent))
         if key not in self._real_folders:
-            self._real_folders[key] = path.parent.resolve()
+            self._real_folders[key] = Path(os.path.realpath(path.parent))
         return self._real_folders[key]
 
     def _load(self, path: Path, required: bool = False) -> Settings | None:

@@ -216,7 +216,7 @@ def _yaml_comments(text: str) -> list[tuple[int, int, str]]:
 def _statement_ranges(text: str) -> list[tuple[int, int]]:
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     ranges = []
     for node in ast.walk(tree):

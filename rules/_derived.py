@@ -120,9 +120,13 @@ def parallel(cfg: EffectiveConfig) -> Parallel:
     )
 
 
+def _positive_ints(*values: Any) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values)
+
+
 def cp_sp_alignment(cp: Any, tp: Any, sp: Any) -> tuple[Any, str]:
     """lcm(2*CP if CP>1 else 1, CP*TP if SP and TP>1 else 1), and how it was worked out."""
-    if not known(cp, tp, sp):
+    if not known(cp, tp, sp) or not _positive_ints(cp, tp):
         return UNKNOWN, ""
     cp_mult = 2 * cp if cp > 1 else 1
     sp_mult = cp * tp if sp and tp > 1 else 1
@@ -362,8 +366,8 @@ def cp_sp_alignment_all(cfg: EffectiveConfig) -> Any:
     eval_cp = eval_context_parallel_size(cfg)
     if not known(par.cp, par.tp, par.sp) or not is_known(eval_cp):
         return UNKNOWN
-    if not all(isinstance(v, int) for v in (par.cp, par.tp)) or (eval_cp is not None and not isinstance(eval_cp, int)):
-        return UNKNOWN
+    if not _positive_ints(par.cp, par.tp) or (eval_cp is not None and not _positive_ints(eval_cp)):
+        return UNKNOWN  # a size of 0 or a non-number is reported by other rules, not aligned here
     sizes = [("CP", par.cp)]
     fields = ["model.context_parallel_size", "model.tensor_model_parallel_size", "model.sequence_parallel"]
     if eval_cp is not None and eval_cp != par.cp:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from mblint.extract.modules import ModuleFinder, ModuleSource, SourceError
+from mblint.extract.modules import ModuleFinder, ModuleSource, SourceError, SourceLimit
 from mblint.extract.values import (
     _versions,
     BoundMethod,
@@ -31,10 +32,16 @@ from mblint.extract.values import (
 from mblint.model import UNKNOWN, Origin, Unknown
 from mblint.schema import ClassSpec, Schema
 
+# Limits of the interpretation (docs/robustness.md). Real Megatron-Bridge recipes stay far
+# below them: at most about 200 steps per recipe and 2,000 per file.
 MAX_CALL_DEPTH = 24
-MAX_STEPS = 200_000
+MAX_STEPS = 200_000  # statements (and comprehension items, and copies) per recipe
 MAX_EXPR_DEPTH = 200
 MAX_COMPREHENSION = 10_000
+MAX_VALUE_SIZE = 10_000  # characters of a string, elements of a list or tuple (nested ones counted)
+MAX_INT_BITS = 4_096
+MAX_RECIPES_PER_FILE = 500
+MAX_FILE_STEPS = 2_000_000
 HF_PROVIDER_LABEL = "HFModelProvider"
 # torch dtypes are values in configs, spelled as Megatron-Bridge's schema spells defaults.
 TORCH_DTYPES = {"float32", "float", "float16", "half", "bfloat16", "float64", "double", "int8", "uint8",
@@ -165,16 +172,29 @@ def _known_seq(values: Iterable[Any]) -> bool:
     return all(not is_unknown(v) and not isinstance(v, Obj) for v in values)
 
 
-def _pure(fn):
+def _pure(fn, numbers_only: bool = False):
+    """A builtin applied to known arguments. ``numbers_only``: refused unless every argument
+    (or element) is a number of bounded size, since the result could be huge (``sum`` of
+    lists, ``math.prod`` of a string and a count, ``math.lcm`` of big numbers)."""
     def call(args, kwargs):
         if kwargs or not _known_seq(args):
             return UNKNOWN
+        if numbers_only and not _small_numbers(args):
+            return UNKNOWN
         try:
-            return fn(*args)
+            result = fn(*args)
         except Exception:  # noqa: BLE001 - a call that would raise yields unknown
             return UNKNOWN
+        return UNKNOWN if _oversized(result) else result
 
     return call
+
+
+def _small_numbers(args: list) -> bool:
+    items = [x for a in args for x in (a if isinstance(a, (list, tuple, set)) else (a,))]
+    if not all(isinstance(x, (int, float)) for x in items):
+        return False
+    return sum(x.bit_length() for x in items if isinstance(x, int)) <= MAX_INT_BITS
 
 
 PURE_BUILTINS = {
@@ -187,17 +207,17 @@ PURE_BUILTINS = {
     "bool": _pure(bool),
     "round": _pure(round),
     "len": _pure(len),
-    "sum": _pure(sum),
+    "sum": _pure(sum, numbers_only=True),
     "sorted": _pure(lambda *a: list(sorted(*a))),
     "any": _pure(any),
     "all": _pure(all),
     "tuple": _pure(lambda *a: tuple(*a)),
     "list": _pure(lambda *a: list(*a)),
-    "math.lcm": _pure(math.lcm),
+    "math.lcm": _pure(math.lcm, numbers_only=True),
     "math.gcd": _pure(math.gcd),
     "math.ceil": _pure(math.ceil),
     "math.floor": _pure(math.floor),
-    "math.prod": _pure(math.prod),
+    "math.prod": _pure(math.prod, numbers_only=True),
     "math.sqrt": _pure(math.sqrt),
     "math.log2": _pure(math.log2),
 }
@@ -225,6 +245,9 @@ class Interpreter:
         self.clock = 0
         self.expr_depth = 0
         self.notes: list[str] = []
+        self.limits: list[str] = []  # the limits this recipe hit (SY002), first one first
+        self.limit_hits = 0
+        self.where = ""  # path:line of the statement being run, for limit messages
         overlay = schema.overlay or {}
         self.hf_factories = {q.rsplit(".", 2)[-2] + "." + q.rsplit(".", 1)[-1]
                              for q in overlay.get("hf_model_factories", [])} or {"AutoBridge.from_hf_pretrained"}
@@ -327,7 +350,23 @@ class Interpreter:
             return self.scope_for(path)
         except SourceError as error:
             self.notes.append(f"{error.path}:{error.line}: {error.message}")
+            if isinstance(error, SourceLimit):
+                self.limit(f"imported module {self.finder.display(error.path)}: {error.message}")
             return None
+
+    def start_recipe(self) -> None:
+        self.objects = []
+        self.steps = 0
+        self.budget_hit = False
+        self.notes = []
+        self.limits = []
+        self.attribute_errors = []
+
+    def limit(self, message: str) -> None:
+        """Record that a limit was hit (once per message); the value at hand becomes unknown."""
+        self.limit_hits += 1
+        if message not in self.limits:
+            self.limits.append(message)
 
     def external(self, qualname: str) -> Any:
         name = qualname.rsplit(".", 1)[-1]
@@ -379,7 +418,8 @@ class Interpreter:
             except (Return, BudgetExceeded):
                 break
             except RecursionError:
-                self.notes.append(f"{scope.source.display_path}:{stmt.lineno}: too deeply nested")
+                self.limit(f"{scope.source.display_path}:{stmt.lineno}: Python recursion limit reached "
+                           "(nested too deeply): the statement is not interpreted")
 
     def exec_module_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -434,6 +474,7 @@ class Interpreter:
         """A module-level object read from a recipe: each recipe gets its own copy."""
         if obj.oid in memo:
             return memo[obj.oid]
+        self.charge(len(obj.fields))
         copy = self.new_obj(obj.cls, obj.created_at)
         memo[obj.oid] = copy
         copy.open = obj.open
@@ -446,6 +487,7 @@ class Interpreter:
 
     def snapshot(self, frame: Frame) -> dict:
         """The state of every object and local; field tables are shared, not copied."""
+        self.charge(len(self.objects))
         for obj in self.objects:
             obj.shared = True
         return {
@@ -488,8 +530,10 @@ class Interpreter:
         key = self.memo_key(func, args, kwargs)
         if key is not None and key in self.memo:
             return self.copy_result(self.memo[key])
+        hits = self.limit_hits
         result = self.call_function_uncached(func, args, kwargs, site)
-        if key is not None and self.call_stack_clean():
+        # A result cut short by a limit depends on the calls around it: not reused.
+        if key is not None and self.call_stack_clean() and self.limit_hits == hits:
             self.memo[key] = result
             return self.copy_result(result)
         return result
@@ -513,8 +557,12 @@ class Interpreter:
         return value
 
     def call_function_uncached(self, func: FuncRef, args: list, kwargs: dict, site: ast.AST | None) -> Any:
+        if any(node is func.node for node in self.call_stack):
+            self.limit(f"{self.where}: recursive call of {func.name}: its result is unknown")
+        elif len(self.call_stack) >= MAX_CALL_DEPTH:
+            self.limit(f"{self.where}: call depth limit ({MAX_CALL_DEPTH} nested calls) reached at "
+                       f"{func.name}: its result is unknown")
         if len(self.call_stack) >= MAX_CALL_DEPTH or any(node is func.node for node in self.call_stack):
-            self.notes.append(f"call depth limit or recursion at {func.name}: result unknown")
             self.havoc_values(args + list(kwargs.values()), None, None)
             return UNKNOWN
         frame = Frame(func.module, function=func.name)
@@ -579,13 +627,22 @@ class Interpreter:
                 return False
         return True
 
-    def tick(self) -> None:
-        self.steps += 1
+    def tick(self, cost: int = 1) -> None:
+        self.steps += cost
         if self.steps > MAX_STEPS:
+            if not self.budget_hit:
+                self.limit(f"step limit ({MAX_STEPS:,} steps per recipe) reached at {self.where}: "
+                           "the recipe's values are unknown")
             self.budget_hit = True
             raise BudgetExceeded()
 
+    def charge(self, size: int) -> None:
+        """Copies and snapshots of many objects count as steps (one per hundred)."""
+        if size >= 100:
+            self.tick(size // 100)
+
     def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
+        self.where = f"{frame.scope.source.display_path}:{stmt.lineno}"
         self.tick()
         handler = getattr(self, "stmt_" + type(stmt).__name__, None)
         if handler is None:
@@ -596,6 +653,8 @@ class Interpreter:
         except (Return, BudgetExceeded):
             raise
         except RecursionError:
+            self.limit(f"{self.where}: Python recursion limit reached (nested too deeply): "
+                       "what the statement sets is unknown")
             self.havoc_stmt(stmt, frame)
         except Exception as error:  # noqa: BLE001 - an interpreter gap must not crash the lint
             self.notes.append(f"{frame.scope.source.display_path}:{stmt.lineno}: not understood ({type(error).__name__})")
@@ -827,6 +886,7 @@ class Interpreter:
         self.expr_depth += 1
         try:
             if self.expr_depth > MAX_EXPR_DEPTH:
+                self.limit(f"{self.where}: expression depth limit ({MAX_EXPR_DEPTH}) reached: the value is unknown")
                 return UNKNOWN
             handler = getattr(self, "expr_" + type(node).__name__, None)
             return handler(node, frame) if handler else UNKNOWN
@@ -906,11 +966,11 @@ class Interpreter:
 
     def expr_Tuple(self, node: ast.Tuple, frame: Frame) -> Any:
         items = self.eval_elements(node.elts, frame)
-        return UNKNOWN if items is None else tuple(items)
+        return UNKNOWN if items is None else self.sized(tuple(items))
 
     def expr_List(self, node: ast.List, frame: Frame) -> Any:
         items = self.eval_elements(node.elts, frame)
-        return UNKNOWN if items is None else list(items)
+        return UNKNOWN if items is None else self.sized(list(items))
 
     def expr_Set(self, node: ast.Set, frame: Frame) -> Any:
         items = self.eval_elements(node.elts, frame)
@@ -965,6 +1025,7 @@ class Interpreter:
 
     def expr_JoinedStr(self, node: ast.JoinedStr, frame: Frame) -> Any:
         parts = []
+        length = 0
         for value in node.values:
             if isinstance(value, ast.Constant):
                 parts.append(str(value.value))
@@ -975,6 +1036,9 @@ class Interpreter:
                 parts.append(str(inner))
             else:
                 return UNKNOWN
+            length += len(parts[-1])
+            if length > MAX_VALUE_SIZE:
+                return self.too_big()
         return "".join(parts)
 
     def expr_BinOp(self, node: ast.BinOp, frame: Frame) -> Any:
@@ -988,10 +1052,21 @@ class Interpreter:
             return merged
         if is_unknown(left) or is_unknown(right) or not _scalarish(left) or not _scalarish(right):
             return UNKNOWN
+        if _result_too_big(op, left, right):
+            return self.too_big()
         try:
-            return BINARY_OPS[op](left, right)
+            return self.sized(BINARY_OPS[op](left, right))
         except Exception:  # noqa: BLE001 - e.g. division by zero: the real code would raise
             return UNKNOWN
+
+    def sized(self, value: Any) -> Any:
+        """``value``, or unknown when it is over the value size limits."""
+        return self.too_big() if _oversized(value) else value
+
+    def too_big(self) -> Unknown:
+        self.limit(f"{self.where}: value size limit ({MAX_VALUE_SIZE:,} elements or characters, "
+                   f"{MAX_INT_BITS:,}-bit integers) reached: the value is unknown")
+        return UNKNOWN
 
     def expr_UnaryOp(self, node: ast.UnaryOp, frame: Frame) -> Any:
         operand = self.eval(node.operand, frame)
@@ -1128,11 +1203,11 @@ class Interpreter:
 
     def expr_ListComp(self, node: ast.ListComp, frame: Frame) -> Any:
         items = self.comprehension_items(node, frame, lambda f: self.eval(node.elt, f))
-        return UNKNOWN if items is None else items
+        return UNKNOWN if items is None else self.sized(items)
 
     def expr_GeneratorExp(self, node: ast.GeneratorExp, frame: Frame) -> Any:
         items = self.comprehension_items(node, frame, lambda f: self.eval(node.elt, f))
-        return UNKNOWN if items is None else tuple(items)
+        return UNKNOWN if items is None else self.sized(tuple(items))
 
     def expr_SetComp(self, node: ast.SetComp, frame: Frame) -> Any:
         items = self.comprehension_items(node, frame, lambda f: self.eval(node.elt, f))
@@ -1204,6 +1279,8 @@ class Interpreter:
             updated.insert(args[0], args[1])
         elif name == "clear" and not args:
             updated = []
+        if not is_unknown(updated):
+            updated = self.sized(updated)
         self.store(node.func.value, updated, frame, self.origin(node, frame))
         return None
 
@@ -1427,6 +1504,69 @@ def _with_kind(origin: Origin | None, kind: str) -> Origin | None:
                   origin.via)
 
 
+def _oversized(value: Any) -> bool:
+    """Over ``MAX_VALUE_SIZE`` (nested elements counted) or ``MAX_INT_BITS``; stops counting
+    at the limit, so the check costs at most the limit."""
+    budget = MAX_VALUE_SIZE
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool):
+            if item.bit_length() > MAX_INT_BITS:
+                return True
+            budget -= 1
+        elif isinstance(item, str):
+            budget -= len(item)
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            budget -= len(item)
+            if budget >= 0:
+                stack.extend(item)
+        else:
+            budget -= 1
+        if budget < 0:
+            return True
+    return False
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value.bit_length()
+    return len(value) if isinstance(value, (str, list, tuple)) else 1
+
+
+def _result_too_big(op: type, left: Any, right: Any) -> bool:
+    """Would ``left <op> right`` be over the size limits? Decided before computing it: ``2 **
+    10 ** 9`` or ``"x" * 10 ** 9`` would take minutes and gigabytes."""
+    ints = all(isinstance(v, int) for v in (left, right))
+    if op is ast.Pow and ints:
+        return right > 0 and abs(left) > 1 and left.bit_length() * right > MAX_INT_BITS
+    if op is ast.LShift and ints:
+        return right > MAX_INT_BITS or left.bit_length() + max(right, 0) > MAX_INT_BITS
+    if op is ast.Mult:
+        if ints:
+            return left.bit_length() + right.bit_length() > MAX_INT_BITS
+        for sequence, count in ((left, right), (right, left)):
+            if isinstance(sequence, (str, list, tuple)) and isinstance(count, int):
+                return len(sequence) * count > MAX_VALUE_SIZE
+    if op is ast.Mod and isinstance(left, str):
+        return _format_too_big(left, right if isinstance(right, tuple) else (right,), "%")
+    return False
+
+
+_WIDE_SPEC = re.compile(r"\d{5,}|\*")
+
+
+def _format_too_big(template: str, args: tuple, marker: str) -> bool:
+    """A printf or str.format template: a width of five digits or more (or ``*``), or more
+    output than the size limit."""
+    if marker == "%" and re.search(r"%[^a-zA-Z%]*(?:\d{5,}|\*)", template):
+        return True
+    if marker == "{" and re.search(r"\{[^{}]*(?:\d{5,}|\{)", template):
+        return True
+    longest = max((len(str(a)) if isinstance(a, (str, int, float)) else MAX_VALUE_SIZE for a in args), default=0)
+    return len(template) + template.count(marker) * longest > MAX_VALUE_SIZE
+
+
 def _scalarish(value: Any) -> bool:
     return isinstance(value, (int, float, str, bool, tuple, list)) or value is None
 
@@ -1453,6 +1593,8 @@ def _module_name_guess(path: Path) -> str | None:
 def _string_method(text: str, name: str, args: list, kwargs: dict) -> Any:
     if kwargs or not _known_seq(args):
         return UNKNOWN
+    if _string_result_too_big(text, name, args):
+        return UNKNOWN
     if name in ("lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "replace", "split",
                 "rsplit", "join", "format", "title", "partition", "rpartition", "removeprefix", "removesuffix",
                 "count", "find", "isdigit", "zfill"):
@@ -1461,6 +1603,19 @@ def _string_method(text: str, name: str, args: list, kwargs: dict) -> Any:
         except Exception:  # noqa: BLE001
             return UNKNOWN
     return UNKNOWN
+
+
+def _string_result_too_big(text: str, name: str, args: list) -> bool:
+    if name == "zfill":
+        return bool(args) and isinstance(args[0], int) and args[0] > MAX_VALUE_SIZE
+    if name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+        places = text.count(args[0]) if args[0] else len(text) + 1
+        return len(text) + places * len(args[1]) > MAX_VALUE_SIZE
+    if name == "join" and args and isinstance(args[0], (list, tuple)):
+        return _oversized(list(args[0])) or len(text) * len(args[0]) > MAX_VALUE_SIZE
+    if name == "format":
+        return _format_too_big(text, tuple(args), "{")
+    return False
 
 
 def _isinstance(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:

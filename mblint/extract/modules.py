@@ -5,10 +5,16 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+
+
+# Larger files are not read: the biggest Megatron-Bridge module is about 170 kB, and parsing
+# costs about 100 bytes of memory per byte of source.
+MAX_SOURCE_BYTES = 4_000_000
 
 
 class SourceError(Exception):
@@ -20,6 +26,11 @@ class SourceError(Exception):
         self.message = message
         self.line = line
         self.column = column
+
+
+class SourceLimit(SourceError):
+    """A file mblint does not read whole because it hits one of its limits (size, YAML nodes):
+    reported as SY002 (a limit of mblint), not SY001 (a broken file)."""
 
 
 @dataclass
@@ -50,15 +61,12 @@ class ModuleSource:
 SOURCE_OVERLAY: dict[Path, str] = {}
 
 
-def read_source(path: Path) -> str:
+def read_source(path: Path, limit: int = MAX_SOURCE_BYTES) -> str:
     if SOURCE_OVERLAY:
         text = SOURCE_OVERLAY.get(path.resolve())
         if text is not None:
             return text
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise SourceError(path, f"cannot read file: {error.strerror or error}") from error
+    data = read_regular_file(path, limit)
     if b"\x00" in data:
         raise SourceError(path, "file is binary (contains NUL bytes), not Python source")
     try:
@@ -68,14 +76,45 @@ def read_source(path: Path) -> str:
         raise SourceError(path, f"file is not valid UTF-8 (byte {error.start})", line) from error
 
 
+def read_regular_file(path: Path, limit: int = MAX_SOURCE_BYTES) -> bytes:
+    """The bytes of a regular file. Opening does not block (a FIFO named ``x.py`` would wait
+    for a writer forever) and nothing past ``limit`` is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise SourceError(path, f"cannot read file: {error.strerror or error}") from error
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceError(path, "cannot read file: not a regular file (a FIFO, socket or device)")
+        if info.st_size > limit:
+            raise SourceLimit(path, f"file size limit ({limit:,} bytes) exceeded: the file has "
+                                       f"{info.st_size:,} bytes and is not read")
+        try:
+            data = handle.read(limit + 1)
+        except OSError as error:
+            raise SourceError(path, f"cannot read file: {error.strerror or error}") from error
+    if len(data) > limit:
+        raise SourceLimit(path, f"file size limit ({limit:,} bytes) exceeded: the file is not read")
+    return data
+
+
 def parse_source(path: Path, text: str, display_path: str | None = None) -> ModuleSource:
     try:
         tree = ast.parse(text, filename=str(path))
     except SyntaxError as error:
         raise SourceError(path, f"syntax error: {error.msg}", error.lineno or 1, error.offset or 1) from error
     except (ValueError, RecursionError, MemoryError) as error:
-        raise SourceError(path, f"cannot parse: {type(error).__name__}") from error
+        # Python's parser gives no position here; the longest line holds the deep expression.
+        line = _longest_line(text)
+        raise SourceError(path, f"cannot parse: expression nested too deeply for Python's parser "
+                                f"({type(error).__name__})", line) from error
     return ModuleSource(path, display_path or str(path), text, tree, text.splitlines())
+
+
+def _longest_line(text: str) -> int:
+    lengths = [len(line) for line in text.splitlines()] or [0]
+    return lengths.index(max(lengths)) + 1
 
 
 def package_root(path: Path) -> Path:

@@ -18,6 +18,9 @@ from mblint.schema import ClassSpec
 Slot = tuple  # (value, origins: tuple[Origin, ...])
 _ids = itertools.count(1)
 _versions = itertools.count(1)
+# A field assigned again and again keeps its first origin and the latest ones: unbounded
+# origin lists made a recipe that sets one field many times quadratic.
+MAX_ORIGINS = 64
 
 
 class Obj:
@@ -70,6 +73,8 @@ class Obj:
         previous = self.fields.get(key)
         origins = previous[1] if previous else ()
         if origin is not None:
+            if len(origins) >= MAX_ORIGINS:
+                origins = origins[:1] + origins[2 - MAX_ORIGINS:]
             origins = origins + (origin,)
         self.writable()[key] = (value, origins)
 

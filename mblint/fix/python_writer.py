@@ -93,15 +93,17 @@ class PythonFile:
         self.text = text
         try:
             self.wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+            self.module = self.wrapper.module
+            self.positions = self.wrapper.resolve(PositionProvider)
+            self.parents: dict[int, cst.CSTNode] = {}
+            self.module.visit(_ParentIndex(self.parents))
         except cst.ParserSyntaxError as error:
             raise PyEditError(f"cannot parse: {error.message}") from error
-        self.module = self.wrapper.module
-        self.positions = self.wrapper.resolve(PositionProvider)
+        except (RecursionError, KeyError) as error:  # libcst's visitors recurse: a deep expression
+            raise PyEditError("cannot edit: the file is nested too deeply for libcst") from error
         self._by_start: dict[tuple[int, int], list[cst.CSTNode]] = {}
         for node, where in self.positions.items():
             self._by_start.setdefault((where.start.line, where.start.column), []).append(node)
-        self.parents: dict[int, cst.CSTNode] = {}
-        self.module.visit(_ParentIndex(self.parents))
         self.quote = '"' if text.count('"') >= text.count("'") else "'"
 
     # ----- locating ------------------------------------------------------------------------
@@ -183,12 +185,13 @@ class PythonFile:
                 self._plan_add(edit, plan)
             else:
                 raise PyEditError(f"unsupported action {edit.action!r}")
-        new_module = self.module.visit(_Apply(plan))
-        text = new_module.code
         try:
+            text = self.module.visit(_Apply(plan)).code
             ast.parse(text)
         except SyntaxError as error:
             raise PyEditError(f"the edited file does not parse: {error.msg} (line {error.lineno})") from error
+        except (RecursionError, MemoryError, ValueError) as error:
+            raise PyEditError(f"the edited file cannot be checked: {type(error).__name__}") from error
         return text
 
     def _plan_set(self, edit: PyEdit, plan: "_Plan") -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from mblint.engine import Report
@@ -17,7 +18,21 @@ def render(report: Report, show_source: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Control characters from a linted file (a binary file, an escape sequence in a string) are
+# shown escaped, so a file cannot drive the terminal that shows the report.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                        text)
+
+
 def render_finding(finding: Finding, cache: dict, show_source: bool) -> list[str]:
+    return [printable(line) for line in _render_finding(finding, cache, show_source)]
+
+
+def _render_finding(finding: Finding, cache: dict, show_source: bool) -> list[str]:
     loc = finding.location
     out = [f"{loc.path}:{loc.line}:{loc.column}: {finding.rule_id} [{finding.severity.label}] {finding.message}"]
     source = _line(loc.path, loc.line, cache) if show_source else None
@@ -68,9 +83,12 @@ def _hidden(report: Report) -> str:
 
 def _line(path: str, number: int, cache: dict) -> str | None:
     if path not in cache:
+        from mblint.extract.modules import SourceError, read_regular_file
+
         try:
-            cache[path] = Path(path).read_text(encoding="utf-8-sig", errors="replace").splitlines()
-        except OSError:
+            data = read_regular_file(Path(path))
+            cache[path] = [] if b"\x00" in data else data.decode("utf-8-sig", errors="replace").splitlines()
+        except SourceError:
             cache[path] = []
     lines = cache[path]
     return lines[number - 1] if 0 < number <= len(lines) else None
