@@ -140,13 +140,15 @@ def run_once(cmd: list[str], cwd: Path, timeout: float) -> tuple[float, int, str
             p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=TOOL_ENV)
         except OSError as e:
             return 0.0, -127, str(e)
-        try:
-            rc = p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            return time.perf_counter() - t0, -9, f"timed out after {timeout:.0f} s"
+        # A blocking wait: Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which
+        # rounds every measured time up to the next poll.
+        killer = threading.Timer(timeout, p.kill)
+        killer.start()
+        rc = p.wait()
         dt = time.perf_counter() - t0
+        if not killer.is_alive():
+            return dt, -9, f"timed out after {timeout:.0f} s"
+        killer.cancel()
         err.flush()
         msg = ""
         crashed = rc == 1 and looks_like_crash(Path(err.name))

@@ -150,6 +150,8 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
 
 def _check_dotlist(dotlist: tuple[str, ...]) -> None:
     """A malformed ``--set`` is a usage error (exit 2): no configuration could be resolved."""
+    if not dotlist:
+        return  # and the override parser (ruamel) stays unimported
     from mblint.overrides import DotlistError, parse_dotlist
 
     for index, item in enumerate(dotlist, start=1):
