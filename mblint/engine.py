@@ -117,16 +117,19 @@ class FileResult:
     notes: list[str] = field(default_factory=list)
     recipes: int = 0
     resolved: int = 0
+    # The file's text does not mention "mblint": no suppression comment can be in it, so a
+    # cached result spares reading the file again for suppressions.
+    directive_free: bool = False
 
     def to_dict(self) -> dict:
         return {"findings": [finding_to_dict(f) for f in self.findings],
                 "errors": [vars(e) for e in self.errors], "notes": self.notes,
-                "recipes": self.recipes, "resolved": self.resolved}
+                "recipes": self.recipes, "resolved": self.resolved, "directive_free": self.directive_free}
 
     @classmethod
     def from_dict(cls, data: dict) -> "FileResult":
         return cls([finding_from_dict(f) for f in data["findings"]], [FileError(**e) for e in data["errors"]],
-                   list(data["notes"]), data["recipes"], data["resolved"])
+                   list(data["notes"]), data["recipes"], data["resolved"], data.get("directive_free", False))
 
 
 @dataclass
@@ -176,6 +179,7 @@ class Engine:
         self.used_rules: set = set()
         self._world_size_comments: dict[str, int | None] = {}
         self.settings_errors: set[str] = set()
+        self.directive_free: set[str] = set()  # display paths whose text never mentions "mblint"
         self._plugins = None
         self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
         if plugins is not None or not options.use_cache:
@@ -340,11 +344,16 @@ class Engine:
         for path in files:
             cached = cache.get(path, self.settings_source(path)) if cache else None
             if cached is not None:
-                report.add(FileResult.from_dict(cached))
+                result = FileResult.from_dict(cached)
+                report.add(result)
+                if result.directive_free:
+                    self.directive_free.add(self.project_display(path))
             else:
                 pending.append(path)
         for path, result, deps in self.check_files(pending):
             report.add(result)
+            if result.directive_free:
+                self.directive_free.add(self.project_display(path))
             if cache is not None and not result.errors:
                 cache.put(path, deps, result.to_dict(), self.settings_source(path))
         report.files = len(files)
@@ -441,6 +450,7 @@ class Engine:
         settings = self.settings_for(path)
         if settings is not None and settings.source is not None:
             deps = deps | {Path(settings.source)}
+        result.directive_free = _directive_free(path)
         return result, deps
 
     def _deps(self, path: Path) -> set[Path]:
@@ -644,6 +654,16 @@ class _ExplicitFiles:
         if self._resolved is None:
             self._resolved = {Path(p).resolve() for p in self.paths if Path(p).is_file()}
         return path.resolve() in self._resolved
+
+
+def _directive_free(path: Path) -> bool:
+    if not path.is_file():  # never open a FIFO or device
+        return False
+    try:
+        with open(path, "rb") as handle:
+            return b"mblint" not in handle.read()
+    except OSError:
+        return False
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

@@ -250,6 +250,8 @@ def apply_suppressions(engine: "Engine", report: "Report", checked: Iterable[Pat
     checked_displays = {engine.project_display(p): p for p in checked}
 
     def directives_for(display: str) -> FileDirectives:
+        if display in engine.directive_free:
+            return FileDirectives()
         if display not in cache:
             path = checked_displays.get(display) or (root / display)
             cache[display] = parse_directives(Path(path), aliases)

@@ -172,3 +172,29 @@ def test_entries_in_the_older_digest_only_format_are_still_read(tmp_path):
         entry["deps"] = {dep: digest for dep, (digest, _) in entry["deps"].items()}
         path.write_text(json.dumps(entry))
     assert run(tmp_path, recipe).cache_hits == 1
+
+
+def test_cached_files_that_never_mention_mblint_are_not_read_for_suppressions(tmp_path, monkeypatch):
+    from mblint import suppress
+
+    recipe = make_project(tmp_path, mbs=2)
+    run(tmp_path, recipe)
+    read: list[str] = []
+    real = suppress.parse_directives
+    monkeypatch.setattr(suppress, "parse_directives", lambda path, aliases: read.append(path.name) or real(path, aliases))
+    warm = run(tmp_path, recipe)
+    assert warm.cache_hits == 1 and [f.rule_id for f in warm.findings] == ["PK001"]
+    assert read == []
+
+
+def test_a_suppression_still_applies_to_a_cached_result(tmp_path):
+    recipe = make_project(tmp_path, mbs=2)
+    [finding] = run(tmp_path, recipe).findings
+    target = tmp_path / finding.location.path
+    lines = target.read_text().splitlines()
+    lines[finding.location.line - 1] += "  # mblint: ignore[PK001] packed elsewhere"
+    target.write_text("\n".join(lines) + "\n")
+    first = run(tmp_path, recipe)
+    warm = run(tmp_path, recipe)
+    assert first.findings == [] and first.suppressed == 1
+    assert warm.cache_hits == 1 and warm.findings == [] and warm.suppressed == 1
