@@ -450,8 +450,17 @@ class Engine:
         settings = self.settings_for(path)
         if settings is not None and settings.source is not None:
             deps = deps | {Path(settings.source)}
-        result.directive_free = _directive_free(path)
+        result.directive_free = self._directive_free(path)
         return result, deps
+
+    def _directive_free(self, path: Path) -> bool:
+        """No "mblint" in the file's text; a Python file's text is the one already read."""
+        if path.suffix == ".py":
+            try:
+                return "mblint" not in self.project.interpreter_for(path).finder.load(path).text
+            except SourceError:
+                return False
+        return _directive_free(path)
 
     def _deps(self, path: Path) -> set[Path]:
         try:

@@ -23,8 +23,8 @@ class Origin:
     end_column: int
     kind: str = field(default="set", compare=False)  # set | default | override | unknown | recipe
     seq: int = field(default=0, compare=False)  # program order across files: later sets are larger
-    # The calls (outermost first) through which the interpreter reached this place: where a
-    # value set inside a library helper shows in the recipe.
+    # The calls (outermost first) through which the interpreter reached this place, each with
+    # an ``origin()``: where a value set inside a library helper shows in the recipe.
     via: tuple = field(default=(), compare=False, repr=False)
 
     @classmethod

@@ -160,7 +160,6 @@ class ResolvedRecipe:
         cfg.attribute_errors = list(self.interp.attribute_errors)
         return cfg
 
-
     def expand_named_mixed_precision(self) -> str | None:
         """Megatron-Bridge replaces a recipe name in ``cfg.mixed_precision`` with the config
         its factory builds before it validates anything; so does mblint. The name is
@@ -173,8 +172,9 @@ class ResolvedRecipe:
         if expanded is None:
             return None
         chosen_at = tuple(_with_kind(origin, "default") for origin in origins[-1:])
-        for key, (value, _) in list(expanded.fields.items()):
-            expanded.fields[key] = (value, chosen_at)
+        fields = expanded.writable()
+        for key, (value, _) in list(fields.items()):
+            fields[key] = (value, chosen_at)
         self.root.writable()["mixed_precision"] = (expanded, origins)
         return name
 

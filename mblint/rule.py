@@ -119,11 +119,12 @@ def _primary_origin(cfg: EffectiveConfig, fields: Sequence[str], primary: str | 
         editable file through which the recipe reached it (``_benchmark_common(cfg)``)."""
         if origin is None or editable is None or origin.path in editable:
             return origin
-        if not origin.via or not cfg.recipe.contains(origin.via[0]):
+        if not origin.via or not cfg.recipe.contains(origin.via[0].origin()):
             return None  # reached through another recipe's call (a reused result)
         for site in reversed(origin.via):
-            if site.path in editable:
-                return replace(site, kind=origin.kind, seq=origin.seq)
+            place = site.origin()
+            if place.path in editable:
+                return replace(place, kind=origin.kind, seq=origin.seq)
         return None
 
     def usable(origin: Origin | None, kinds: tuple) -> Origin | None:

@@ -102,8 +102,16 @@ class Parallel:
 @per_config
 def parallel(cfg: EffectiveConfig) -> Parallel:
     def size(name: str, default: Any = 1) -> Any:
+        """A parallel size: a positive int, None where the field allows it, else unknown (a
+        null or a string from an override is not a size rules can reason about)."""
         result = value(cfg, f"model.{name}", default)
-        return result if not is_node(result) else UNKNOWN
+        if is_node(result) or not is_known(result) or (result is None and default is None):
+            return UNKNOWN if is_node(result) else result
+        return result if _positive_ints(result) else UNKNOWN
+
+    def flag(name: str) -> Any:
+        result = value(cfg, f"model.{name}", False)
+        return result if isinstance(result, bool) or not is_known(result) else UNKNOWN
 
     ep = size("expert_model_parallel_size")
     etp = size("expert_tensor_parallel_size", None)
@@ -116,7 +124,7 @@ def parallel(cfg: EffectiveConfig) -> Parallel:
         ep=ep,
         etp=etp,
         vpp=size("virtual_pipeline_model_parallel_size", None),
-        sp=size("sequence_parallel", False),
+        sp=flag("sequence_parallel"),
     )
 
 

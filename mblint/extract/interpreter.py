@@ -227,6 +227,27 @@ MATH_NAMES = {"lcm", "gcd", "ceil", "floor", "prod", "sqrt", "log2"}
 MIXED_PRECISION_MODULE = "megatron.bridge.training.mixed_precision"
 
 
+class CallSite:
+    """A call the interpreter went through (``Origin.via``). Its position is worked out only
+    when a finding is reported through it."""
+
+    __slots__ = ("source", "node", "_origin")
+
+    def __init__(self, source: ModuleSource, node: ast.AST) -> None:
+        self.source = source
+        self.node = node
+        self._origin: Origin | None = None
+
+    def origin(self) -> Origin:
+        if self._origin is None:
+            node, source = self.node, self.source
+            end_line = getattr(node, "end_lineno", None) or node.lineno
+            self._origin = Origin(source.display_path, node.lineno, source.char_column(node.lineno, node.col_offset),
+                                  end_line, source.char_column(end_line, getattr(node, "end_col_offset", None)
+                                                               or node.col_offset))
+        return self._origin
+
+
 class Interpreter:
     """Evaluates recipe functions over one ``Schema``. One instance serves many recipes; each
     recipe evaluation gets fresh objects."""
@@ -237,7 +258,7 @@ class Interpreter:
         self.scopes: dict[Path, ModuleScope] = {}
         self.objects: list[Obj] = []
         self.call_stack: list[ast.AST] = []
-        self.call_sites: tuple[Origin, ...] = ()  # the Origin.via of what is set now
+        self.call_sites: tuple["CallSite", ...] = ()  # the Origin.via of what is set now
         self.havoc_depth = 0
         self.steps = 0
         self.budget_hit = False
@@ -247,7 +268,7 @@ class Interpreter:
         self.notes: list[str] = []
         self.limits: list[str] = []  # the limits this recipe hit (SY002), first one first
         self.limit_hits = 0
-        self.where = ""  # path:line of the statement being run, for limit messages
+        self._running: tuple = ("", 0)  # (source, line) of the statement being run
         overlay = schema.overlay or {}
         self.hf_factories = {q.rsplit(".", 2)[-2] + "." + q.rsplit(".", 1)[-1]
                              for q in overlay.get("hf_model_factories", [])} or {"AutoBridge.from_hf_pretrained"}
@@ -354,6 +375,12 @@ class Interpreter:
                 self.limit(f"imported module {self.finder.display(error.path)}: {error.message}")
             return None
 
+    @property
+    def where(self) -> str:
+        """path:line of the statement being run, for limit messages (formatted only then)."""
+        source, line = self._running
+        return f"{source.display_path}:{line}" if source else ""
+
     def start_recipe(self) -> None:
         self.objects = []
         self.steps = 0
@@ -408,7 +435,7 @@ class Interpreter:
         if func.name != "get_mixed_precision_config" or kwargs or len(args) != 1 or not isinstance(args[0], str):
             return False
         path = self.finder.find(MIXED_PRECISION_MODULE)
-        return path is not None and func.module.path.resolve() == path.resolve()
+        return path is not None and func.module.resolved_path == path.resolve()
 
     def run_module_body(self, scope: ModuleScope) -> None:
         frame = Frame(scope, locals=scope.names)
@@ -642,7 +669,7 @@ class Interpreter:
             self.tick(size // 100)
 
     def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
-        self.where = f"{frame.scope.source.display_path}:{stmt.lineno}"
+        self._running = (frame.scope.source, stmt.lineno)
         self.tick()
         handler = getattr(self, "stmt_" + type(stmt).__name__, None)
         if handler is None:
@@ -1290,8 +1317,7 @@ class Interpreter:
             return named if named is not None else UNKNOWN
         if isinstance(func, FuncRef):
             outer = self.call_sites
-            site = self.origin(node, frame)
-            self.call_sites = outer + (site,) if site is not None else outer
+            self.call_sites = outer + (CallSite(frame.scope.source, node),)
             try:
                 return self.call_function(func, args, dict(kwargs), node)
             finally:

@@ -72,7 +72,7 @@ skills/mbridge-perf-sequence-packing/SKILL.md (CP with fine-tuning).
     def check(self, cfg, ctx):
         cp = parallel(cfg).cp
         per_token = value(cfg, "model.calculate_per_token_loss", False)
-        if finetuning_dataset(cfg) is not True or not known(cp, per_token) or not isinstance(cp, int) or cp <= 1 or per_token is True:
+        if finetuning_dataset(cfg) is not True or not known(cp, per_token) or cp <= 1 or per_token is True:
             return
         message = (f"model.calculate_per_token_loss is {per_token!r}, but fine-tuning "
                    f"({cfg.type_of('dataset')}) with context_parallel_size={cp} requires True "

@@ -70,7 +70,7 @@ deactivates it first, called at 1346); 0.6.2 megatron/bridge/recipes/common.py:8
     def check(self, cfg, ctx):
         cp = parallel(cfg).cp
         average = value(cfg, "ddp.average_in_collective", False)
-        if finetuning_dataset(cfg) is not True or not known(cp, average) or not isinstance(cp, int) or cp <= 1 or average is not True:
+        if finetuning_dataset(cfg) is not True or not known(cp, average) or cp <= 1 or average is not True:
             return
         if megatron_fsdp(cfg) is not False:
             return
