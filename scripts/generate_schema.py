@@ -25,6 +25,7 @@ from schema_facts import (  # noqa: E402
     factories,
     hf_derived,
     hf_provider,
+    mixed_precision_lookup,
     mixed_precision_recipes,
 )
 
@@ -112,6 +113,7 @@ def build_schema(line: str, index: SourceIndex, overlay: dict) -> dict:
         "enums": extract_enums(index, classes),
         "hf_provider": hf_provider(index),
         "mixed_precision_recipes": mixed_precision_recipes(index),
+        "mixed_precision_lookup": mixed_precision_lookup(index),
         "deprecated_fields": merged_deprecations(index, classes, line_overlay),
         "overlay": {**common.get("overlay", {}), **line_overlay.get("overlay", {}), **factories(index, common)},
     }

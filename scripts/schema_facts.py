@@ -253,6 +253,21 @@ def mixed_precision_recipes(index: SourceIndex) -> list[str]:
     return sorted(names)
 
 
+MIXED_PRECISION_LOOKUP = "get_mixed_precision_config"
+
+
+def mixed_precision_lookup(index: SourceIndex) -> dict | None:
+    """Where ``runtime_config_update()`` turns a recipe name into a MixedPrecisionConfig: the
+    module holding the registered factories and the function that looks a name up."""
+    module = BRIDGE_PREFIX + "training.mixed_precision"
+    mod = index.modules.get(module)
+    if mod is None:
+        return None
+    if not any(isinstance(n, ast.FunctionDef) and n.name == MIXED_PRECISION_LOOKUP for n in mod.tree.body):
+        return None
+    return {"module": module, "function": MIXED_PRECISION_LOOKUP}
+
+
 # --------------------------------------------------------------------------- deprecations
 
 

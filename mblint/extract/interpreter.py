@@ -224,9 +224,6 @@ PURE_BUILTINS = {
 MATH_NAMES = {"lcm", "gcd", "ceil", "floor", "prod", "sqrt", "log2"}
 
 
-MIXED_PRECISION_MODULE = "megatron.bridge.training.mixed_precision"
-
-
 class CallSite:
     """A call the interpreter went through (``Origin.via``). Its position is worked out only
     when a finding is reported through it."""
@@ -410,9 +407,10 @@ class Interpreter:
         """The MixedPrecisionConfig that Megatron-Bridge's ``get_mixed_precision_config(name)``
         builds at job start: the registered factory of that name (hyphens read as
         underscores), interpreted like any other function. None when it cannot be followed."""
-        if name not in self.schema.mixed_precision_recipes:
+        lookup = self.schema.mixed_precision_lookup
+        if lookup is None or name not in self.schema.mixed_precision_recipes:
             return None
-        path = self.finder.find(MIXED_PRECISION_MODULE)
+        path = self.finder.find(lookup["module"])
         scope = self._scope_or_none(path) if path is not None else None
         factory = scope.lookup(name.replace("-", "_")) if scope is not None else None
         if not isinstance(factory, FuncRef):
@@ -432,9 +430,10 @@ class Interpreter:
     def is_mixed_precision_lookup(self, func: FuncRef, args: list, kwargs: dict) -> bool:
         """``get_mixed_precision_config("name")``: its registry is filled by decorators at
         import time, which mblint does not run, so the factory is looked up by name instead."""
-        if func.name != "get_mixed_precision_config" or kwargs or len(args) != 1 or not isinstance(args[0], str):
+        lookup = self.schema.mixed_precision_lookup
+        if lookup is None or func.name != lookup["function"] or kwargs or len(args) != 1 or not isinstance(args[0], str):
             return False
-        path = self.finder.find(MIXED_PRECISION_MODULE)
+        path = self.finder.find(lookup["module"])
         return path is not None and func.module.resolved_path == path.resolve()
 
     def run_module_body(self, scope: ModuleScope) -> None:

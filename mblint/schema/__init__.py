@@ -23,7 +23,9 @@ Optional per-field keys: ``"enums"`` (enum qualnames the annotation mentions), `
      "hf_derived_fields": [field...], "hf_derived_constant_only": [field...],
      "hf_derived_source": str, "hf_provider": qualname,
      "deprecated_fields": {"<path>": {"replacement": path|null, "source": str}},
-     "mixed_precision_recipes": [name...], "overlay": {...}
+     "mixed_precision_recipes": [name...],
+     "mixed_precision_lookup": {"module": dotted name, "function": name} | null,
+     "overlay": {...}
 
 ``hf_derived_constant_only`` lists the HF-derived fields that bridges set only to constants
 (per model family) rather than from values read off the HF config.
@@ -94,6 +96,7 @@ class Schema:
     hf_provider: str | None = None
     deprecated_fields: dict[str, dict] = field(default_factory=dict)
     mixed_precision_recipes: tuple[str, ...] = ()
+    mixed_precision_lookup: dict | None = None  # where a recipe name is turned into a config
     overlay: dict = field(default_factory=dict)
     by_name: dict[str, list[str]] = field(default_factory=dict)
 
@@ -185,6 +188,7 @@ def schema_from_json(data: dict) -> Schema:
         hf_provider=data.get("hf_provider"),
         deprecated_fields=data.get("deprecated_fields", {}),
         mixed_precision_recipes=tuple(data.get("mixed_precision_recipes", ())),
+        mixed_precision_lookup=data.get("mixed_precision_lookup"),
         overlay=data.get("overlay", {}),
         by_name=by_name,
     )
