@@ -171,7 +171,7 @@ def apply_yaml_edits(text: str, edits: list[YamlEdit]) -> str:
     for path, expected, absent in checks:
         if expected is _MISSING and absent is False and _get(document, path) is _MISSING:
             raise YamlEditError(f"{'.'.join(path)} is missing after the edit")
-    old_document = _load(text)
+    old_document = _load(text) if moved else None
     for old_path, new_path in moved:
         if _get(document, old_path) is not _MISSING or \
                 not _same(_get(document, new_path), _get(old_document, old_path)):
