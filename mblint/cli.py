@@ -120,7 +120,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
             report.findings, report.baselined, report.stale_baseline = apply_baseline(
                 Path(baseline), report.findings, root, report.checked)
         # fail-on is per finding: the setting in force for the finding's file, unless given here
-        fail_levels = [Severity.parse(fail_on or engine.settings_for(root / f.location.path).fail_on or "warning")
+        fail_levels = [Severity.parse(fail_on or engine.settings_for_display(f.location.path).fail_on or "warning")
                        for f in report.findings]
     except (SettingsError, BaselineError) as error:
         click.echo(f"mblint: error: {error}", err=True)

@@ -46,20 +46,18 @@ def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bo
 
 def is_excluded(path: Path, patterns: tuple[str, ...]) -> bool:
     text = path.as_posix()
-    parts = text.split("/")
     for pattern in patterns:
-        if "/" in pattern:
-            if fnmatch.fnmatch(text, pattern) or fnmatch.fnmatch(text, f"*/{pattern}") or fnmatch.fnmatch(text, f"{pattern}/*"):
-                return True
-        elif any(_name_matches(part, pattern) for part in parts if part not in (".", "..")):
+        if "/" in pattern and (fnmatch.fnmatch(text, pattern) or fnmatch.fnmatch(text, f"*/{pattern}")
+                               or fnmatch.fnmatch(text, f"{pattern}/*")):
             return True
-    return False
+    return any(_name_excluded(part, patterns) for part in text.split("/") if part not in (".", ".."))
 
 
 @functools.lru_cache(maxsize=4096)
-def _name_matches(name: str, pattern: str) -> bool:
-    """One path component against one pattern; the same folder names recur on every path."""
-    return fnmatch.fnmatch(name, pattern)
+def _name_excluded(name: str, patterns: tuple[str, ...]) -> bool:
+    """One path component against the patterns without a slash; the same folder names recur
+    on every path."""
+    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns if "/" not in pattern)
 
 
 def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[Path]) -> None:

@@ -180,6 +180,7 @@ class Engine:
         self._world_size_comments: dict[str, int | None] = {}
         self.settings_errors: set[str] = set()
         self.directive_free: set[str] = set()  # display paths whose text never mentions "mblint"
+        self._settings_by_display: dict = {}
         self._plugins = None
         self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
         if plugins is not None or not options.use_cache:
@@ -250,6 +251,15 @@ class Engine:
         except SettingsError as error:
             self.settings_errors.add(str(error))
             return None
+
+    def settings_for_display(self, display: str):
+        """``settings_for`` of a path as findings show it (relative to the display root);
+        asked for every finding, so answered by string from memory."""
+        key = (self.display_root, display)
+        memo = self._settings_by_display
+        if key not in memo:
+            memo[key] = self.settings_for(self.display_root / display)
+        return memo[key]
 
     def settings_readable(self, path: Path) -> bool:
         resolver = self.options.settings
@@ -556,7 +566,7 @@ class Engine:
     def world_size_for(self, cfg: EffectiveConfig, text: str) -> tuple[int | None, str]:
         if self.options.world_size:
             return self.options.world_size, "option"
-        settings = self.settings_for(self.display_root / cfg.recipe.path)
+        settings = self.settings_for_display(cfg.recipe.path)
         if settings is not None and settings.world_size:
             return settings.world_size, "setting"
         from_comment = self.world_size_comment(cfg.recipe.path, text)

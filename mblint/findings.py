@@ -75,8 +75,26 @@ class Finding:
 
 
 def origin_from_dict(data: dict) -> Origin:
-    return Origin(data["path"], data["line"], data["column"], data["end_line"], data["end_column"],
-                  data.get("kind", "set"), data.get("seq", 0))
+    return Origin.at(data["path"], data["line"], data["column"], data["end_line"], data["end_column"],
+                     data.get("kind", "set"), data.get("seq", 0))
+
+
+def _frozen(cls: type, **values: Any) -> Any:
+    """A frozen dataclass instance without its ``__init__`` (one ``object.__setattr__`` per
+    field): a warm run decodes every cached finding. ``values`` must name every field."""
+    instance = object.__new__(cls)
+    instance.__dict__.update(values)
+    return instance
+
+
+def _related_from_dict(data: dict) -> Related:
+    return _frozen(Related, origin=origin_from_dict(data["origin"]), message=data["message"])
+
+
+def _fix_from_dict(data: dict) -> FixIntent:
+    return _frozen(FixIntent, action=data["action"], field=data["field"], value=data.get("value"),
+                   new_field=data.get("new_field"), safe=data.get("safe", True),
+                   description=data.get("description", ""), alternative=data.get("alternative", False))
 
 
 def finding_to_dict(finding: Finding) -> dict:
@@ -97,9 +115,11 @@ def finding_to_dict(finding: Finding) -> dict:
 
 def finding_from_dict(data: dict) -> Finding:
     return Finding(
-        rule_id=data["rule_id"], rule_name=data["rule_name"], severity=Severity(data["severity"]),
-        message=data["message"], location=origin_from_dict(data["location"]),
-        related=tuple(Related(origin_from_dict(r["origin"]), r["message"]) for r in data["related"]),
-        fields=tuple(data["fields"]), recipe=data["recipe"],
-        fixes=tuple(FixIntent(**f) for f in data["fixes"]), extra=data.get("extra", {}),
+        data["rule_id"], data["rule_name"], _SEVERITIES[data["severity"]], data["message"],
+        origin_from_dict(data["location"]), tuple(_related_from_dict(r) for r in data["related"]),
+        tuple(data["fields"]), data["recipe"], tuple(_fix_from_dict(f) for f in data["fixes"]),
+        False, data.get("extra", {}),
     )
+
+
+_SEVERITIES = {int(severity): severity for severity in Severity}

@@ -12,6 +12,7 @@ Command-line options override settings: ``--select`` replaces ``select``; ``--ig
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,7 +218,7 @@ class SettingsResolver:
     def for_path(self, path: Path | str) -> Settings:
         """Asked many times per file in a run (rules, world size, suppressions, fail-on):
         answered from memory after the first time."""
-        key = (os.getcwd(), os.fspath(path))  # exact: no normalisation across symbolic links
+        key = _exact_key(path)
         found = self._by_path.get(key)
         if found is None:
             found = self._by_path[key] = self._find(path)
@@ -254,10 +255,14 @@ class SettingsResolver:
     def _real_folder(self, path: Path) -> Path:
         """The resolved folder holding ``path`` (``path`` itself for a folder). Files of one
         folder share the folder's resolution; a symbolic link is resolved on its own."""
-        if path.is_symlink() or path.is_dir():
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            mode = 0
+        if stat.S_ISLNK(mode) or stat.S_ISDIR(mode):
             real = Path(os.path.realpath(path))  # unlike Path.resolve, never raises on a symlink loop
             return real if real.is_dir() else real.parent
-        key = (os.getcwd(), os.fspath(path.parent))
+        key = _exact_key(path.parent)
         if key not in self._real_folders:
             self._real_folders[key] = Path(os.path.realpath(path.parent))
         return self._real_folders[key]
@@ -271,6 +276,13 @@ class SettingsResolver:
                 raise SettingsError(f"{path}: no [tool.mblint] table")
             self._by_file[path] = settings
         return self._by_file[path]
+
+
+def _exact_key(path: Path | str) -> str | tuple[str, str]:
+    """A memo key for ``path`` as given: no normalisation across symbolic links; a relative
+    path also depends on the working folder."""
+    raw = os.fspath(path)
+    return raw if os.path.isabs(raw) else (os.getcwd(), raw)
 
 
 def render_settings(settings: Settings, path: str) -> str:

@@ -259,9 +259,9 @@ def apply_suppressions(engine: "Engine", report: "Report", checked: Iterable[Pat
 
     kept: list[Finding] = []
     for finding in report.findings:
-        path = root / finding.location.path
-        settings = engine.settings_for(path)
-        if settings is not None and _selected(finding.rule_id, finding.rule_name, settings.ignored_for(path)):
+        settings = engine.settings_for_display(finding.location.path)
+        if (settings is not None and settings.per_file_ignores
+                and _selected(finding.rule_id, finding.rule_name, settings.ignored_for(root / finding.location.path))):
             finding.suppressed = True
             report.suppressed += 1
             continue
