@@ -127,8 +127,11 @@ class FileResult:
                 "recipes": self.recipes, "resolved": self.resolved, "directive_free": self.directive_free}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "FileResult":
-        return cls([finding_from_dict(f) for f in data["findings"]], [FileError(**e) for e in data["errors"]],
+    def from_dict(cls, data: dict, seen: set | None = None) -> "FileResult":
+        """``seen``: identities of the findings already reported; a finding whose identity is
+        in it is left out (a duplicate the report drops anyway) and is never decoded."""
+        findings = data["findings"] if seen is None else _unseen(data["findings"], seen)
+        return cls([finding_from_dict(f) for f in findings], [FileError(**e) for e in data["errors"]],
                    list(data["notes"]), data["recipes"], data["resolved"], data.get("directive_free", False))
 
 
@@ -351,10 +354,11 @@ class Engine:
         cache = self.make_cache()  # before the plugins are first needed: they may come from its catalog
         report.notes[0:0] = self.plugins.errors
         pending = []
+        seen: set = set()  # identities of the cached findings, which are reported first
         for path in files:
             cached = cache.get(path, self.settings_source(path)) if cache else None
             if cached is not None:
-                result = FileResult.from_dict(cached)
+                result = FileResult.from_dict(cached, seen)
                 report.add(result)
                 if result.directive_free:
                     self.directive_free.add(self.project_display(path))
@@ -683,6 +687,17 @@ def _directive_free(path: Path) -> bool:
             return b"mblint" not in handle.read()
     except OSError:
         return False
+
+
+def _unseen(findings: list[dict], seen: set) -> list[dict]:
+    unseen = []
+    for data in findings:
+        location = data["location"]
+        key = (data["rule_id"], location["path"], location["line"], location["column"], data["message"])
+        if key not in seen:
+            seen.add(key)
+            unseen.append(data)
+    return unseen
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:
