@@ -458,7 +458,7 @@ class Engine:
         result = FileResult()
         if path.suffix == ".py":
             self.check_python(path, result)
-            deps = self._deps(path)
+            deps = self._deps(path) if self.options.use_cache else set()  # they only key the cache
         else:
             deps = self.check_yaml(path, result)
         settings = self.settings_for(path)

@@ -56,3 +56,42 @@ def test_without_the_pack_its_rule_is_absent(tmp_path):
     result = run_mblint(tmp_path, tmp_path, "check", "recipe.py", "--no-cache")
     assert "EX001" not in result.stdout
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_entry_point_scan_agrees_with_importlib_metadata(tmp_path):
+    """mblint reads entry points itself (importing importlib.metadata costs a cold run 20 ms);
+    on a path with dist-info and egg-info folders, a distribution installed twice (the first
+    wins), comments, extras and other groups, both must give the same answer."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+    packs = [(first, "Alpha_Pack-2.0.dist-info", "Alpha_Pack", "2.0", "[mblint]\nalpha = alpha.rules:pack [extra]\n"),
+             (first, "beta.egg-info", "beta", "0.5", "# comment\n[other]\nx = y\n\n[mblint]\nbeta = beta\n"),
+             (second, "alpha_pack-1.0.dist-info", "alpha-pack", "1.0", "[mblint]\nold_alpha = old\n"),
+             (second, "gamma-3.dist-info", "gamma", "3", "[mblint]\ngamma = gamma:rules\n")]
+    for folder, info, name, version, entry_points in packs:
+        (folder / info).mkdir()
+        metadata = "PKG-INFO" if info.endswith(".egg-info") else "METADATA"
+        (folder / info / metadata).write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nbody\n")
+        (folder / info / "entry_points.txt").write_text(entry_points)
+    script = (
+        "from importlib.metadata import entry_points\n"
+        "from mblint.plugins import scan_entry_points\n"
+        "for group in ('mblint', 'other', 'console_scripts'):\n"
+        "    ours = scan_entry_points(group)\n"
+        "    theirs = [(e.name, e.value, e.dist.version) for e in entry_points(group=group)]\n"
+        "    print(group, ours == theirs, ours)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(first), str(second), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    lines = result.stdout.splitlines()
+    assert [line.split()[1] for line in lines] == ["True", "True", "True"], result.stdout
+    for expected in ("('alpha', 'alpha.rules:pack [extra]', '2.0')", "('beta', 'beta', '0.5')", "('gamma', 'gamma:rules', '3')"):
+        assert expected in lines[0]
+    assert "old_alpha" not in lines[0] and "'x', 'y'" in lines[1]
+
+
+def test_entry_point_values_load_as_importlib_metadata_loads_them():
+    from mblint.plugins import _load_entry_point
+
+    assert _load_entry_point("os.path") is os.path
+    assert _load_entry_point("os : path.join [extra]") is os.path.join
