@@ -184,6 +184,7 @@ class Engine:
         self.settings_errors: set[str] = set()
         self.directive_free: set[str] = set()  # display paths whose text never mentions "mblint"
         self._settings_by_display: dict = {}
+        self._displays: dict = {}
         self._plugins = None
         self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
         if plugins is not None or not options.use_cache:
@@ -483,9 +484,14 @@ class Engine:
             return set()
 
     def project_display(self, path: Path) -> str:
-        from mblint.extract.modules import display_path
+        """How findings name ``path``; asked several times per checked file."""
+        key = (path, self.display_root) if os.path.isabs(path) else (path, self.display_root, os.getcwd())
+        display = self._displays.get(key)
+        if display is None:
+            from mblint.extract.modules import display_path
 
-        return display_path(path, self.display_root)
+            display = self._displays[key] = display_path(path, self.display_root)
+        return display
 
     # ----- python ------------------------------------------------------------------------
 
@@ -773,16 +779,24 @@ def _work_groups(paths: list[Path], jobs: int) -> list[list[Path]]:
 
 
 def _family_groups(paths: list[Path]) -> list[list[Path]]:
-    absolute = {path: os.path.abspath(path) for path in paths}
+    cwd = os.getcwd()
+    absolute = {path: os.path.normpath(os.path.join(cwd, path)) for path in paths}
     try:
         common = os.path.commonpath(list(absolute.values()))
     except ValueError:  # different drives
         common = ""
     groups: dict[tuple, list[Path]] = {}
     for path in sorted(paths, key=str):
-        parts = os.path.relpath(absolute[path], common).split(os.sep) if common else [absolute[path]]
+        parts = _below(absolute[path], common).split(os.sep) if common else [absolute[path]]
         groups.setdefault(tuple(parts[:min(2, len(parts) - 1)]), []).append(path)
     return list(groups.values())
+
+
+def _below(path: str, folder: str) -> str:
+    """``path`` relative to ``folder``, a folder that holds it (both absolute, normalised)."""
+    if path == folder:
+        return "."
+    return path[len(folder.rstrip(os.sep)) + 1:]
 
 
 def _size(path: Path) -> int:
