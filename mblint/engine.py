@@ -724,41 +724,35 @@ def _default_jobs(files: int) -> int:
     return min(cores, max(1, files // 40))
 
 
-_WORKER_ENGINE: "Engine | None" = None
-
-
-def _worker_init(engine: "Engine") -> None:
-    global _WORKER_ENGINE
-    _WORKER_ENGINE = engine
-
-
-def _worker_run(paths: list[str]) -> list[tuple[str, dict, list[str]]]:
-    engine = _WORKER_ENGINE
-    results = []
-    for raw in paths:
-        path = Path(raw)
-        result, deps = engine.check_file_guarded(path)
-        results.append((raw, result.to_dict(), [str(d) for d in deps]))
-    return results
-
-
 def _check_in_workers(engine: Engine, paths: list[Path], jobs: int):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from mblint import workers
 
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if not workers.can_fork():
         for path in paths:
             yield (path, *engine.check_file_guarded(path))
         return
-    context = multiprocessing.get_context("fork")
+
+    def check_unit(unit: list[str]) -> list[tuple[str, dict, list[str]]]:
+        answers = []
+        for raw in unit:
+            result, deps = engine.check_file_guarded(Path(raw))
+            answers.append((raw, result.to_dict(), [str(d) for d in deps]))
+        return answers
+
+    units = _at_most(workers.MAX_UNITS, [[str(p) for p in group] for group in _work_groups(paths, jobs)])
     results = {}
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init,
-                             initargs=(engine,)) as pool:
-        for batch in pool.map(_worker_run, [[str(p) for p in group] for group in _work_groups(paths, jobs)]):
-            for raw, data, deps in batch:
-                results[raw] = (FileResult.from_dict(data), {Path(d) for d in deps})
+    for _, answers in workers.run_units(check_unit, units, jobs):
+        for raw, data, deps in answers:
+            results[raw] = (FileResult.from_dict(data), {Path(d) for d in deps})
     for path in paths:  # in the given order, as a single process would report them
         yield (path, *results[str(path)])
+
+
+def _at_most(count: int, units: list[list]) -> list[list]:
+    """``units``, neighbours merged pairwise until there are no more than ``count``."""
+    while len(units) > count:
+        units = [a + b for a, b in zip(units[0::2], units[1::2])] + ([units[-1]] if len(units) % 2 else [])
+    return units
 
 
 def _work_groups(paths: list[Path], jobs: int) -> list[list[Path]]:

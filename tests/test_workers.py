@@ -1,0 +1,97 @@
+"""The fork pool (mblint.workers) and the engine's use of it: every unit answered exactly once,
+a dead worker's units computed by the parent, no worker left behind, the report the same as a
+single process gives."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mblint import workers
+from mblint.engine import CheckOptions, Engine, _at_most
+from mblint.report.json_format import render as render_json
+
+pytestmark = pytest.mark.skipif(not workers.can_fork(), reason="needs os.fork")
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_every_unit_is_answered_once_by_the_workers():
+    parent = os.getpid()
+    answers = dict(workers.run_units(lambda unit: (unit * 2, os.getpid()), list(range(40)), jobs=2))
+    assert sorted(answers) == list(range(40))
+    assert all(value == index * 2 for index, (value, _) in answers.items())
+    assert parent not in {pid for _, pid in answers.values()}
+    assert no_children_left()
+
+
+def test_answers_larger_than_a_pipe_buffer_arrive_whole():
+    answers = dict(workers.run_units(lambda unit: str(unit) * 300_000, [1, 2, 3], jobs=2))
+    assert answers == {0: "1" * 300_000, 1: "2" * 300_000, 2: "3" * 300_000}
+
+
+def test_the_units_of_a_worker_that_died_are_computed_by_the_parent():
+    parent = os.getpid()
+
+    def work(unit):
+        if unit == 3 and os.getpid() != parent:
+            os._exit(9)  # as if killed
+        if unit == 5 and os.getpid() != parent:
+            raise RuntimeError("a failure inside the worker")
+        return unit, os.getpid()
+
+    answers = dict(workers.run_units(work, list(range(8)), jobs=2))
+    assert sorted(answers) == list(range(8))
+    assert answers[3] == (3, parent) and answers[5] == (5, parent)
+    assert no_children_left()
+
+
+def test_an_interrupted_run_leaves_no_worker_behind():
+    def slow(unit):
+        if unit:
+            import time
+
+            time.sleep(30)
+        return unit
+
+    import time
+
+    run = workers.run_units(slow, [0, 1, 2, 3], jobs=2)
+    assert next(run) == (0, 0)
+    started = time.monotonic()
+    run.close()  # as a KeyboardInterrupt in the consumer would
+    assert time.monotonic() - started < 10, "the busy workers were waited for, not stopped"
+    assert no_children_left()
+
+
+def test_too_many_units_are_merged_in_order():
+    units = [[i] for i in range(11)]
+    merged = _at_most(4, units)
+    assert len(merged) <= 4
+    assert [x for unit in merged for x in unit] == list(range(11))
+
+
+def test_the_engine_reports_the_same_with_workers_as_in_one_process(tmp_path, monkeypatch):
+    for index in range(12):
+        shutil.copytree(FIXTURES / "resolve" / "myrecipes", tmp_path / f"team{index % 3}" / f"copy{index}")
+    monkeypatch.chdir(tmp_path)
+
+    def report(jobs: int) -> str:
+        engine = Engine(CheckOptions(jobs=jobs))
+        engine.display_root = tmp_path
+        return render_json(engine.check_paths(["."]))
+
+    single = report(1)
+    assert '"rule": "CP002"' in single, "the fixture recipes have findings"
+    assert report(2) == single
+    assert no_children_left()
