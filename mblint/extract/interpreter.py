@@ -505,10 +505,15 @@ class Interpreter:
         memo[obj.oid] = copy
         copy.open = obj.open
         copy.label = obj.label
+        children = obj.child_keys()
+        if not children:  # the field table is shared until one of the two objects writes
+            copy.fields = obj.fields
+            copy.shared = True
+            return copy
         copy.fields = fields = dict(obj.fields)
-        for key, slot in fields.items():
-            if type(slot[0]) is Obj:
-                fields[key] = (self.copy_obj(slot[0], memo), slot[1])
+        for key in children:
+            value, origins = fields[key]
+            fields[key] = (self.copy_obj(value, memo), origins)
         return copy
 
     def snapshot(self, frame: Frame) -> dict:
@@ -669,13 +674,15 @@ class Interpreter:
 
     def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
         self._running = (frame.scope.source, stmt.lineno)
-        self.tick()
-        handler = getattr(self, "stmt_" + type(stmt).__name__, None)
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            self.tick(0)
+        handler = _STMT_HANDLERS.get(type(stmt))
         if handler is None:
             self.havoc_stmt(stmt, frame)
             return
         try:
-            handler(stmt, frame)
+            handler(self, stmt, frame)
         except (Return, BudgetExceeded):
             raise
         except RecursionError:
@@ -909,13 +916,16 @@ class Interpreter:
     def eval(self, node: ast.expr | None, frame: Frame) -> Any:
         if node is None:
             return None
+        kind = type(node)
+        if kind is ast.Constant and self.expr_depth < MAX_EXPR_DEPTH:
+            return node.value if isinstance(node.value, SCALARS) else UNKNOWN
         self.expr_depth += 1
         try:
             if self.expr_depth > MAX_EXPR_DEPTH:
                 self.limit(f"{self.where}: expression depth limit ({MAX_EXPR_DEPTH}) reached: the value is unknown")
                 return UNKNOWN
-            handler = getattr(self, "expr_" + type(node).__name__, None)
-            return handler(node, frame) if handler else UNKNOWN
+            handler = _EXPR_HANDLERS.get(kind)
+            return handler(self, node, frame) if handler else UNKNOWN
         finally:
             self.expr_depth -= 1
 
@@ -1493,6 +1503,16 @@ class Interpreter:
             seq=self.clock,
             via=self.call_sites,
         )
+
+
+def _handlers(prefix: str) -> dict[type, Any]:
+    """Interpreter methods ``<prefix><NodeClass>`` by ``ast`` node class, looked up once."""
+    return {getattr(ast, name[len(prefix):]): method for name, method in vars(Interpreter).items()
+            if name.startswith(prefix) and hasattr(ast, name[len(prefix):])}
+
+
+_STMT_HANDLERS = _handlers("stmt_")
+_EXPR_HANDLERS = _handlers("expr_")
 
 
 def _enum_value(name: str, value: Any) -> Any:

@@ -27,7 +27,8 @@ class Obj:
     """A config object (``cls`` set) or a dict (``cls`` None). ``open`` means keys or fields
     beyond those recorded may exist with unknown values."""
 
-    __slots__ = ("oid", "cls", "fields", "open", "created_at", "label", "shared", "version", "__weakref__")
+    __slots__ = ("oid", "cls", "fields", "open", "created_at", "label", "shared", "version", "_children",
+                 "__weakref__")
 
     def __init__(self, cls: ClassSpec | None, created_at: Origin | None = None) -> None:
         self.oid = next(_ids)
@@ -40,6 +41,19 @@ class Obj:
         # with every write, so a merge can skip objects neither branch touched.
         self.shared = False
         self.version = next(_versions)
+        self._children: tuple | None = None  # (fields, keys of its Obj values) for child_keys()
+
+    def child_keys(self) -> tuple:
+        """The keys whose values are ``Obj``, in order. The field table is frozen (shared) so
+        that the answer stays true for it; it is kept until the table is replaced."""
+        fields = self.fields
+        cached = self._children
+        if cached is not None and cached[0] is fields:
+            return cached[1]
+        keys = tuple([key for key, slot in fields.items() if type(slot[0]) is Obj])
+        self.shared = True
+        self._children = (fields, keys)
+        return keys
 
     def writable(self) -> dict:
         """The field table, ready to be changed."""
