@@ -131,6 +131,8 @@ class _NotFound:
 
 
 _NOT_FOUND = _NotFound()
+_BUILT_PER_OBJECT = object()  # default_table(): default_for() builds a new value each time
+_HF_DERIVED = object()  # default_table(): an HF provider field read from the HF config
 
 
 @dataclass
@@ -261,6 +263,8 @@ class Interpreter:
         self.budget_hit = False
         self.memo: dict = {}
         self.clock = 0
+        self.places: dict[ast.AST, tuple] = {}  # _place() of the nodes origins were made for
+        self.default_tables: dict[tuple, tuple] = {}  # (ClassSpec, for an HF provider) -> default_table()
         self.expr_depth = 0
         self.notes: list[str] = []
         self.limits: list[str] = []  # the limits this recipe hit (SY002), first one first
@@ -547,7 +551,8 @@ class Interpreter:
             merged = {}
             current = obj.fields
             for key in _ordered_union(current, fields):
-                merged[key] = _merge_slots(fields.get(key), current.get(key), obj.open or is_open)
+                left, right = fields.get(key), current.get(key)
+                merged[key] = left if left is right else _merge_slots(left, right)
             obj.open = obj.open or is_open
             obj.fields = merged
             obj.shared = False
@@ -863,7 +868,8 @@ class Interpreter:
     def store_attr(self, owner: Any, name: str, value: Any, origin: Origin | None) -> None:
         if isinstance(owner, Obj):
             owner.set(name, value, origin)
-            alias = self.field_aliases.get(owner.type_name, {}).get(name)
+            aliases = self.field_aliases.get(owner.type_name)
+            alias = aliases.get(name) if aliases else None
             if alias:
                 owner.set(alias, value, origin)
 
@@ -1424,16 +1430,18 @@ class Interpreter:
         obj = self.new_obj(spec, call_origin)
         default_origin = _with_kind(call_origin, "default")
         defaults = (default_origin,) if default_origin else ()
-        init_fields = [name for name, f in spec.fields.items() if f.init]
+        rows, init_fields = self.default_table(spec, hf_provider=False)
         for index, value in enumerate(args):
             if index < len(init_fields):
                 kwargs.setdefault(init_fields[index], value)
                 kw_origins.setdefault(init_fields[index], call_origin)
-        for name, fspec in spec.fields.items():
+        for name, fspec, default in rows:
             if name in kwargs:
                 obj.set(name, kwargs.pop(name), kw_origins.get(name, call_origin))
-            else:
+            elif default is _BUILT_PER_OBJECT:
                 obj.fields[name] = (self.default_for(fspec, default_origin), defaults)
+            else:
+                obj.fields[name] = (default, defaults)
         for name, value in kwargs.items():  # not a field: the real constructor raises
             obj.set(name, value, kw_origins.get(name, call_origin))
         for name, target in self.init_aliases.get(spec.name, {}).items():
@@ -1441,6 +1449,21 @@ class Interpreter:
             if slot is not None and slot[1] and slot[1][-1].kind != "default":
                 obj.fields[target] = slot
         return obj
+
+    def default_table(self, spec: ClassSpec, hf_provider: bool) -> tuple[tuple, list]:
+        """((name, field spec, default) per field, names of the ``__init__`` fields) of a
+        class. The default is what ``default_for`` gives, or ``_BUILT_PER_OBJECT`` where it
+        makes a new object or list, or ``_HF_DERIVED`` for a field of an HF provider that
+        comes from the Hugging Face config."""
+        key = (spec, hf_provider)
+        table = self.default_tables.get(key)
+        if table is None:
+            derived = self.schema.hf_derived_fields if hf_provider else ()
+            rows = tuple((name, fspec, _HF_DERIVED if name in derived else
+                          _BUILT_PER_OBJECT if fspec.default_kind == "factory" else fspec.default_value())
+                         for name, fspec in spec.fields.items())
+            table = self.default_tables[key] = (rows, [name for name, f in spec.fields.items() if f.init])
+        return table
 
     def default_for(self, fspec, origin: Origin | None) -> Any:
         if fspec.default_kind == "factory":
@@ -1471,16 +1494,18 @@ class Interpreter:
         # The provider class depends on the model family (GPT, Mamba, ...): mblint only
         # knows the fields every provider shares, so the class itself stays unknown.
         obj.label = HF_PROVIDER_LABEL
-        derived = self.schema.hf_derived_fields
         unknown_origin = (_with_kind(origin, "unknown"),)
         default_origin = _with_kind(origin, "default")
         defaults = (default_origin,)
         hf_unknown = Unknown("from the Hugging Face config")
-        for name, fspec in spec.fields.items():
-            if name in derived:
-                obj.fields[name] = (hf_unknown, unknown_origin)
+        fields = obj.fields
+        for name, fspec, default in self.default_table(spec, hf_provider=True)[0]:
+            if default is _HF_DERIVED:
+                fields[name] = (hf_unknown, unknown_origin)
+            elif default is _BUILT_PER_OBJECT:
+                fields[name] = (self.default_for(fspec, default_origin), defaults)
             else:
-                obj.fields[name] = (self.default_for(fspec, default_origin), defaults)
+                fields[name] = (default, defaults)
         if "hf_model_id" in obj.fields and isinstance(model_id, str):
             obj.fields["hf_model_id"] = (model_id, (origin,))
         obj.open = True
@@ -1489,20 +1514,15 @@ class Interpreter:
     # ----- positions -----------------------------------------------------------------------
 
     def origin(self, node: ast.AST | None, frame: Frame | None) -> Origin | None:
-        if node is None or frame is None or not hasattr(node, "lineno"):
+        if node is None or frame is None:
             return None
-        source = frame.scope.source
-        line, end_line = node.lineno, getattr(node, "end_lineno", None) or node.lineno
+        place = self.places.get(node)
+        if place is None:  # a node is only ever run in the module that holds it
+            place = self.places[node] = _place(node, frame.scope.source)
+        if not place:
+            return None
         self.clock += 1
-        return Origin.at(
-            source.display_path,
-            line,
-            source.char_column(line, node.col_offset),
-            end_line,
-            source.char_column(end_line, getattr(node, "end_col_offset", None) or node.col_offset),
-            seq=self.clock,
-            via=self.call_sites,
-        )
+        return Origin.at(*place, seq=self.clock, via=self.call_sites)
 
 
 def _handlers(prefix: str) -> dict[type, Any]:
@@ -1515,6 +1535,15 @@ _STMT_HANDLERS = _handlers("stmt_")
 _EXPR_HANDLERS = _handlers("expr_")
 
 
+def _place(node: ast.AST, source: ModuleSource) -> tuple:
+    """(path, line, column, end line, end column) of a node, or () when it has no position."""
+    if not hasattr(node, "lineno"):
+        return ()
+    line, end_line = node.lineno, getattr(node, "end_lineno", None) or node.lineno
+    return (source.display_path, line, source.char_column(line, node.col_offset), end_line,
+            source.char_column(end_line, getattr(node, "end_col_offset", None) or node.col_offset))
+
+
 def _enum_value(name: str, value: Any) -> Any:
     """Enum members stand for their string value, or their name when the value is not a
     string (``CudaGraphScope.attn`` -> "attn"): Megatron-Bridge accepts member names."""
@@ -1525,7 +1554,7 @@ def _ordered_union(first: dict, second: dict) -> list:
     return list(first) + [key for key in second if key not in first]
 
 
-def _merge_slots(left: tuple | None, right: tuple | None, is_open: bool) -> tuple:
+def _merge_slots(left: tuple | None, right: tuple | None) -> tuple:
     if left is None or right is None:
         present = left or right
         return (UNKNOWN, present[1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from mblint.model import UNKNOWN, Origin, Unknown
 from mblint.schema import ClassSpec
 
 Slot = tuple  # (value, origins: tuple[Origin, ...])
+_first = operator.itemgetter(0)
 _ids = itertools.count(1)
 _versions = itertools.count(1)
 # A field assigned again and again keeps its first origin and the latest ones: unbounded
@@ -50,7 +52,11 @@ class Obj:
         cached = self._children
         if cached is not None and cached[0] is fields:
             return cached[1]
-        keys = tuple([key for key, slot in fields.items() if type(slot[0]) is Obj])
+        kinds = list(map(type, map(_first, fields.values())))  # without a Python loop: tables are long
+        keys: tuple = ()
+        if Obj in kinds:
+            names = list(fields)
+            keys = tuple(names[index] for index, kind in enumerate(kinds) if kind is Obj)
         self.shared = True
         self._children = (fields, keys)
         return keys
@@ -84,13 +90,18 @@ class Obj:
         return UNKNOWN if self.open else _MISSING
 
     def set(self, key: Any, value: Any, origin: Origin | None) -> None:
-        previous = self.fields.get(key)
+        fields = self.fields
+        previous = fields.get(key)
         origins = previous[1] if previous else ()
         if origin is not None:
             if len(origins) >= MAX_ORIGINS:
                 origins = origins[:1] + origins[2 - MAX_ORIGINS:]
             origins = origins + (origin,)
-        self.writable()[key] = (value, origins)
+        if self.shared:  # writable(), inlined: this is the interpreter's most frequent write
+            fields = self.fields = dict(fields)
+            self.shared = False
+        self.version = next(_versions)
+        fields[key] = (value, origins)
 
     def __repr__(self) -> str:
         return f"<{self.type_name}#{self.oid}>"
