@@ -923,8 +923,13 @@ class Interpreter:
         if node is None:
             return None
         kind = type(node)
-        if kind is ast.Constant and self.expr_depth < MAX_EXPR_DEPTH:
-            return node.value if isinstance(node.value, SCALARS) else UNKNOWN
+        if self.expr_depth < MAX_EXPR_DEPTH:  # leaves that evaluate nothing below them
+            if kind is ast.Constant:
+                return node.value if isinstance(node.value, SCALARS) else UNKNOWN
+            if kind is ast.Name:
+                value = frame.locals.get(node.id, _NOT_FOUND)
+                if value is not _NOT_FOUND and type(value) is not LazyImport:
+                    return value
         self.expr_depth += 1
         try:
             if self.expr_depth > MAX_EXPR_DEPTH:
@@ -960,6 +965,10 @@ class Interpreter:
 
     def expr_Attribute(self, node: ast.Attribute, frame: Frame) -> Any:
         owner = self.eval(node.value, frame)
+        if type(owner) is Obj and owner.cls is not None:  # a field of a config object: most reads
+            slot = owner.fields.get(node.attr)
+            if slot is not None:
+                return slot[0]
         return self.get_attr(owner, node.attr)
 
     def get_attr(self, owner: Any, name: str) -> Any:
