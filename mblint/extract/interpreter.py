@@ -263,7 +263,6 @@ class Interpreter:
         self.budget_hit = False
         self.memo: dict = {}
         self.clock = 0
-        self.places: dict[ast.AST, tuple] = {}  # _place() of the nodes origins were made for
         self.default_tables: dict[tuple, tuple] = {}  # (ClassSpec, for an HF provider) -> default_table()
         self.expr_depth = 0
         self.notes: list[str] = []
@@ -502,19 +501,19 @@ class Interpreter:
 
     def copy_obj(self, obj: Obj, memo: dict) -> Obj:
         """A module-level object read from a recipe: each recipe gets its own copy."""
-        if obj.oid in memo:
-            return memo[obj.oid]
-        self.charge(len(obj.fields))
-        copy = self.new_obj(obj.cls, obj.created_at)
-        memo[obj.oid] = copy
-        copy.open = obj.open
-        copy.label = obj.label
+        copy = memo.get(obj.oid)
+        if copy is not None:
+            return copy
+        size = len(obj.fields)
+        if size >= 100:
+            self.charge(size)
         children = obj.child_keys()
-        if not children:  # the field table is shared until one of the two objects writes
-            copy.fields = obj.fields
-            copy.shared = True
+        memo[obj.oid] = copy = obj.twin()
+        self.objects.append(copy)
+        if not children:
             return copy
         copy.fields = fields = dict(obj.fields)
+        copy.shared = False
         for key in children:
             value, origins = fields[key]
             fields[key] = (self.copy_obj(value, memo), origins)
@@ -836,13 +835,14 @@ class Interpreter:
     def store(self, target: ast.expr, value: Any, frame: Frame, origin: Origin | None) -> None:
         if self.havoc_depth:
             value = UNKNOWN
-        if isinstance(target, ast.Name):
-            frame.locals[target.id] = value
-        elif isinstance(target, ast.Attribute):
+        kind = type(target)
+        if kind is ast.Attribute:
             owner = self.eval(target.value, frame)
-            if isinstance(owner, (str, int, float, bool)) or owner is None:
+            if type(owner) is not Obj and (isinstance(owner, (str, int, float, bool)) or owner is None):
                 self.attribute_errors.append((origin, ast.unparse(target.value), owner, target.attr))
             self.store_attr(owner, target.attr, value, origin)
+        elif kind is ast.Name:
+            frame.locals[target.id] = value
         elif isinstance(target, ast.Subscript):
             owner = self.eval(target.value, frame)
             key = self.eval(target.slice, frame)
@@ -868,7 +868,7 @@ class Interpreter:
     def store_attr(self, owner: Any, name: str, value: Any, origin: Origin | None) -> None:
         if isinstance(owner, Obj):
             owner.set(name, value, origin)
-            aliases = self.field_aliases.get(owner.type_name)
+            aliases = self.field_aliases.get(owner.type_name) if self.field_aliases else None
             alias = aliases.get(name) if aliases else None
             if alias:
                 owner.set(alias, value, origin)
@@ -1523,15 +1523,18 @@ class Interpreter:
     # ----- positions -----------------------------------------------------------------------
 
     def origin(self, node: ast.AST | None, frame: Frame | None) -> Origin | None:
-        if node is None or frame is None:
+        if node is None or frame is None or not hasattr(node, "lineno"):
             return None
-        place = self.places.get(node)
-        if place is None:  # a node is only ever run in the module that holds it
-            place = self.places[node] = _place(node, frame.scope.source)
-        if not place:
-            return None
+        source = frame.scope.source
+        line, column = node.lineno, node.col_offset
+        end_line = getattr(node, "end_lineno", None) or line
+        end_column = getattr(node, "end_col_offset", None) or column
         self.clock += 1
-        return Origin.at(*place, seq=self.clock, via=self.call_sites)
+        if source.is_ascii:  # UTF-8 byte offsets are character columns
+            return Origin.at(source.display_path, line, column + 1, end_line, end_column + 1,
+                             seq=self.clock, via=self.call_sites)
+        return Origin.at(source.display_path, line, source.char_column(line, column), end_line,
+                         source.char_column(end_line, end_column), seq=self.clock, via=self.call_sites)
 
 
 def _handlers(prefix: str) -> dict[type, Any]:
@@ -1542,15 +1545,6 @@ def _handlers(prefix: str) -> dict[type, Any]:
 
 _STMT_HANDLERS = _handlers("stmt_")
 _EXPR_HANDLERS = _handlers("expr_")
-
-
-def _place(node: ast.AST, source: ModuleSource) -> tuple:
-    """(path, line, column, end line, end column) of a node, or () when it has no position."""
-    if not hasattr(node, "lineno"):
-        return ()
-    line, end_line = node.lineno, getattr(node, "end_lineno", None) or node.lineno
-    return (source.display_path, line, source.char_column(line, node.col_offset), end_line,
-            source.char_column(end_line, getattr(node, "end_col_offset", None) or node.col_offset))
 
 
 def _enum_value(name: str, value: Any) -> Any:

@@ -18,6 +18,7 @@ from mblint.schema import ClassSpec
 
 Slot = tuple  # (value, origins: tuple[Origin, ...])
 _first = operator.itemgetter(0)
+_new_obj = object.__new__
 _ids = itertools.count(1)
 _versions = itertools.count(1)
 # A field assigned again and again keeps its first origin and the latest ones: unbounded
@@ -60,6 +61,21 @@ class Obj:
         self.shared = True
         self._children = (fields, keys)
         return keys
+
+    def twin(self) -> "Obj":
+        """A new object like this one, sharing its field table until either writes."""
+        self.shared = True
+        twin = _new_obj(Obj)
+        twin.oid = next(_ids)
+        twin.cls = self.cls
+        twin.label = self.label
+        twin.fields = self.fields
+        twin.open = self.open
+        twin.created_at = self.created_at
+        twin.shared = True
+        twin.version = next(_versions)
+        twin._children = None
+        return twin
 
     def writable(self) -> dict:
         """The field table, ready to be changed."""
