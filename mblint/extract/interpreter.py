@@ -923,13 +923,20 @@ class Interpreter:
         if node is None:
             return None
         kind = type(node)
-        if self.expr_depth < MAX_EXPR_DEPTH:  # leaves that evaluate nothing below them
+        # Fast paths: what cannot evaluate anything else, nor reach the depth limit.
+        if self.expr_depth < MAX_EXPR_DEPTH - 1:
             if kind is ast.Constant:
                 return node.value if isinstance(node.value, SCALARS) else UNKNOWN
             if kind is ast.Name:
                 value = frame.locals.get(node.id, _NOT_FOUND)
                 if value is not _NOT_FOUND and type(value) is not LazyImport:
                     return value
+            elif kind is ast.Attribute and type(node.value) is ast.Name:  # cfg.model
+                owner = frame.locals.get(node.value.id)
+                if type(owner) is Obj and owner.cls is not None:
+                    slot = owner.fields.get(node.attr)
+                    if slot is not None:
+                        return slot[0]
         self.expr_depth += 1
         try:
             if self.expr_depth > MAX_EXPR_DEPTH:
