@@ -131,6 +131,7 @@ class _NotFound:
 
 
 _NOT_FOUND = _NotFound()
+_FIELDS, _OPEN, _VERSION = (operator.attrgetter(name) for name in ("fields", "open", "version"))
 _BUILT_PER_OBJECT = object()  # default_table(): default_for() builds a new value each time
 _HF_DERIVED = object()  # default_table(): an HF provider field read from the HF config
 
@@ -521,16 +522,17 @@ class Interpreter:
 
     def snapshot(self, frame: Frame) -> dict:
         """The state of every object and local; field tables are shared, not copied."""
-        self.charge(len(self.objects))
-        for obj in self.objects:
+        objects = self.objects
+        self.charge(len(objects))
+        for obj in objects:
             obj.shared = True
-        return {
-            "objects": [(obj, obj.fields, obj.open, obj.version) for obj in self.objects],
-            "locals": dict(frame.locals),
-        }
+        states = zip(objects, map(_FIELDS, objects), map(_OPEN, objects), map(_VERSION, objects))
+        return {"objects": list(states), "locals": dict(frame.locals)}
 
     def restore(self, snap: dict, frame: Frame) -> None:
         for obj, fields, is_open, version in snap["objects"]:
+            if obj.version == version and obj.fields is fields and obj.open == is_open and obj.shared:
+                continue  # untouched since the snapshot
             obj.fields = fields
             obj.shared = True
             obj.open = is_open
@@ -547,13 +549,8 @@ class Interpreter:
                 continue
             if fields is obj.fields and is_open == obj.open:
                 continue
-            merged = {}
-            current = obj.fields
-            for key in _ordered_union(current, fields):
-                left, right = fields.get(key), current.get(key)
-                merged[key] = left if left is right else _merge_slots(left, right)
             obj.open = obj.open or is_open
-            obj.fields = merged
+            obj.fields = _merge_tables(fields, obj.fields)
             obj.shared = False
             obj.version = next(_versions)
         for name in _ordered_union(frame.locals, other["locals"]):
@@ -1315,12 +1312,12 @@ class Interpreter:
                 if isinstance(value, Obj) and value.is_dict and not value.open:
                     for key, (item, origins) in value.fields.items():
                         kwargs[key] = item
-                        kw_origins[key] = origins[-1] if origins else self.origin(keyword, frame)
+                        kw_origins[key] = origins[-1] if origins else self.reserve_origin(keyword, frame)
                 else:
                     return self.unmodelled_call(func, args, kwargs, node, frame)
             else:
                 kwargs[keyword.arg] = value
-                kw_origins[keyword.arg] = self.origin(keyword, frame)
+                kw_origins[keyword.arg] = self.reserve_origin(keyword, frame)
         return self.call(func, args, kwargs, node, frame, kw_origins)
 
     def mutate_list(self, current: list, node: ast.Call, frame: Frame) -> Any:
@@ -1453,13 +1450,13 @@ class Interpreter:
                 kw_origins.setdefault(init_fields[index], call_origin)
         for name, fspec, default in rows:
             if name in kwargs:
-                obj.set(name, kwargs.pop(name), kw_origins.get(name, call_origin))
+                obj.set(name, kwargs.pop(name), _stamp(kw_origins.get(name, call_origin)))
             elif default is _BUILT_PER_OBJECT:
                 obj.fields[name] = (self.default_for(fspec, default_origin), defaults)
             else:
                 obj.fields[name] = (default, defaults)
         for name, value in kwargs.items():  # not a field: the real constructor raises
-            obj.set(name, value, kw_origins.get(name, call_origin))
+            obj.set(name, value, _stamp(kw_origins.get(name, call_origin)))
         for name, target in self.init_aliases.get(spec.name, {}).items():
             slot = obj.fields.get(name)
             if slot is not None and slot[1] and slot[1][-1].kind != "default":
@@ -1532,16 +1529,16 @@ class Interpreter:
     def origin(self, node: ast.AST | None, frame: Frame | None) -> Origin | None:
         if node is None or frame is None or not hasattr(node, "lineno"):
             return None
-        source = frame.scope.source
-        line, column = node.lineno, node.col_offset
-        end_line = getattr(node, "end_lineno", None) or line
-        end_column = getattr(node, "end_col_offset", None) or column
         self.clock += 1
-        if source.is_ascii:  # UTF-8 byte offsets are character columns
-            return Origin.at(source.display_path, line, column + 1, end_line, end_column + 1,
-                             seq=self.clock, via=self.call_sites)
-        return Origin.at(source.display_path, line, source.char_column(line, column), end_line,
-                         source.char_column(end_line, end_column), seq=self.clock, via=self.call_sites)
+        return _origin_at(node, frame.scope.source, self.clock, self.call_sites)
+
+    def reserve_origin(self, node: ast.AST, frame: Frame) -> tuple | None:
+        """``origin()`` numbered now (its ``seq``) but made only if used: ``_stamp()`` makes it.
+        Keyword arguments of calls other than constructors need no origin."""
+        if not hasattr(node, "lineno"):
+            return None
+        self.clock += 1
+        return (node, frame.scope.source, self.clock, self.call_sites)
 
 
 def _handlers(prefix: str) -> dict[type, Any]:
@@ -1554,6 +1551,23 @@ _STMT_HANDLERS = _handlers("stmt_")
 _EXPR_HANDLERS = _handlers("expr_")
 
 
+def _origin_at(node: ast.AST, source: ModuleSource, seq: int, via: tuple) -> Origin:
+    line, column = node.lineno, node.col_offset
+    end_line = getattr(node, "end_lineno", None) or line
+    end_column = getattr(node, "end_col_offset", None) or column
+    if source.is_ascii:  # UTF-8 byte offsets are character columns
+        return Origin.at(source.display_path, line, column + 1, end_line, end_column + 1, seq=seq, via=via)
+    return Origin.at(source.display_path, line, source.char_column(line, column), end_line,
+                     source.char_column(end_line, end_column), seq=seq, via=via)
+
+
+def _stamp(origin: Origin | tuple | None) -> Origin | None:
+    """The origin that ``Interpreter.reserve_origin`` reserved, made now."""
+    if type(origin) is tuple:
+        return _origin_at(*origin)
+    return origin
+
+
 def _enum_value(name: str, value: Any) -> Any:
     """Enum members stand for their string value, or their name when the value is not a
     string (``CudaGraphScope.attn`` -> "attn"): Megatron-Bridge accepts member names."""
@@ -1562,6 +1576,19 @@ def _enum_value(name: str, value: Any) -> Any:
 
 def _ordered_union(first: dict, second: dict) -> list:
     return list(first) + [key for key in second if key not in first]
+
+
+def _merge_tables(other: dict, current: dict) -> dict:
+    """Field tables of two paths merged slot by slot, in ``current``'s order then ``other``'s
+    new keys; slots both paths share are kept as they are."""
+    merged = dict(current)
+    for key, slot in other.items():
+        mine = merged.get(key)
+        if slot is not mine:
+            merged[key] = _merge_slots(slot, mine)
+    for key in current.keys() - other.keys():
+        merged[key] = _merge_slots(None, current[key])
+    return merged
 
 
 def _merge_slots(left: tuple | None, right: tuple | None) -> tuple:
