@@ -269,7 +269,8 @@ class Interpreter:
         self.notes: list[str] = []
         self.limits: list[str] = []  # the limits this recipe hit (SY002), first one first
         self.limit_hits = 0
-        self._running: tuple = ("", 0)  # (source, line) of the statement being run
+        self._running_stmt: ast.stmt | None = None  # the statement being run, for limit messages
+        self._running_scope: ModuleScope | None = None  # and the module it is in
         overlay = schema.overlay or {}
         self.hf_factories = {q.rsplit(".", 2)[-2] + "." + q.rsplit(".", 1)[-1]
                              for q in overlay.get("hf_model_factories", [])} or {"AutoBridge.from_hf_pretrained"}
@@ -379,8 +380,8 @@ class Interpreter:
     @property
     def where(self) -> str:
         """path:line of the statement being run, for limit messages (formatted only then)."""
-        source, line = self._running
-        return f"{source.display_path}:{line}" if source else ""
+        stmt, scope = self._running_stmt, self._running_scope
+        return f"{scope.source.display_path}:{stmt.lineno}" if scope is not None else ""
 
     def start_recipe(self) -> None:
         self.objects = []
@@ -674,7 +675,8 @@ class Interpreter:
             self.tick(size // 100)
 
     def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
-        self._running = (frame.scope.source, stmt.lineno)
+        self._running_stmt = stmt
+        self._running_scope = frame.scope
         self.steps += 1
         if self.steps > MAX_STEPS:
             self.tick(0)
@@ -835,9 +837,10 @@ class Interpreter:
         kind = type(target)
         if kind is ast.Attribute:
             owner = self.eval(target.value, frame)
-            if type(owner) is not Obj and (isinstance(owner, (str, int, float, bool)) or owner is None):
+            if type(owner) is Obj:
+                self.store_attr(owner, target.attr, value, origin)
+            elif isinstance(owner, (str, int, float, bool)) or owner is None:
                 self.attribute_errors.append((origin, ast.unparse(target.value), owner, target.attr))
-            self.store_attr(owner, target.attr, value, origin)
         elif kind is ast.Name:
             frame.locals[target.id] = value
         elif isinstance(target, ast.Subscript):
@@ -862,13 +865,12 @@ class Interpreter:
         for element, item in zip(target.elts, items):
             self.store(element, item, frame, origin)
 
-    def store_attr(self, owner: Any, name: str, value: Any, origin: Origin | None) -> None:
-        if isinstance(owner, Obj):
-            owner.set(name, value, origin)
-            aliases = self.field_aliases.get(owner.type_name) if self.field_aliases else None
-            alias = aliases.get(name) if aliases else None
-            if alias:
-                owner.set(alias, value, origin)
+    def store_attr(self, owner: Obj, name: str, value: Any, origin: Origin | None) -> None:
+        owner.set(name, value, origin)
+        aliases = self.field_aliases.get(owner.type_name) if self.field_aliases else None
+        alias = aliases.get(name) if aliases else None
+        if alias:
+            owner.set(alias, value, origin)
 
     def havoc_target(self, target: ast.expr, frame: Frame) -> None:
         self.havoc_depth += 1
@@ -1556,9 +1558,9 @@ def _origin_at(node: ast.AST, source: ModuleSource, seq: int, via: tuple) -> Ori
     end_line = getattr(node, "end_lineno", None) or line
     end_column = getattr(node, "end_col_offset", None) or column
     if source.is_ascii:  # UTF-8 byte offsets are character columns
-        return Origin.at(source.display_path, line, column + 1, end_line, end_column + 1, seq=seq, via=via)
+        return Origin.at(source.display_path, line, column + 1, end_line, end_column + 1, "set", seq, via)
     return Origin.at(source.display_path, line, source.char_column(line, column), end_line,
-                     source.char_column(end_line, end_column), seq=seq, via=via)
+                     source.char_column(end_line, end_column), "set", seq, via)
 
 
 def _stamp(origin: Origin | tuple | None) -> Origin | None:
