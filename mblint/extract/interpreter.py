@@ -527,11 +527,11 @@ class Interpreter:
         self.charge(len(objects))
         for obj in objects:
             obj.shared = True
-        states = zip(objects, map(_FIELDS, objects), map(_OPEN, objects), map(_VERSION, objects))
-        return {"objects": list(states), "locals": dict(frame.locals)}
+        return {"objects": list(objects), "fields": list(map(_FIELDS, objects)), "open": list(map(_OPEN, objects)),
+                "versions": list(map(_VERSION, objects)), "locals": dict(frame.locals)}
 
     def restore(self, snap: dict, frame: Frame) -> None:
-        for obj, fields, is_open, version in snap["objects"]:
+        for obj, fields, is_open, version in zip(snap["objects"], snap["fields"], snap["open"], snap["versions"]):
             if obj.version == version and obj.fields is fields and obj.open == is_open and obj.shared:
                 continue  # untouched since the snapshot
             obj.fields = fields
@@ -544,8 +544,9 @@ class Interpreter:
     def merge_into_current(self, other: dict, frame: Frame, base: dict | None = None) -> None:
         """Merge a snapshot taken at the end of another path into the current state. Objects
         whose version is the ``base`` one on both paths were not touched and are skipped."""
-        base_versions = [entry[3] for entry in base["objects"]] if base is not None else []
-        for index, (obj, fields, is_open, version) in enumerate(other["objects"]):
+        base_versions = base["versions"] if base is not None else []
+        states = zip(other["objects"], other["fields"], other["open"], other["versions"])
+        for index, (obj, fields, is_open, version) in enumerate(states):
             if index < len(base_versions) and version == base_versions[index] == obj.version:
                 continue
             if fields is obj.fields and is_open == obj.open:

@@ -53,11 +53,10 @@ class Obj:
         cached = self._children
         if cached is not None and cached[0] is fields:
             return cached[1]
-        kinds = list(map(type, map(_first, fields.values())))  # without a Python loop: tables are long
         keys: tuple = ()
-        if Obj in kinds:
-            names = list(fields)
-            keys = tuple(names[index] for index, kind in enumerate(kinds) if kind is Obj)
+        if Obj in map(type, map(_first, fields.values())):  # without a Python loop: tables are long
+            kinds = map(type, map(_first, fields.values()))
+            keys = tuple(key for key, kind in zip(fields, kinds) if kind is Obj)
         self.shared = True
         self._children = (fields, keys)
         return keys
