@@ -10,6 +10,7 @@ import ast
 import math
 import operator
 import re
+from itertools import compress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -730,7 +731,11 @@ class Interpreter:
         raise Return(None, dead=True)
 
     def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
-        value = self.eval(stmt.value, frame)
+        value_node = stmt.value
+        if type(value_node) is ast.Constant and self.expr_depth < MAX_EXPR_DEPTH:  # most recipe lines
+            value = value_node.value if isinstance(value_node.value, SCALARS) else UNKNOWN
+        else:
+            value = self.eval(value_node, frame)
         origin = self.origin(stmt, frame)
         for target in stmt.targets:
             self.store(target, value, frame, origin)
@@ -1585,10 +1590,9 @@ def _merge_tables(other: dict, current: dict) -> dict:
     """Field tables of two paths merged slot by slot, in ``current``'s order then ``other``'s
     new keys; slots both paths share are kept as they are."""
     merged = dict(current)
-    for key, slot in other.items():
-        mine = merged.get(key)
-        if slot is not mine:
-            merged[key] = _merge_slots(slot, mine)
+    differing = compress(other, map(operator.is_not, other.values(), map(current.get, other)))
+    for key in list(differing):
+        merged[key] = _merge_slots(other[key], current.get(key))
     for key in current.keys() - other.keys():
         merged[key] = _merge_slots(None, current[key])
     return merged

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import itertools
 import operator
+from itertools import compress, repeat
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,8 +56,7 @@ class Obj:
             return cached[1]
         keys: tuple = ()
         if Obj in map(type, map(_first, fields.values())):  # without a Python loop: tables are long
-            kinds = map(type, map(_first, fields.values()))
-            keys = tuple(key for key, kind in zip(fields, kinds) if kind is Obj)
+            keys = tuple(compress(fields, map(operator.is_, map(type, map(_first, fields.values())), repeat(Obj))))
         self.shared = True
         self._children = (fields, keys)
         return keys
