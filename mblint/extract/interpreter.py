@@ -1618,8 +1618,8 @@ def _merge_origins(left: tuple, right: tuple) -> tuple:
 def _with_kind(origin: Origin | None, kind: str) -> Origin | None:
     if origin is None:
         return None
-    return Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, kind, origin.seq,
-                  origin.via)
+    return Origin.at(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, kind, origin.seq,
+                     origin.via)
 
 
 def _oversized(value: Any) -> bool:
