@@ -95,3 +95,31 @@ def test_the_engine_reports_the_same_with_workers_as_in_one_process(tmp_path, mo
     assert '"rule": "CP002"' in single, "the fixture recipes have findings"
     assert report(2) == single
     assert no_children_left()
+
+
+def test_a_recipe_changing_a_module_level_object_does_not_change_another_recipe(tmp_path):
+    """Recipes are resolved one after another in one process (a worker's share of the files in
+    any order), so what one recipe does to a module-level object must not reach the next: each
+    read of it through the module gets its own copy, as a read by name does."""
+    from mblint.resolve import Project
+
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "__init__.py").write_text("")
+    (team / "shared.py").write_text('SETTINGS = {"mbs": 1}\n')
+    (team / "recipes.py").write_text(
+        "from megatron.bridge.training.config import ConfigContainer, TrainingConfig\n"
+        "from team import shared\n\n\n"
+        "def mutating_config():\n"
+        '    shared.SETTINGS["mbs"] = 4\n'
+        "    return ConfigContainer(train=TrainingConfig(micro_batch_size=2, global_batch_size=8))\n\n\n"
+        "def reading_config():\n"
+        '    return ConfigContainer(train=TrainingConfig(micro_batch_size=shared.SETTINGS["mbs"], global_batch_size=8))\n')
+
+    def micro_batch_sizes(order: list[str]) -> dict[str, object]:
+        project = Project([], "0.6", tmp_path)
+        return {name: project.resolve_function(team / "recipes.py", name).value("train.micro_batch_size")
+                for name in order}
+
+    assert micro_batch_sizes(["reading_config"])["reading_config"] == 1
+    assert micro_batch_sizes(["mutating_config", "reading_config"])["reading_config"] == 1

@@ -990,8 +990,10 @@ class Interpreter:
                 if not is_missing(value):
                     return value
             return BoundMethod(owner, name)
-        if isinstance(owner, ModuleRef):
+        if isinstance(owner, ModuleRef):  # a module-level object: each read gets its copy, as in lookup()
             value = owner.scope.lookup(name)
+            if isinstance(value, Obj):
+                return self.copy_obj(value, {})
             return UNKNOWN if value is _NOT_FOUND else value
         if isinstance(owner, External):
             if owner.qualname == "torch" and name in TORCH_DTYPES:
