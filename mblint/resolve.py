@@ -192,35 +192,43 @@ class GraphView:
 
     def _walk_to(self, path: str) -> tuple[Any, tuple]:
         """(value, origins) at ``path``; value may be an Obj, ABSENT or UNKNOWN. Rules only
-        read a built configuration, so answers are kept."""
+        read a built configuration, so answers are kept; a path is one step from its parent's
+        (kept) answer, since rules read many fields of one node."""
         found = self._memo.get(path)
-        if found is None:
-            found = self._memo[path] = self._walk_uncached(path)
-        return found
-
-    def _walk_uncached(self, path: str) -> tuple[Any, tuple]:
-        """One step from the parent's (kept) answer: rules read many fields of one node."""
+        if found is not None:
+            return found
         parent, dot, leaf = path.rpartition(".")
         if dot and parent:
-            return _step(self._walk_to(parent)[0], leaf)
-        found: tuple[Any, tuple] = (self.root, ())
-        for part in path.split(".") if path else ():
-            found = _step(found[0], part)
+            node = self._walk_to(parent)[0]
+            if isinstance(node, Obj):
+                found = node.fields.get(leaf)
+                if found is None:
+                    found = _missing_field(node, leaf)
+            else:
+                found = _BELOW_UNKNOWN if isinstance(node, Unknown) else _BELOW_ABSENT
+        else:
+            found = (self.root, ())
+            for part in path.split(".") if path else ():
+                found = _step(found[0], part)
+        self._memo[path] = found
         return found
 
     def lookup(self, path: str) -> Any:
         found = self._values.get(path, _MISSING)
-        if found is _MISSING:
-            found = self._lookup_uncached(path)
-            if not isinstance(found, list):  # a caller may change a list it was given
-                self._values[path] = found
+        if found is not _MISSING:
+            return found
+        value = self._walk_to(path)[0]
+        kind = type(value)
+        if kind in _SCALARS or value is ABSENT or kind is Unknown:
+            found = value
+        elif kind is Obj:
+            found = _NodeMarker(value.type_name)
+        else:
+            found = _plain(value)
+            if isinstance(found, list):  # a caller may change a list it was given
+                return found
+        self._values[path] = found
         return found
-
-    def _lookup_uncached(self, path: str) -> Any:
-        value, _ = self._walk_to(path)
-        if isinstance(value, Obj):
-            return _NodeMarker(value.type_name)
-        return value if value is ABSENT else _plain(value)
 
     def field(self, path: str) -> ResolvedField | None:
         value, origins = self._walk_to(path)
@@ -272,16 +280,27 @@ class GraphView:
         return fields, types, frozenset(open_dicts)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_BELOW_UNKNOWN = (UNKNOWN, ())
+_BELOW_ABSENT = (ABSENT, ())
+
+
 def _step(current: Any, part: str) -> tuple[Any, tuple]:
     """(value, origins) of field or key ``part`` of ``current``."""
     if not isinstance(current, Obj):
-        return (UNKNOWN if isinstance(current, Unknown) else ABSENT), ()
+        return _BELOW_UNKNOWN if isinstance(current, Unknown) else _BELOW_ABSENT
     slot = current.fields.get(part)
-    if slot is None and current.is_dict:
-        slot = next((v for k, v in current.fields.items() if str(k) == part), None)
-    if slot is None:
-        return (UNKNOWN if current.open else ABSENT), ()
-    return slot
+    return slot if slot is not None else _missing_field(current, part)
+
+
+def _missing_field(node: Obj, part: str) -> tuple[Any, tuple]:
+    """(value, origins) of ``part`` when ``node`` has no field by that exact name: a dict
+    may hold it under a non-string key (``{1: ...}`` read as ``"1"``)."""
+    if node.is_dict:
+        slot = next((v for k, v in node.fields.items() if str(k) == part), None)
+        if slot is not None:
+            return slot
+    return _BELOW_UNKNOWN if node.open else _BELOW_ABSENT
 
 
 def flatten(root: Obj, recipe: RecipeRef, schema: Schema, notes: list[str] | None = None) -> EffectiveConfig:
