@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -257,7 +258,7 @@ class GraphView:
         found: list[str] = []
 
         def visit(obj: Obj, prefix: str, active: set) -> None:
-            if obj.oid in active or obj.open:
+            if obj.oid in active or obj.open or _nothing_extra_below(obj):
                 return
             active.add(obj.oid)
             names = obj.cls.fields if obj.cls is not None else None
@@ -280,9 +281,19 @@ class GraphView:
         return fields, types, frozenset(open_dicts)
 
 
+_FIRST = itemgetter(0)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _BELOW_UNKNOWN = (UNKNOWN, ())
 _BELOW_ABSENT = (ABSENT, ())
+
+
+def _nothing_extra_below(obj: Obj) -> bool:
+    """True when every field of ``obj`` is one its class declares and none holds an object:
+    decided without a Python loop over the fields (model providers have hundreds)."""
+    fields = obj.fields
+    if obj.cls is not None and not fields.keys() <= obj.cls.fields.keys():
+        return False
+    return Obj not in set(map(type, map(_FIRST, fields.values())))
 
 
 def _step(current: Any, part: str) -> tuple[Any, tuple]:
