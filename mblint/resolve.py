@@ -200,7 +200,7 @@ class GraphView:
             return found
         parent, dot, leaf = path.rpartition(".")
         if dot and parent:
-            node = self._walk_to(parent)[0]
+            node = (self._memo.get(parent) or self._walk_to(parent))[0]
             if isinstance(node, Obj):
                 found = node.fields.get(leaf)
                 if found is None:
