@@ -190,6 +190,7 @@ class GraphView:
         self.root = root
         self._memo: dict[str, tuple[Any, tuple]] = {}
         self._values: dict[str, Any] = {}  # lookup() answers
+        self._types: dict[str, str | None] = {}  # type_of() answers
 
     def _walk_to(self, path: str) -> tuple[Any, tuple]:
         """(value, origins) at ``path``; value may be an Obj, ABSENT or UNKNOWN. Rules only
@@ -198,8 +199,9 @@ class GraphView:
         found = self._memo.get(path)
         if found is not None:
             return found
-        parent, dot, leaf = path.rpartition(".")
-        if dot and parent:
+        split = _SPLITS.get(path) or _split(path)
+        if split[0]:
+            parent, leaf = split
             node = (self._memo.get(parent) or self._walk_to(parent))[0]
             if isinstance(node, Obj):
                 found = node.fields.get(leaf)
@@ -218,7 +220,7 @@ class GraphView:
         found = self._values.get(path, _MISSING)
         if found is not _MISSING:
             return found
-        value = self._walk_to(path)[0]
+        value = (self._memo.get(path) or self._walk_to(path))[0]
         kind = type(value)
         if kind in _SCALARS or value is ABSENT or kind is Unknown:
             found = value
@@ -244,8 +246,11 @@ class GraphView:
         return self._walk_to(path)[1]
 
     def type_of(self, path: str) -> str | None:
-        value, _ = self._walk_to(path)
-        return value.type_name if isinstance(value, Obj) else None
+        found = self._types.get(path, _MISSING)
+        if found is _MISSING:
+            value = self._walk_to(path)[0]
+            found = self._types[path] = value.type_name if isinstance(value, Obj) else None
+        return found
 
     def keys(self, path: str) -> list[str]:
         """The keys (or field names) directly below an object node."""
@@ -285,6 +290,19 @@ _FIRST = itemgetter(0)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _BELOW_UNKNOWN = (UNKNOWN, ())
 _BELOW_ABSENT = (ABSENT, ())
+
+
+_SPLITS: dict[str, tuple[str, str]] = {}
+
+
+def _split(path: str) -> tuple[str, str]:
+    """(parent, leaf) of a dotted path, kept: rules ask for the same paths in every
+    configuration. The parent is "" when the path has no parent to step from."""
+    parent, dot, leaf = path.rpartition(".")
+    split = (parent, leaf) if dot and parent else ("", path)
+    if len(_SPLITS) < 100_000:
+        _SPLITS[path] = split
+    return split
 
 
 def _nothing_extra_below(obj: Obj) -> bool:
