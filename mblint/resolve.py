@@ -183,13 +183,41 @@ class ResolvedRecipe:
 _MISSING = object()
 
 
+class _Answers(dict):
+    """``GraphView.lookup`` answers by path. A known answer is a dict look-up in C with no
+    Python call; one not asked before is worked out by ``__missing__`` (and kept unless it
+    is a list, which a caller may change)."""
+
+    __slots__ = ("view",)
+
+    def __init__(self, view: "GraphView") -> None:
+        super().__init__()
+        self.view = view
+
+    def __missing__(self, path: str) -> Any:
+        view = self.view
+        value = (view._memo.get(path) or view._walk_to(path))[0]
+        kind = type(value)
+        if kind in _SCALARS or value is ABSENT or kind is Unknown:
+            found = value
+        elif kind is Obj:
+            found = _NodeMarker(value.type_name)
+        else:
+            found = _plain(value)
+            if isinstance(found, list):
+                return found
+        self[path] = found
+        return found
+
+
 class GraphView:
     """Answers field look-ups on an interpreted object graph, flattening it only on demand."""
 
     def __init__(self, root: Obj) -> None:
         self.root = root
         self._memo: dict[str, tuple[Any, tuple]] = {}
-        self._values: dict[str, Any] = {}  # lookup() answers
+        self._values = _Answers(self)  # lookup() answers
+        self.lookup = self._values.__getitem__  # the method below, without its Python call
         self._types: dict[str, str | None] = {}  # type_of() answers
 
     def _walk_to(self, path: str) -> tuple[Any, tuple]:
@@ -217,21 +245,7 @@ class GraphView:
         return found
 
     def lookup(self, path: str) -> Any:
-        found = self._values.get(path, _MISSING)
-        if found is not _MISSING:
-            return found
-        value = (self._memo.get(path) or self._walk_to(path))[0]
-        kind = type(value)
-        if kind in _SCALARS or value is ABSENT or kind is Unknown:
-            found = value
-        elif kind is Obj:
-            found = _NodeMarker(value.type_name)
-        else:
-            found = _plain(value)
-            if isinstance(found, list):  # a caller may change a list it was given
-                return found
-        self._values[path] = found
-        return found
+        return self._values[path]
 
     def field(self, path: str) -> ResolvedField | None:
         value, origins = self._walk_to(path)
