@@ -196,7 +196,17 @@ class _Answers(dict):
 
     def __missing__(self, path: str) -> Any:
         view = self.view
-        value = (view._memo.get(path) or view._walk_to(path))[0]
+        memo = view._memo
+        found = memo.get(path)
+        if found is None:
+            # _walk_to's usual case inlined: a field of an object already walked.
+            parent, leaf = _SPLITS.get(path) or _split(path)
+            above = memo.get(parent) if parent else None
+            if above is not None and type(above[0]) is Obj:
+                found = memo[path] = above[0].fields.get(leaf) or _missing_field(above[0], leaf)
+            else:
+                found = view._walk_to(path)
+        value = found[0]
         kind = type(value)
         if kind in _SCALARS or value is ABSENT or kind is Unknown:
             found = value
