@@ -335,7 +335,7 @@ def _nothing_extra_below(obj: Obj) -> bool:
     fields = obj.fields
     if obj.cls is not None and not fields.keys() <= obj.cls.fields.keys():
         return False
-    return Obj not in set(map(type, map(_FIRST, fields.values())))
+    return Obj not in map(type, map(_FIRST, fields.values()))
 
 
 def _step(current: Any, part: str) -> tuple[Any, tuple]:

@@ -546,8 +546,8 @@ def last_origin(cfg: EffectiveConfig, path: str):
 def assigned(cfg: EffectiveConfig, path: str) -> bool:
     """True when ``path`` was written by a recipe line or an override (not left at a
     dataclass default, and not only set by something mblint cannot follow)."""
-    origin = last_origin(cfg, path)
-    return origin is not None and origin.kind in SET_KINDS
+    origins = cfg.origins(path)
+    return bool(origins) and origins[-1].kind in SET_KINDS
 
 
 def from_dotlist(cfg: EffectiveConfig, path: str) -> bool:
