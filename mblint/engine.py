@@ -554,8 +554,7 @@ class Engine:
         world_size, source = self.world_size_for(cfg, text)
         for rule, ctx in self.config_rules(cfg.schema_version, world_size, source):
             try:
-                for finding in rule.check(cfg, ctx) or ():
-                    report.findings.append(finding)
+                report.findings.extend(rule.check(cfg, ctx) or ())
             except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others
                 report.notes.append(f"internal error in rule {rule.id} on {cfg.recipe.label}: {type(error).__name__}: {error}")
 

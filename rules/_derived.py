@@ -11,6 +11,7 @@ from typing import Any
 
 from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, is_known, is_node
 from mblint.rule import known
+from mblint.schema import load_schema
 
 SPECS_06 = "dataset.offline_packing_specs"
 SPECS_03 = "dataset.packed_sequence_specs"
@@ -29,6 +30,18 @@ def per_config(helper):
         return memo[name]
 
     return once
+
+
+def per_schema(schema) -> dict:
+    """A memo for answers that depend only on the schema (class hierarchy, field names):
+    asked by many rules on every configuration, the same few questions each time."""
+    entry = _SCHEMA_MEMOS.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        entry = _SCHEMA_MEMOS[id(schema)] = (schema, {})
+    return entry[1]
+
+
+_SCHEMA_MEMOS: dict[int, tuple[Any, dict]] = {}
 
 
 def value(cfg: EffectiveConfig, path: str, absent: Any = ABSENT) -> Any:
@@ -302,16 +315,16 @@ def energon_packing(cfg: EffectiveConfig) -> Any:
 def is_model_class(cfg: EffectiveConfig, base: str) -> Any:
     """Whether the model provider's class is ``base`` or a subclass of it (UNKNOWN when the
     class is not known)."""
-    from mblint.schema import load_schema
-
     name = cfg.type_of("model")
     if name is None:
         return UNKNOWN
     schema = load_schema(cfg.schema_version)
-    spec = schema.find_class(name)
-    if spec is None:
-        return UNKNOWN
-    return schema.is_subclass(spec.qualname, base)
+    memo = per_schema(schema)
+    key = ("is_model_class", name, base)
+    if key not in memo:
+        spec = schema.find_class(name)
+        memo[key] = UNKNOWN if spec is None else schema.is_subclass(spec.qualname, base)
+    return memo[key]
 
 
 def comm_overlap_present(cfg: EffectiveConfig) -> Any:
@@ -457,17 +470,18 @@ BRIDGE_GPT_DATASET = "megatron.bridge.training.config.GPTDatasetConfig"
 def dataset_is(cfg: EffectiveConfig, *bases: str) -> Any:
     """Whether ``dataset``'s class is (a subclass of) one of ``bases`` (qualified or short
     names), read from the schema; ``UNKNOWN`` when the dataset's class is not known."""
-    from mblint.schema import load_schema
-
     type_name = cfg.type_of("dataset")
     if type_name is None:
         current = cfg.value("dataset")
         return False if current is None or current is ABSENT else UNKNOWN
     schema = load_schema(cfg.schema_version or "0.6")
-    spec = schema.find_class(type_name)
-    if spec is None:
-        return type_name in bases
-    return any(schema.is_subclass(spec.qualname, base) for base in bases)
+    memo = per_schema(schema)
+    key = ("dataset_is", type_name, bases)
+    if key not in memo:
+        spec = schema.find_class(type_name)
+        memo[key] = type_name in bases if spec is None else \
+            any(schema.is_subclass(spec.qualname, base) for base in bases)
+    return memo[key]
 
 
 def canonical_seq_datasets(cfg: EffectiveConfig) -> tuple[str, ...]:
@@ -532,8 +546,8 @@ def last_origin(cfg: EffectiveConfig, path: str):
 def assigned(cfg: EffectiveConfig, path: str) -> bool:
     """True when ``path`` was written by a recipe line or an override (not left at a
     dataclass default, and not only set by something mblint cannot follow)."""
-    origin = last_origin(cfg, path)
-    return origin is not None and origin.kind in SET_KINDS
+    origins = cfg.origins(path)
+    return bool(origins) and origins[-1].kind in SET_KINDS
 
 
 def from_dotlist(cfg: EffectiveConfig, path: str) -> bool:
@@ -549,19 +563,25 @@ def has_overrides(cfg: EffectiveConfig) -> bool:
 
 
 def schema_of(cfg: EffectiveConfig):
-    from mblint.schema import load_schema
-
     return load_schema(cfg.schema_version or "0.6")
 
 
-def class_fields(cfg: EffectiveConfig, node: str) -> set[str] | None:
+def class_fields(cfg: EffectiveConfig, node: str) -> frozenset[str] | None:
     """Field names of the config class at object node ``node`` ("model", "ddp", ...), or None
     when the node is no object, a dict, or a class the schema does not know."""
     type_name = cfg.type_of(node)
     if type_name is None or type_name == "dict":
         return None
-    spec = schema_of(cfg).find_class(type_name)
-    return set(spec.fields) if spec is not None else None
+    return _declared_fields(schema_of(cfg), type_name)
+
+
+def _declared_fields(schema, type_name: str) -> frozenset[str] | None:
+    memo = per_schema(schema)
+    key = ("fields", type_name)
+    if key not in memo:
+        spec = schema.find_class(type_name)
+        memo[key] = frozenset(spec.fields) if spec is not None else None
+    return memo[key]
 
 
 # --- CUDA graph module names (rules-more1: CG004-CG018) ---------------------------------------
@@ -643,9 +663,8 @@ def mixed_precision_kind(cfg: EffectiveConfig) -> Any:
     return UNKNOWN
 
 
-def mixed_precision_fields(cfg: EffectiveConfig) -> set[str]:
-    spec = schema_of(cfg).find_class("MixedPrecisionConfig")
-    return set(spec.fields) if spec is not None else set()
+def mixed_precision_fields(cfg: EffectiveConfig) -> frozenset[str]:
+    return _declared_fields(schema_of(cfg), "MixedPrecisionConfig") or frozenset()
 
 
 def precision_value(cfg: EffectiveConfig, owner: str, name: str) -> tuple[Any, str]:

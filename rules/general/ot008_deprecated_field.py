@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
-from rules._derived import assigned, from_dotlist, last_origin, schema_of
+from rules._derived import assigned, from_dotlist, last_origin, per_schema, schema_of
 
 # The deprecated train.* evaluation fields are copied onto validation.* verbatim by
 # ConfigContainer.validate() (0.6.2 megatron/bridge/training/config.py:1517-1524), so renaming
@@ -84,7 +84,7 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
 
     def check(self, cfg, ctx):
         schema = schema_of(cfg)
-        for path, info in sorted(schema.deprecated_fields.items()):
+        for path, info in _deprecated_in_order(schema):
             if not assigned(cfg, path):
                 continue
             value = cfg.value(path)
@@ -122,6 +122,13 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
                     fields.append(replacement)
                 fixes = _replacement_fixes(path, replacement, value, safe=path in PLAIN_COPIES and not later)
             yield ctx.report(cfg, message, fields, primary=path, severity=severity, fixes=fixes)
+
+
+def _deprecated_in_order(schema) -> list[tuple[str, dict]]:
+    memo = per_schema(schema)
+    if "deprecated in order" not in memo:
+        memo["deprecated in order"] = sorted(schema.deprecated_fields.items())
+    return memo["deprecated in order"]
 
 
 def _replacement_fixes(path: str, replacement: str, value, safe: bool) -> list[FixIntent]:

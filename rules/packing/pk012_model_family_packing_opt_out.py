@@ -61,6 +61,8 @@ Unsafe (changes the data layout): turn the packing mode back off.
     ]
 
     def check(self, cfg, ctx):
+        if offline_packing(cfg) is not True and in_batch_packing(cfg) is not True:
+            return  # no packing on for a family to turn off
         hints = model_family_hints(cfg)
         for family, needles, mode in _OPT_OUTS:
             source = next((where for text, where in hints if any(n in text for n in needles)), None)
