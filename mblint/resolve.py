@@ -188,23 +188,13 @@ class _Answers(dict):
     Python call; one not asked before is worked out by ``__missing__`` (and kept unless it
     is a list, which a caller may change)."""
 
-    __slots__ = ("view", "started")
+    __slots__ = ("view",)
 
     def __init__(self, view: "GraphView") -> None:
         super().__init__()
         self.view = view
-        self.started = False
 
     def __missing__(self, path: str) -> Any:
-        if not self.started:
-            self.started = True
-            COMMON_PATHS.answer_in_advance(self)
-            if path in self:
-                return self[path]
-        COMMON_PATHS.learn(path)
-        return self.answer(path)
-
-    def answer(self, path: str) -> Any:
         view = self.view
         memo = view._memo
         found = memo.get(path)
@@ -228,40 +218,6 @@ class _Answers(dict):
                 return found
         self[path] = found
         return found
-
-
-class _CommonPaths:
-    """The paths that rules ask of most configurations, learned from the first ones a process
-    reads. Answering them together when a configuration is first read costs less than one at
-    a time between rules (its objects are then read while they are in the CPU cache)."""
-
-    LEARN_FROM = 16  # configurations
-
-    def __init__(self) -> None:
-        self.started = 0  # configurations asked anything
-        self.asked: dict[str, int] | None = {}  # path -> configurations asked it, while learning
-        self.paths: tuple[str, ...] = ()
-
-    def learn(self, path: str) -> None:
-        if self.asked is not None:
-            self.asked[path] = self.asked.get(path, 0) + 1
-
-    def answer_in_advance(self, answers: _Answers) -> None:
-        self.started += 1
-        if self.started <= self.LEARN_FROM:
-            return
-        if self.asked is not None:
-            self.paths = tuple(path for path, count in self.asked.items() if 2 * count >= self.LEARN_FROM)
-            self.asked = None
-        try:
-            for path in self.paths:
-                if path not in answers:
-                    answers.answer(path)
-        except Exception:  # noqa: BLE001 - left to the rule that asks, as without this shortcut
-            pass
-
-
-COMMON_PATHS = _CommonPaths()
 
 
 class GraphView:
