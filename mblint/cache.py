@@ -89,6 +89,7 @@ def cache_folder(root: Path) -> Path:
 class ResultCache:
     def __init__(self, root: Path, settings_key: str) -> None:
         self.folder = cache_folder(root)
+        self._folder_text = str(self.folder)
         self.settings_key = settings_key
         self.hits = 0
         self.misses = 0
@@ -96,10 +97,10 @@ class ResultCache:
         self.signatures: dict[str, list[int] | None] = {}
         self.started_ns = time.time_ns()
 
-    def _entry_path(self, path: Path, extra: str) -> Path:
+    def _entry_path(self, path: Path, extra: str) -> str:
         text = f"{os.path.abspath(path)}|{self.settings_key}|{extra}"
         name = blake2b(text.encode(), digest_size=16).hexdigest()
-        return self.folder / name[:2] / f"{name}.json"
+        return os.path.join(self._folder_text, name[:2], f"{name}.json")
 
     def get(self, path: Path, extra: str = "") -> Any | None:
         """The cached result for ``path``; ``extra`` names per-file inputs (its settings file)."""
@@ -152,7 +153,7 @@ class ResultCache:
             "deps": {dep: self._record(dep) for dep in sorted({os.path.abspath(d) for d in (path, *deps)})},
             "result": result,
         }
-        entry_path = self._entry_path(path, extra)
+        entry_path = Path(self._entry_path(path, extra))
         try:
             entry_path.parent.mkdir(parents=True, exist_ok=True)
             _ensure_gitignore(self.folder.parent)

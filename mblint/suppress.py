@@ -274,8 +274,10 @@ def apply_suppressions(engine: "Engine", report: "Report", checked: Iterable[Pat
         kept.append(finding)
 
     for display, path in checked_displays.items():
-        enabled = {rule.id for rule in engine.rules_for(path)}
         file = directives_for(display)
+        if not file.invalid and not file.directives:
+            continue  # nothing to report about suppressions in this file
+        enabled = {rule.id for rule in engine.rules_for(path)}
         new: list[Finding] = []
         if InvalidSuppressionRule.id in enabled:
             for line, column, end, message in file.invalid:

@@ -24,6 +24,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2
 
 
 def printable(text: str) -> str:
+    if text.isprintable():  # every character _CONTROL matches is one isprintable() rejects
+        return text
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
                         text)
 
