@@ -436,12 +436,13 @@ class Engine:
         enough work to pay for them."""
         if paths:
             self.load_rule_classes()
-        jobs = self.options.jobs if self.options.jobs is not None else _default_jobs(len(paths))
-        if jobs <= 1:
+        jobs = self.options.jobs if self.options.jobs is not None else _default_jobs(paths)
+        units = _work_groups(paths, jobs) if jobs > 1 else []
+        if len(units) <= 1:
             for path in paths:
                 yield (path, *self.check_file_guarded(path))
             return
-        yield from _check_in_workers(self, paths, jobs)
+        yield from _check_in_workers(self, paths, units, min(jobs, len(units)))
 
     def check_file_guarded(self, path: Path) -> tuple[FileResult, set[Path]]:
         """``check_file``, with a failure of mblint itself reported as an error (exit code 2)
@@ -716,14 +717,20 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return unique
 
 
-def _default_jobs(files: int) -> int:
-    """Worker processes pay off from a few dozen files on; never more than the cores."""
+# Source bytes that keep a worker busy long enough to pay for starting it and sending its
+# answers back (about 30 ms of work; a fork and the transfer cost about 10-15 ms).
+BYTES_PER_WORKER = 100_000
 
+
+def _default_jobs(paths: list[Path]) -> int:
+    """One worker per ``BYTES_PER_WORKER`` of source to check; never more than the cores."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return min(cores, max(1, files // 40))
+    if cores <= 1 or len(paths) <= 1:
+        return 1
+    return min(cores, max(1, sum(_size(path) for path in paths) // BYTES_PER_WORKER))
 
 
-def _check_in_workers(engine: Engine, paths: list[Path], jobs: int):
+def _check_in_workers(engine: Engine, paths: list[Path], groups: list[list[Path]], jobs: int):
     from mblint import workers
 
     if not workers.can_fork():
@@ -738,7 +745,7 @@ def _check_in_workers(engine: Engine, paths: list[Path], jobs: int):
             answers.append((raw, result.to_dict(), [str(d) for d in deps]))
         return answers
 
-    units = _at_most(workers.MAX_UNITS, [[str(p) for p in group] for group in _work_groups(paths, jobs)])
+    units = _at_most(workers.MAX_UNITS, [[str(p) for p in group] for group in groups])
     results = {}
     for _, answers in workers.run_units(check_unit, units, jobs):
         for raw, data, deps in answers:

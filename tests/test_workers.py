@@ -123,3 +123,18 @@ def test_a_recipe_changing_a_module_level_object_does_not_change_another_recipe(
 
     assert micro_batch_sizes(["reading_config"])["reading_config"] == 1
     assert micro_batch_sizes(["mutating_config", "reading_config"])["reading_config"] == 1
+
+
+def test_workers_are_started_by_the_amount_of_source(tmp_path, monkeypatch):
+    from mblint import engine as engine_module
+
+    monkeypatch.setattr(engine_module.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    small = [tmp_path / "a.py", tmp_path / "b.py"]
+    for path in small:
+        path.write_text("x = 1\n" * 1000)  # 6 KB each: not worth a worker
+    assert engine_module._default_jobs(small) == 1
+    large = [tmp_path / f"big{i}.py" for i in range(5)]
+    for path in large:
+        path.write_text("x = 1\n" * 10_000)  # 60 KB each, 300 KB in all: three workers' worth
+    assert engine_module._default_jobs(large) == 3
+    assert engine_module._default_jobs(large[:1]) == 1  # one file cannot be shared out
