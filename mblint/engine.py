@@ -184,6 +184,7 @@ class Engine:
         self.settings_errors: set[str] = set()
         self.directive_free: set[str] = set()  # display paths whose text never mentions "mblint"
         self._settings_by_display: dict = {}
+        self._settings_memo: dict = {}
         self._displays: dict = {}
         self._plugins = None
         self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
@@ -245,16 +246,7 @@ class Engine:
     def settings_for(self, path: Path):
         """The settings in force for ``path``; None when there are none or they cannot be read
         (the error is reported once, and the files they govern are not checked)."""
-        resolver = self.options.settings
-        if resolver is None:
-            return None
-        from mblint.settings import SettingsError
-
-        try:
-            return resolver.for_path(path)
-        except SettingsError as error:
-            self.settings_errors.add(str(error))
-            return None
+        return self._settings_lookup(path)[0]
 
     def settings_for_display(self, display: str):
         """``settings_for`` of a path as findings show it (relative to the display root);
@@ -266,17 +258,27 @@ class Engine:
         return memo[key]
 
     def settings_readable(self, path: Path) -> bool:
+        return self._settings_lookup(path)[1]
+
+    def _settings_lookup(self, path: Path) -> tuple:
+        """(settings or None, readable), asked many times per file; kept per path as given
+        (the working folder of a run is fixed: display paths are relative to it too)."""
+        found = self._settings_memo.get(path)
+        if found is None:
+            found = self._settings_memo[path] = self._settings_uncached(path)
+        return found
+
+    def _settings_uncached(self, path: Path) -> tuple:
         resolver = self.options.settings
         if resolver is None:
-            return True
+            return None, True
         from mblint.settings import SettingsError
 
         try:
-            resolver.for_path(path)
-            return True
+            return resolver.for_path(path), True
         except SettingsError as error:
             self.settings_errors.add(str(error))
-            return False
+            return None, False
 
     def rules_for(self, path: Path) -> list[type[Rule]]:
         settings = self.settings_for(path)

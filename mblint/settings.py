@@ -208,6 +208,7 @@ class SettingsResolver:
         self._by_file: dict[Path, Settings | None] = {}
         self._by_path: dict[tuple, Settings] = {}  # (working folder, path as given) -> settings
         self._real_folders: dict[tuple, Path] = {}
+        self._real_paths: dict[str, str] = {}
         self._default: Settings | None = None
 
     def default(self) -> Settings:
@@ -264,8 +265,30 @@ class SettingsResolver:
             return real if real.is_dir() else real.parent
         key = _exact_key(path.parent)
         if key not in self._real_folders:
-            self._real_folders[key] = Path(os.path.realpath(path.parent))
+            parent = os.fspath(path.parent)
+            self._real_folders[key] = Path(os.path.realpath(parent) if ".." in parent.split(os.sep)
+                                           else self._realpath(os.path.abspath(parent)))
         return self._real_folders[key]
+
+    def _realpath(self, folder: str) -> str:
+        """``os.path.realpath`` of an absolute folder, built on its parent's (kept): one lstat
+        per folder instead of one per component of every folder's path. A path with ".." is
+        resolved whole (a ".." after a symbolic link leaves the link's target)."""
+        if ".." in folder.split(os.sep):
+            return os.path.realpath(folder)
+        known = self._real_paths.get(folder)
+        if known is None:
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                known = folder
+            else:
+                try:
+                    linked = stat.S_ISLNK(os.lstat(folder).st_mode)
+                except OSError:
+                    linked = True  # let realpath say what a missing folder resolves to
+                known = os.path.realpath(folder) if linked else os.path.join(self._realpath(parent), os.path.basename(folder))
+            self._real_paths[folder] = known
+        return known
 
     def _load(self, path: Path, required: bool = False) -> Settings | None:
         if path not in self._by_file:

@@ -163,3 +163,21 @@ def test_settings_command(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.mblint]\nnope = 1\n")
     bad = run(["settings", "sub/r.py"], tmp_path)
     assert bad.exit_code == 2 and "'tool.mblint.nope'" in bad.stderr
+
+
+def test_folders_resolve_as_realpath_does(tmp_path, monkeypatch):
+    """Settings are found from a file's real folder; mblint builds each folder's real path on
+    its parent's (kept), which must agree with os.path.realpath, symbolic links and ".." too."""
+    import os
+
+    from mblint.settings import SettingsResolver
+
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "x" / "y").mkdir(parents=True)
+    (tmp_path / "a" / "link").symlink_to(tmp_path / "x")
+    (tmp_path / "a" / "b" / "rel").symlink_to(Path("..") / ".." / "x" / "y")
+    monkeypatch.chdir(tmp_path / "a")
+    resolver = SettingsResolver()
+    for file in ["b/c/r.py", "link/y/r.py", "b/rel/r.py", "link/../b/r.py", "missing/deeper/r.py",
+                 str(tmp_path / "a" / "link" / "y" / "r.py"), "r.py"]:
+        assert resolver._real_folder(Path(file)) == Path(os.path.realpath(Path(file).parent)), file
