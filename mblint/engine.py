@@ -14,7 +14,7 @@ from mblint.discover import discover
 from mblint.extract.modules import SourceError, SourceLimit
 from mblint.findings import Finding, Severity, finding_from_dict, finding_to_dict
 from mblint.model import EffectiveConfig, Origin
-from mblint.rule import Rule, RuleContext
+from mblint.rule import Rule, RuleContext, RulePlan
 
 if TYPE_CHECKING:
     from mblint.plugins import LoadedPlugins
@@ -555,24 +555,25 @@ class Engine:
 
     def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult) -> None:
         world_size, source = self.world_size_for(cfg, text)
-        for rule, ctx in self.config_rules(cfg.schema_version, world_size, source):
+        for rule, ctx in self.config_rules(cfg.schema_version, world_size, source).runnable(cfg):
             try:
                 report.findings.extend(rule.check(cfg, ctx) or ())
             except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others
                 report.notes.append(f"internal error in rule {rule.id} on {cfg.recipe.label}: {type(error).__name__}: {error}")
 
-    def config_rules(self, line: str, world_size: int | None, source: str) -> list[tuple[Rule, RuleContext]]:
-        """(rule, context) for each enabled rule that checks a configuration of schema line
-        ``line``. Rules and contexts hold no state of their own, so they are made once per
-        distinct setting instead of once per configuration."""
+    def config_rules(self, line: str, world_size: int | None, source: str) -> RulePlan:
+        """The plan of each enabled rule that checks a configuration of schema line ``line``,
+        with its context. Rules and contexts hold no state of their own, so they are made once
+        per distinct setting instead of once per configuration; the plan skips a rule whose
+        precondition is False on a configuration."""
         editable = self.editable_frozen()
         key = (tuple(self.rules), line, world_size, source, editable)
         chosen = self._config_rules.get(key)
         if chosen is None:
-            chosen = self._config_rules[key] = [
+            chosen = self._config_rules[key] = RulePlan([
                 (rule, RuleContext(rule, world_size, source, editable_paths=editable))
                 for rule in (rule_class() for rule_class in self.rules
-                             if rule_class not in ENGINE_RULES and rule_class.applies_to(line))]
+                             if rule_class not in ENGINE_RULES and rule_class.applies_to(line))])
         return chosen
 
     def world_size_for(self, cfg: EffectiveConfig, text: str) -> tuple[int | None, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Sequence
 
 from mblint.findings import Finding, FixIntent, Related, Severity
 from mblint.model import ABSENT, EffectiveConfig, Origin, Unknown, _NodeMarker, is_known, is_node
@@ -31,6 +31,17 @@ class Rule:
     fixable: ClassVar[bool] = False
     valid: ClassVar[Sequence[Any]] = ()
     invalid: ClassVar[Sequence[Any]] = ()
+    precondition: ClassVar[Callable[[EffectiveConfig], bool] | None] = None
+    """A shared test of the configuration, one of the ``@precondition`` functions of
+    rules/_derived.py, that is False only where ``check`` certainly reports nothing (it returns
+    at once then, also when the value is unknown). The engine skips the rule where it is False;
+    it is computed once per configuration for every rule that declares it."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        test = cls.__dict__.get("precondition")
+        if test is not None and not isinstance(test, staticmethod):
+            cls.precondition = staticmethod(test)  # a plain test of cfg, not a method of the rule
 
     def check(self, cfg: EffectiveConfig, ctx: "RuleContext") -> Iterable[Finding]:
         raise NotImplementedError
@@ -52,6 +63,8 @@ class Rule:
         for section in DOC_SECTIONS:
             if f"## {section}" not in (cls.doc or ""):
                 found.append(f"documentation lacks the section '## {section}'")
+        if cls.precondition is not None and not getattr(cls.precondition, "is_precondition", False):
+            found.append(f"precondition {cls.precondition!r} is not a @precondition function")
         return found
 
 
@@ -102,6 +115,38 @@ class RuleContext:
             recipe=cfg.recipe.label,
             fixes=tuple(fixes),
         )
+
+
+class RulePlan:
+    """The rules that check configurations of one kind, in order, each with its context. Rules
+    that declare a ``precondition`` are left out on a configuration where it is False: each
+    distinct precondition is asked once per configuration, and the list of rules to run is
+    kept per combination of failed preconditions."""
+
+    def __init__(self, pairs: list[tuple[Rule, RuleContext]]) -> None:
+        self.pairs = pairs
+        self.preconditions = tuple(dict.fromkeys(
+            type(rule).precondition for rule, _ in pairs if type(rule).precondition is not None))
+        self._runnable: dict[tuple[bool, ...], list[tuple[Rule, RuleContext]]] = {}
+
+    def runnable(self, cfg: EffectiveConfig) -> list[tuple[Rule, RuleContext]]:
+        if not self.preconditions:
+            return self.pairs
+        failed = tuple([_definitely_false(precondition, cfg) for precondition in self.preconditions])
+        chosen = self._runnable.get(failed)
+        if chosen is None:
+            skipped = {p for p, fails in zip(self.preconditions, failed) if fails}
+            chosen = self._runnable[failed] = [(rule, ctx) for rule, ctx in self.pairs
+                                               if type(rule).precondition not in skipped]
+        return chosen
+
+
+def _definitely_false(precondition: Callable[[EffectiveConfig], bool], cfg: EffectiveConfig) -> bool:
+    """False when the precondition raises: its rules then run and report their own error."""
+    try:
+        return precondition(cfg) is False
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _last_effective_origin(cfg: EffectiveConfig, path: str) -> Origin | None:

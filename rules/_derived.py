@@ -742,3 +742,68 @@ def suggest(name: str, choices) -> str | None:
 
     match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
     return match[0] if match else None
+
+
+# --- preconditions: shared first early returns (Rule.precondition) ---------------------------
+
+def precondition(test):
+    """A test of the configuration that several rules declare as their ``precondition``: the
+    engine skips those rules where it is False. Each rule that declares one returns before
+    reporting whenever the test is False (including when the value is unknown). Computed once
+    per configuration (``per_config``)."""
+    once = per_config(test)
+    once.is_precondition = True
+    return once
+
+
+@precondition
+def cuda_graphs_known_on(cfg: EffectiveConfig) -> bool:
+    """CUDA graphs are known to be on (``cuda_graphs(cfg).on is True``)."""
+    return cuda_graphs(cfg).on is True
+
+
+@precondition
+def offline_packing_known_on(cfg: EffectiveConfig) -> bool:
+    return offline_packing(cfg) is True
+
+
+@precondition
+def in_batch_packing_known_on(cfg: EffectiveConfig) -> bool:
+    return in_batch_packing(cfg) is True
+
+
+@precondition
+def some_packing_known_on(cfg: EffectiveConfig) -> bool:
+    """Offline or in-batch packing is known to be on."""
+    return offline_packing_known_on(cfg) or in_batch_packing_known_on(cfg)
+
+
+@precondition
+def hybridep_known_on(cfg: EffectiveConfig) -> bool:
+    return hybridep(cfg) is True
+
+
+@precondition
+def cpu_offloading_known_on(cfg: EffectiveConfig) -> bool:
+    """Layer-wise activation CPU offloading (``model.cpu_offloading``) is known to be True."""
+    return value(cfg, "model.cpu_offloading", False) is True
+
+
+@precondition
+def fine_grained_offloading_known_on(cfg: EffectiveConfig) -> bool:
+    return value(cfg, "model.fine_grained_activation_offloading", False) is True
+
+
+@precondition
+def context_parallel_known_above_1(cfg: EffectiveConfig) -> bool:
+    """``model.context_parallel_size`` is a known size greater than 1 (``parallel(cfg).cp`` is a
+    positive int or unknown)."""
+    cp = parallel(cfg).cp
+    return int_values(cp) and cp > 1
+
+
+@precondition
+def selective_recompute_modules_known(cfg: EffectiveConfig) -> bool:
+    """Recompute is selective with a known, non-empty module list."""
+    modules = selective_recompute_modules(cfg)
+    return known(modules) and bool(modules)
