@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import pytest
 
+from mblint.engine import ENGINE_RULES, CheckOptions, Engine
 from mblint.findings import Severity
 from mblint.model import UNKNOWN
-from mblint.rule import Rule
-from mblint.testing import Example, run_example
+from mblint.plugins import LoadedPlugins, load_plugins
+from mblint.rule import Rule, RuleContext
+from mblint.testing import Example, example_source, run_example
 from rules._derived import cuda_graphs_known_on, precondition
+
+GATED = [r for r in load_plugins().rules if r not in ENGINE_RULES and r.precondition is not None]
+
 
 def _probe(test) -> type[Rule]:
     class Probe(Rule):
@@ -59,3 +64,59 @@ def test_precondition_must_be_a_declared_precondition():
 
     assert about_precondition(_probe(cuda_graphs_known_on)) == []
     assert about_precondition(_probe(lambda cfg: True)) != []
+
+
+def _configs(monkeypatch, paths, **options) -> list:
+    """The configurations the engine checks when it lints ``paths`` (cwd-relative)."""
+    configs = []
+    run_rules = Engine.run_rules
+
+    def keep(self, cfg, text, report):
+        configs.append(cfg)
+        return run_rules(self, cfg, text, report)
+
+    monkeypatch.setattr(Engine, "run_rules", keep)
+    Engine(CheckOptions(jobs=1, **options), LoadedPlugins(rules=GATED)).check_paths(paths)
+    monkeypatch.setattr(Engine, "run_rules", run_rules)
+    return configs
+
+
+def _example_configs(line, mb_roots, tmp_path, monkeypatch) -> list:
+    """The configurations of every rule's plain valid and invalid examples of schema ``line``."""
+    folder = tmp_path / f"examples-{line}"
+    folder.mkdir()
+    count = 0
+    for rule in load_plugins().rules:
+        for item in (*rule.valid, *rule.invalid):
+            example = Example.of(item)
+            if example.version == line and not example.dotlist and example.yaml is None:
+                (folder / f"example_{count}.py").write_text(example_source(example), encoding="utf-8")
+                count += 1
+    monkeypatch.chdir(folder)
+    return _configs(monkeypatch, ["."], version=line, search_paths=(mb_roots[line],))
+
+
+def _recipe_configs(line, mb_roots, monkeypatch) -> list:
+    monkeypatch.chdir(mb_roots[line])
+    return _configs(monkeypatch, ["megatron/bridge/recipes"])
+
+
+@pytest.mark.parametrize("line", ["0.3", "0.6"])
+def test_precondition_is_false_only_where_its_rules_report_nothing(line, mb_roots, tmp_path, monkeypatch):
+    """Every gated rule, run directly (as without preconditions) on each configuration of the
+    real recipe trees and of all rules' examples where its precondition is False, reports
+    nothing."""
+    configs = _example_configs(line, mb_roots, tmp_path, monkeypatch) + _recipe_configs(line, mb_roots, monkeypatch)
+    assert GATED and configs
+    checked = 0
+    for rule_class in GATED:
+        if not rule_class.applies_to(line):
+            continue
+        rule = rule_class()
+        for world_size in (None, 8):
+            ctx = RuleContext(rule, world_size, "option" if world_size else "")
+            for cfg in configs:
+                if rule_class.precondition(cfg) is False:
+                    assert list(rule.check(cfg, ctx) or ()) == [], (rule_class.id, cfg.recipe.label)
+                    checked += 1
+    assert checked

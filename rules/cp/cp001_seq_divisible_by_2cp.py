@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule
 from mblint.testing import Example
-from rules._derived import int_values, offline_packing, parallel, specs_path, value
+from rules._derived import context_parallel_known_above_1, int_values, offline_packing, parallel, specs_path, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 
@@ -61,6 +61,8 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md (Pitfalls 4: "CP requires
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 4096",
                 dotlist=("model.context_parallel_size=3",)),
     ]
+
+    precondition = context_parallel_known_above_1
 
     def check(self, cfg, ctx):
         cp = parallel(cfg).cp

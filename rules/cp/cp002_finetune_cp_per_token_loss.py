@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import finetuning_dataset, parallel, value
+from rules._derived import context_parallel_known_above_1, finetuning_dataset, parallel, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 
@@ -68,6 +68,8 @@ skills/mbridge-perf-sequence-packing/SKILL.md (CP with fine-tuning).
         Example("cfg = _sft_common()\n" + MODEL + "cfg.model.context_parallel_size = 2  # error", version="0.3"),
         Example("cfg = _sft_common()\n" + MODEL, dotlist=("model.context_parallel_size=2",)),
     ]
+
+    precondition = context_parallel_known_above_1
 
     def check(self, cfg, ctx):
         cp = parallel(cfg).cp

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import finetuning_dataset, megatron_fsdp, parallel, value
+from rules._derived import context_parallel_known_above_1, finetuning_dataset, megatron_fsdp, parallel, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 FIXED = "cfg.model.calculate_per_token_loss = True\n"
@@ -66,6 +66,8 @@ deactivates it first, called at 1346); 0.6.2 megatron/bridge/recipes/common.py:8
         Example("cfg = _sft_common()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2\n"
                 "cfg.ddp.average_in_collective = True  # error", version="0.3"),
     ]
+
+    precondition = context_parallel_known_above_1
 
     def check(self, cfg, ctx):
         cp = parallel(cfg).cp

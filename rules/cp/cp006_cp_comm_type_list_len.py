@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule
 from mblint.testing import Example
-from rules._derived import int_values, parallel, value
+from rules._derived import context_parallel_known_above_1, int_values, parallel, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 
@@ -57,6 +57,8 @@ Megatron-Core 0.19.2 megatron/core/transformer/transformer_config.py:2778-2783.
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.num_layers = 4\ncfg.model.context_parallel_size = 2\n"
                 "cfg.model.cp_comm_type = ['p2p', 'a2a']  # error", version="0.3"),
     ]
+
+    precondition = context_parallel_known_above_1
 
     def check(self, cfg, ctx):
         cp = parallel(cfg).cp

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import cuda_graphs, graph_fields, value
+from rules._derived import cuda_graphs, cuda_graphs_known_on, graph_fields, value
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 
@@ -60,6 +60,8 @@ model.cuda_graph_impl=full_iteration fails with the assertion.
                 'cfg.rerun_state_machine.check_for_nan_in_loss = False',
                 dotlist=("rerun_state_machine.check_for_nan_in_loss=true",)),
     ]
+
+    precondition = cuda_graphs_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import cuda_graphs, graph_fields, is_model_class, value
+from rules._derived import cuda_graphs, cuda_graphs_known_on, graph_fields, is_model_class, value
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 
@@ -57,6 +57,8 @@ the graph switch. One assignment is enough: `validate()` copies either flag onto
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"  # error', version="0.3"),
         Example('cfg = _pretrain_common()\n' + MOE, dotlist=("model.cuda_graph_impl=transformer_engine",)),
     ]
+
+    precondition = cuda_graphs_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

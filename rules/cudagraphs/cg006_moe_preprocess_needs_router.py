@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import cuda_graphs, graph_fields
+from rules._derived import cuda_graphs, cuda_graphs_known_on, graph_fields
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
@@ -53,6 +53,8 @@ on qwen3_30b_a3b with transformer_engine fails with that message.
         HF + 'cfg.model.cuda_graph_modules = ["attn", "moe_preprocess"]  # error',
         Example(HF + 'cfg.model.cuda_graph_scope = "moe_preprocess"  # error', version="0.3"),
     ]
+
+    precondition = cuda_graphs_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, is_known, known
 from mblint.testing import Example
-from rules._derived import cuda_graphs, dispatcher, graph_fields, int_values, value
+from rules._derived import cuda_graphs, cuda_graphs_known_on, dispatcher, graph_fields, int_values, value
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
@@ -72,6 +72,8 @@ with the drop-padding and dense-layer messages.
         'cfg.model.cuda_graph_modules = ["moe_router", "moe_preprocess"]  # error',
         Example(MOE + 'cfg.model.cuda_graph_scope = ["moe"]  # error', version="0.3"),
     ]
+
+    precondition = cuda_graphs_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

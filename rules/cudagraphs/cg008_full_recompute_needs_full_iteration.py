@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import cuda_graphs, graph_fields, value
+from rules._derived import cuda_graphs, cuda_graphs_known_on, graph_fields, value
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 
@@ -63,6 +63,8 @@ llama3_8b_pretrain_config with TE graphs and full recompute fails with that asse
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
                 'cfg.model.recompute_granularity = "full"  # error', version="0.3"),
     ]
+
+    precondition = cuda_graphs_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import cuda_graphs, graph_fields, recompute_module_list, value
+from rules._derived import cuda_graphs, cuda_graphs_known_on, graph_fields, recompute_module_list, value
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
@@ -61,6 +61,8 @@ modules ['moe_router'], selective recompute of ['moe'] fails with that message.
         Example(HF + 'cfg.model.recompute_modules = ["moe"]\ncfg.model.cuda_graph_scope = ["moe_router"]  # error',
                 version="0.3"),
     ]
+
+    precondition = cuda_graphs_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import cuda_graphs, full_cudagraph, graph_fields, recompute_module_list, value
+from rules._derived import cuda_graphs, cuda_graphs_known_on, full_cudagraph, graph_fields, recompute_module_list, value
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
@@ -77,6 +77,8 @@ megatron/core/transformer/transformer_config.py:1797-1825. Oracle (0.6.2): llama
         Example(HF + 'cfg.model.cuda_graph_scope = ["attn"]\ncfg.model.attention_dropout = 0.1\n'
                 'cfg.model.recompute_modules = None  # error', version="0.3"),
     ]
+
+    precondition = cuda_graphs_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import cuda_graphs, graph_fields, value
+from rules._derived import cpu_offloading_known_on, cuda_graphs, graph_fields, value
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 
@@ -54,6 +54,8 @@ with TE graphs and model.cpu_offloading=True fails; with full_iteration it passe
                 'cfg.model.cuda_graph_scope = "full_iteration"\ncfg.model.cpu_offloading = True  # error',
                 version="0.3"),
     ]
+
+    precondition = cpu_offloading_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

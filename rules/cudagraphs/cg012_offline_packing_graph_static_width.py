@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
-from rules._derived import cuda_graphs, graph_fields, offline_packing, pad_to_max_length
+from rules._derived import cuda_graphs, graph_fields, offline_packing, offline_packing_known_on, pad_to_max_length
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 
@@ -59,6 +59,8 @@ TE graphs and dataset.dataset_kwargs={} fails with that message.
         'cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs["pad_to_max_length"] = False\n'
         'cfg.model.cuda_graph_impl = "full_iteration"  # error',
     ]
+
+    precondition = offline_packing_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

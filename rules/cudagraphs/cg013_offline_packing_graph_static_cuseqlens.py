@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
-from rules._derived import SPECS_06, cuda_graphs, graph_fields, offline_packing, value
+from rules._derived import SPECS_06, cuda_graphs, graph_fields, offline_packing, offline_packing_known_on, value
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 
@@ -58,6 +58,8 @@ model.cuda_graph_impl=transformer_engine fails with that message; passes with pa
         'cfg.model.cuda_graph_modules = ["attn", "mlp"]  # error',
         'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "full_iteration"  # error',
     ]
+
+    precondition = offline_packing_known_on
 
     def check(self, cfg, ctx):
         if offline_packing(cfg) is not True:

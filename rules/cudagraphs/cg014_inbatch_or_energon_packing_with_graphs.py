@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule
-from rules._derived import cuda_graphs, energon_packing, graph_fields, in_batch_packing, in_batch_packing_path
+from rules._derived import cuda_graphs, cuda_graphs_known_on, energon_packing, graph_fields, in_batch_packing, in_batch_packing_path
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 
@@ -54,6 +54,8 @@ megatron/bridge/training/config.py:1174-1179 (graphs need a static token width);
     invalid = [
         'cfg = _sft_common_vlm()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
     ]
+
+    precondition = cuda_graphs_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

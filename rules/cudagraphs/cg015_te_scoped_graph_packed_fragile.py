@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import cuda_graphs, graph_fields, offline_packing, specs_path
+from rules._derived import cuda_graphs, graph_fields, offline_packing, offline_packing_known_on, specs_path
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 
@@ -61,6 +61,8 @@ checks that do pass).
         'cfg.model.cuda_graph_modules = ["attn", "mlp"]  # finding',
         Example('cfg = _sft_common()\n' + MOE, dotlist=("model.cuda_graph_impl=transformer_engine",)),
     ]
+
+    precondition = offline_packing_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

@@ -4,7 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.model import ABSENT
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import cuda_graphs, graph_fields
+from rules._derived import cuda_graphs, cuda_graphs_known_on, graph_fields
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
@@ -64,6 +64,8 @@ megatron/bridge/training/config.py:1845-1850; 0.6.2 megatron/bridge/recipes/util
         Example(HF + f'cfg.env_vars = {{"{ALLOC}": "expandable_segments:True", "{REG}": 0}}',
                 dotlist=(f"env_vars.{REG}=1",)),
     ]
+
+    precondition = cuda_graphs_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

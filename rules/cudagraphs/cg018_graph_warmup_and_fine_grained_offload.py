@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import cuda_graphs, graph_fields, value
+from rules._derived import cuda_graphs, fine_grained_offloading_known_on, graph_fields, value
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
@@ -65,6 +65,8 @@ fine_grained_activation_offloading=True and cuda_graph_warmup_steps=0 fails with
         HF + 'cfg.model.cuda_graph_impl = "transformer_engine"\ncfg.model.cuda_graph_modules = ["moe"]  # error',
         Example(HF + 'cfg.model.cuda_graph_impl = "transformer_engine"', dotlist=("model.cuda_graph_warmup_steps=0",)),
     ]
+
+    precondition = fine_grained_offloading_known_on
 
     def check(self, cfg, ctx):
         flag = value(cfg, "model.fine_grained_activation_offloading", False)

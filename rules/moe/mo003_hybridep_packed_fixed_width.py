@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import hybridep, offline_packing, specs_path, value
+from rules._derived import hybridep, offline_packing, offline_packing_known_on, specs_path, value
 
 ENV = "NUM_OF_TOKENS_PER_CHUNK_COMBINE_API"
 DEFAULT_CHUNK = 128
@@ -63,6 +63,8 @@ docs/training/packed-sequences.md (HybridEP section). Unverified at runtime: war
         'cfg.env_vars = {"NUM_OF_TOKENS_PER_CHUNK_COMBINE_API": 128}  # error',
         Example(HEP + 'cfg.dataset.packed_sequence_specs.packed_sequence_size = 2000  # error', version="0.3"),
     ]
+
+    precondition = offline_packing_known_on
 
     def check(self, cfg, ctx):
         if hybridep(cfg) is not True or offline_packing(cfg) is not True:

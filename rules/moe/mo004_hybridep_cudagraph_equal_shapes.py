@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from mblint.findings import Severity
 from mblint.rule import Rule, known
-from rules._derived import (cuda_graphs, energon_packing, graph_fields, hybridep, in_batch_packing,
-                            in_batch_packing_path, offline_packing, pad_to_max_length, value)
+from rules._derived import (cuda_graphs, energon_packing, graph_fields, hybridep, hybridep_known_on,
+                            in_batch_packing, in_batch_packing_path, offline_packing, pad_to_max_length, value)
 
 HEP = ('cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
        'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.moe_flex_dispatcher_backend = "hybridep"\n')
@@ -59,6 +59,8 @@ megatron/core/transformer/moe/token_dispatcher.py:1055-1075.
         'cfg = _sft_common()\n' + HEP + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
         'cfg.dataset.dataset_kwargs = {"pad_to_max_length": False}  # error',
     ]
+
+    precondition = hybridep_known_on
 
     def check(self, cfg, ctx):
         graphs = cuda_graphs(cfg)

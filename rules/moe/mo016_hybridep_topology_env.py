@@ -4,7 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.model import ABSENT
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import hybridep, int_values, parallel
+from rules._derived import hybridep, hybridep_known_on, int_values, parallel
 
 ENV = "NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN"
 HEP = ('cfg = _pretrain_common()\n'
@@ -79,6 +79,8 @@ it: recipes/qwen/gb200/qwen3_moe.py:88, recipes/moonlight/h100/moonlight_16b.py:
         Example(HEP + f'cfg.env_vars = {{"{ENV}": 8}}', dotlist=("model.expert_model_parallel_size=4",)),
         Example(HEP + f'cfg.env_vars = {{"{ENV}": 8, "NVLINK_DOMAIN_SIZE": 4}}  # finding'),
     ]
+
+    precondition = hybridep_known_on
 
     def check(self, cfg, ctx):
         if hybridep(cfg) is not True or cfg.type_of("env_vars") != "dict":

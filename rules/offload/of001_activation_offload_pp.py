@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import parallel, value
+from rules._derived import cpu_offloading_known_on, parallel, value
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 
@@ -52,6 +52,8 @@ skills/nemo-mbridge-perf-cpu-offloading/SKILL.md (cpu-offloading SKILL.md:89-95)
                 version="0.3"),
         Example(HF + "cfg.model.pipeline_model_parallel_size = 2", dotlist=("model.cpu_offloading=true",)),
     ]
+
+    precondition = cpu_offloading_known_on
 
     def check(self, cfg, ctx):
         offload = value(cfg, "model.cpu_offloading", False)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import value
+from rules._derived import cpu_offloading_known_on, value
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 
@@ -51,6 +51,8 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:1719-1722.
                 version="0.3"),
         Example(HF + "cfg.model.cpu_offloading = True", dotlist=("model.recompute_granularity=selective",)),
     ]
+
+    precondition = cpu_offloading_known_on
 
     def check(self, cfg, ctx):
         offload = value(cfg, "model.cpu_offloading", False)

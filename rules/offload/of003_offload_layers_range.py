@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import value
+from rules._derived import cpu_offloading_known_on, value
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 
@@ -52,6 +52,8 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:1707-1712.
         Example(HF + "cfg.model.num_layers = 8\ncfg.model.cpu_offloading = True\n"
                 "cfg.model.cpu_offloading_num_layers = -1  # error", version="0.3"),
     ]
+
+    precondition = cpu_offloading_known_on
 
     def check(self, cfg, ctx):
         if value(cfg, "model.cpu_offloading", False) is not True:

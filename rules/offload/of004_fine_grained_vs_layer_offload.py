@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
-from rules._derived import str_list, suggest, value
+from rules._derived import fine_grained_offloading_known_on, str_list, suggest, value
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 FG = "cfg.model.fine_grained_activation_offloading = True\n"
@@ -63,6 +63,8 @@ transformer_config.py:1268-1292.
         HF + FG + "cfg.model.offload_modules = ['core_attn', 'mlp']  # error",
         Example(HF + FG + "cfg.model.offload_modules = ['fused_group_mlp']  # error", version="0.3"),
     ]
+
+    precondition = fine_grained_offloading_known_on
 
     def check(self, cfg, ctx):
         flag = value(cfg, FLAG, False)

@@ -4,7 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.model import ABSENT
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import env_var, value
+from rules._derived import env_var, fine_grained_offloading_known_on, value
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 FG = "cfg.model.fine_grained_activation_offloading = True\ncfg.model.offload_modules = ['core_attn']\n"
@@ -63,6 +63,8 @@ megatron/bridge/training/config.py:1945-1985.
         HF + FG + "cfg.env_vars['NVTE_CPU_OFFLOAD_V1'] = '0'  # error",
         Example(HF + FG + "cfg.model.transformer_impl = 'local'  # error", version="0.3"),
     ]
+
+    precondition = fine_grained_offloading_known_on
 
     def check(self, cfg, ctx):
         flag = value(cfg, FLAG, False)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import offline_packing, specs_path
+from rules._derived import offline_packing, offline_packing_known_on, specs_path
 
 
 class OfflinePackingRequiresMbs1(Rule):
@@ -54,6 +54,8 @@ be 1"; 0.3.1: lines 1561-1579); skills/nemo-mbridge-perf-sequence-packing/SKILL.
         Example("cfg = _sft_common()", yaml="train:\n  micro_batch_size: 4  # error\n"),
         Example("cfg = _sft_common()", dotlist=("train.micro_batch_size=2",)),
     ]
+
+    precondition = offline_packing_known_on
 
     def check(self, cfg, ctx):
         mbs = cfg.value("train.micro_batch_size")

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import in_batch_packing, in_batch_packing_path
+from rules._derived import in_batch_packing, in_batch_packing_known_on, in_batch_packing_path
 
 
 class InBatchPackingRequiresMbsGt1(Rule):
@@ -54,6 +54,8 @@ Unsafe (changes batch arithmetic): raise `train.micro_batch_size` to 2 or more (
         Example("cfg = _sft_common_vlm()\ncfg.train.micro_batch_size = 2",
                 dotlist=("dataset.enable_in_batch_packing=true", "train.micro_batch_size=1")),
     ]
+
+    precondition = in_batch_packing_known_on
 
     def check(self, cfg, ctx):
         mbs = cfg.value("train.micro_batch_size")

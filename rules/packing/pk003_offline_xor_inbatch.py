@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule
-from rules._derived import in_batch_packing, offline_packing
+from rules._derived import in_batch_packing, offline_packing, offline_packing_known_on
 
 
 class OfflineXorInBatch(Rule):
@@ -51,6 +51,8 @@ recipe. Offline packing also needs `micro_batch_size = 1`, in-batch packing need
     invalid = [
         "cfg = _sft_common()\ncfg.dataset.enable_in_batch_packing = True  # error",
     ]
+
+    precondition = offline_packing_known_on
 
     def check(self, cfg, ctx):
         if offline_packing(cfg) is not True or in_batch_packing(cfg) is not True:

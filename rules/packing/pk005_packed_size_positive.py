@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule
 from mblint.testing import Example
-from rules._derived import SPECS_06, constructor_site_field, is_int, offline_packing, value
+from rules._derived import SPECS_06, constructor_site_field, is_int, offline_packing, offline_packing_known_on, value
 
 
 class PackedSizePositive(Rule):
@@ -48,6 +48,8 @@ megatron/bridge/data/packing/config.py:30 (default -1).
         "cfg = _sft_common()\ncfg.dataset.offline_packing_specs.packed_sequence_size = 0  # error",
         Example("cfg = _sft_common()", dotlist=("dataset.offline_packing_specs.packed_sequence_size=-1",)),
     ]
+
+    precondition = offline_packing_known_on
 
     def check(self, cfg, ctx):
         path = f"{SPECS_06}.packed_sequence_size"

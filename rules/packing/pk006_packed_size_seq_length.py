@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule
 from mblint.testing import Example
-from rules._derived import is_int, offline_packing, specs_path, value
+from rules._derived import is_int, offline_packing, offline_packing_known_on, specs_path, value
 
 
 class PackedSizeEqualsSeqLength(Rule):
@@ -52,6 +52,8 @@ scripts/training/recipe_runner.py (sync of packed_sequence_size).
         "cfg = _sft_common()\ncfg.dataset.offline_packing_specs.packed_sequence_size = 4096  # error",
         Example("cfg = _sft_common()\ncfg.dataset.seq_length = 4096  # error", version="0.3"),
     ]
+
+    precondition = offline_packing_known_on
 
     def check(self, cfg, ctx):
         path = f"{specs_path(cfg)}.packed_sequence_size"

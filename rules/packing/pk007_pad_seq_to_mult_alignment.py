@@ -6,7 +6,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.model import ABSENT, is_known
 from mblint.rule import Rule
 from mblint.testing import Example
-from rules._derived import cp_sp_alignment_all, is_int, offline_packing, specs_path, value
+from rules._derived import cp_sp_alignment_all, is_int, offline_packing, offline_packing_known_on, specs_path, value
 
 
 class PadSeqToMultAlignment(Rule):
@@ -75,6 +75,8 @@ including `dist.eval_context_parallel_size`).
         "cfg.model.context_parallel_size = 2\ncfg.dataset.offline_packing_specs.pad_seq_to_mult = 4\n"
         "cfg.dist.eval_context_parallel_size = 4  # error",
     ]
+
+    precondition = offline_packing_known_on
 
     def check(self, cfg, ctx):
         if offline_packing(cfg) is not True:

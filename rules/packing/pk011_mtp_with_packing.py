@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from mblint.findings import Severity
 from mblint.rule import Rule
-from rules._derived import in_batch_packing, in_batch_packing_path, is_int, offline_packing, specs_path, value
+from rules._derived import in_batch_packing, in_batch_packing_path, is_int, offline_packing, some_packing_known_on, specs_path, value
 
 
 class MtpWithFinetunePacking(Rule):
@@ -47,6 +47,8 @@ skills/nemo-mbridge-perf-sequence-packing/card.yaml:92.
     invalid = [
         "cfg = _sft_common()\n" + _model + "cfg.model.mtp_num_layers = 1  # error",
     ]
+
+    precondition = some_packing_known_on
 
     def check(self, cfg, ctx):
         mtp = value(cfg, "model.mtp_num_layers", None)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule
-from rules._derived import in_batch_packing, model_family_hints, offline_packing, specs_path, value
+from rules._derived import in_batch_packing, model_family_hints, offline_packing, some_packing_known_on, specs_path, value
 
 # (family label, substrings of the HF id / recipe module, which packing is unsupported)
 _OPT_OUTS = (
@@ -59,6 +59,8 @@ Unsafe (changes the data layout): turn the packing mode back off.
         "cfg = _sft_common_vlm()\ncfg.tokenizer.tokenizer_model = 'Qwen/Qwen3.5-9B'\n"
         "cfg.dataset.enable_in_batch_packing = True  # error",
     ]
+
+    precondition = some_packing_known_on
 
     def check(self, cfg, ctx):
         if offline_packing(cfg) is not True and in_batch_packing(cfg) is not True:

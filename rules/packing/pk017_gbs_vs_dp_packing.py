@@ -4,7 +4,7 @@ from mblint.findings import Severity
 from mblint.model import is_known
 from mblint.rule import Rule
 from mblint.testing import Example
-from rules._derived import data_parallel_size, is_int, offline_packing, parallel, value
+from rules._derived import data_parallel_size, is_int, offline_packing, offline_packing_known_on, parallel, value
 
 
 class GbsVsDpWithPacking(Rule):
@@ -54,6 +54,8 @@ num_microbatches_calculator.py; skills/nemo-mbridge-perf-sequence-packing/SKILL.
         Example("cfg = _sft_common()\ncfg.train.global_batch_size = 8  # error", world_size=16),
         Example("cfg = _sft_common()\ncfg.train.global_batch_size = 12  # error", world_size=8, version="0.3"),
     ]
+
+    precondition = offline_packing_known_on
 
     def check(self, cfg, ctx):
         if offline_packing(cfg) is not True or ctx.world_size is None:

@@ -3,7 +3,8 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import RECOMPUTE_MODULES_03, RECOMPUTE_MODULES_06, selective_recompute_modules, suggest
+from rules._derived import (RECOMPUTE_MODULES_03, RECOMPUTE_MODULES_06, selective_recompute_modules,
+                            selective_recompute_modules_known, suggest)
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 
@@ -54,6 +55,8 @@ transformer_config.py:1198-1211.
         Example(HF + "cfg.model.recompute_granularity = 'selective'",
                 dotlist=("model.recompute_modules=[core_attention]",)),
     ]
+
+    precondition = selective_recompute_modules_known
 
     def check(self, cfg, ctx):
         modules = selective_recompute_modules(cfg)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
-from rules._derived import selective_recompute_modules, value
+from rules._derived import selective_recompute_modules, selective_recompute_modules_known, value
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 SEL = "cfg.model.recompute_granularity = 'selective'\n"
@@ -64,6 +64,8 @@ transformer_config.py:1213-1222.
         Example(HF + SEL + "cfg.model.recompute_modules = ['moe_act']\ncfg.model.moe_grouped_gemm = False  # error",
                 version="0.3"),
     ]
+
+    precondition = selective_recompute_modules_known
 
     def check(self, cfg, ctx):
         modules = selective_recompute_modules(cfg)

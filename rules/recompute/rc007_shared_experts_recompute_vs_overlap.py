@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import selective_recompute_modules, value
+from rules._derived import selective_recompute_modules, selective_recompute_modules_known, value
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 SEL = "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = ['shared_experts']\n"
@@ -54,6 +54,8 @@ transformer_config.py:1231-1238.
         Example(HF + SEL + "cfg.model.moe_shared_expert_intermediate_size = 1024\n"
                 "cfg.model.moe_shared_expert_overlap = True  # error", version="0.3"),
     ]
+
+    precondition = selective_recompute_modules_known
 
     def check(self, cfg, ctx):
         modules = selective_recompute_modules(cfg)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
-from rules._derived import precision_value, selective_recompute_modules
+from rules._derived import precision_value, selective_recompute_modules, selective_recompute_modules_known
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 MP = HF + "cfg.mixed_precision = bf16_mixed()\ncfg.mixed_precision.fp8 = 'hybrid'\ncfg.model.recompute_granularity = 'selective'\n"
@@ -54,6 +54,8 @@ megatron/bridge/training/mixed_precision.py:113-158 (setup copies fp8/fp8_recipe
         Example(MP + "cfg.model.recompute_modules = ['moe_act', 'layernorm']\n"
                 "cfg.mixed_precision.fp8_recipe = 'delayed'  # error", version="0.3"),
     ]
+
+    precondition = selective_recompute_modules_known
 
     def check(self, cfg, ctx):
         modules = selective_recompute_modules(cfg)
