@@ -33,8 +33,15 @@ class Origin:
         """``Origin(...)`` without the frozen dataclass's ``object.__setattr__`` per field: the
         interpreter makes one for every assignment it reads."""
         origin = object.__new__(cls)
-        origin.__dict__.update(path=path, line=line, column=column, end_line=end_line,
-                               end_column=end_column, kind=kind, seq=seq, via=via)
+        fields = origin.__dict__
+        fields["path"] = path
+        fields["line"] = line
+        fields["column"] = column
+        fields["end_line"] = end_line
+        fields["end_column"] = end_column
+        fields["kind"] = kind
+        fields["seq"] = seq
+        fields["via"] = via
         return origin
 
     def to_json(self) -> dict:

@@ -1563,12 +1563,15 @@ _EXPR_HANDLERS = _handlers("expr_")
 
 def _origin_at(node: ast.AST, source: ModuleSource, seq: int, via: tuple) -> Origin:
     line, column = node.lineno, node.col_offset
-    end_line = getattr(node, "end_lineno", None) or line
-    end_column = getattr(node, "end_col_offset", None) or column
+    end_line = node.end_lineno or line
+    end_column = node.end_col_offset or column
     if source.is_ascii:  # UTF-8 byte offsets are character columns
         return Origin.at(source.display_path, line, column + 1, end_line, end_column + 1, "set", seq, via)
-    return Origin.at(source.display_path, line, source.char_column(line, column), end_line,
-                     source.char_column(end_line, end_column), "set", seq, via)
+    wide_lines = source.non_ascii_lines
+    return Origin.at(source.display_path, line,
+                     source.char_column(line, column) if line in wide_lines else column + 1, end_line,
+                     source.char_column(end_line, end_column) if end_line in wide_lines else end_column + 1,
+                     "set", seq, via)
 
 
 def _stamp(origin: Origin | tuple | None) -> Origin | None:

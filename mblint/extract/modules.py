@@ -45,6 +45,11 @@ class ModuleSource:
     def is_ascii(self) -> bool:
         return self.text.isascii()
 
+    @functools.cached_property
+    def non_ascii_lines(self) -> frozenset[int]:
+        """The (1-based) lines where ``char_column`` is not ``byte_offset + 1``."""
+        return frozenset(number for number, text in enumerate(self.lines, 1) if not text.isascii())
+
     def char_column(self, line: int, byte_offset: int) -> int:
         """ast gives UTF-8 byte offsets; findings want 1-based character columns."""
         if self.is_ascii:  # bytes are characters (most recipe files)
