@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from mblint.discover import discover
 from mblint.extract.modules import SourceError, SourceLimit
-from mblint.findings import Finding, Severity, finding_from_dict, finding_to_dict
+from mblint.findings import Finding, Severity, finding_from_dict, finding_to_dict, identity_of
 from mblint.model import EffectiveConfig, Origin
 from mblint.rule import Rule, RuleContext, RulePlan
 
@@ -438,8 +438,9 @@ class Engine:
         enough work to pay for them."""
         if paths:
             self.load_rule_classes()
-        jobs = self.options.jobs if self.options.jobs is not None else _default_jobs(paths)
-        units = _work_groups(paths, jobs) if jobs > 1 else []
+        sizes = {path: _size(path) for path in paths} if self.options.jobs != 1 else {}
+        jobs = self.options.jobs if self.options.jobs is not None else _default_jobs(sizes)
+        units = _work_groups(paths, jobs, sizes) if jobs > 1 else []
         if len(units) <= 1:
             for path in paths:
                 yield (path, *self.check_file_guarded(path))
@@ -701,8 +702,7 @@ def _directive_free(path: Path) -> bool:
 def _unseen(findings: list[dict], seen: set) -> list[dict]:
     unseen = []
     for data in findings:
-        location = data["location"]
-        key = (data["rule_id"], location["path"], location["line"], location["column"], data["message"])
+        key = identity_of(data)
         if key not in seen:
             seen.add(key)
             unseen.append(data)
@@ -725,12 +725,13 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 BYTES_PER_WORKER = 100_000
 
 
-def _default_jobs(paths: list[Path]) -> int:
-    """One worker per ``BYTES_PER_WORKER`` of source to check; never more than the cores."""
+def _default_jobs(sizes: dict[Path, int]) -> int:
+    """One worker per ``BYTES_PER_WORKER`` of source to check (``sizes``: bytes per file);
+    never more than the cores."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if cores <= 1 or len(paths) <= 1:
+    if cores <= 1 or len(sizes) <= 1:
         return 1
-    return min(cores, max(1, sum(_size(path) for path in paths) // BYTES_PER_WORKER))
+    return min(cores, max(1, sum(sizes.values()) // BYTES_PER_WORKER))
 
 
 def _check_in_workers(engine: Engine, paths: list[Path], groups: list[list[Path]], jobs: int):
@@ -764,13 +765,12 @@ def _at_most(count: int, units: list[list]) -> list[list]:
     return units
 
 
-def _work_groups(paths: list[Path], jobs: int) -> list[list[Path]]:
+def _work_groups(paths: list[Path], jobs: int, sizes: dict[Path, int]) -> list[list[Path]]:
     """Work units for the workers. Files are grouped by their folder two levels below the folder
     common to all of them (a model family, whose recipes read the same modules: one worker then
     parses and interprets those once); a group much bigger than an even share is cut in
     contiguous pieces. Biggest first, by bytes, so that the work left at the end is small and
     both workers finish together."""
-    sizes = {path: _size(path) for path in paths}
     share = max(1, sum(sizes.values()) // max(1, jobs * 4))
     units = []
     for group in _family_groups(paths):

@@ -71,6 +71,7 @@ class Finding:
         return (self.location.path, self.location.line, self.location.column, self.rule_id, self.message)
 
     def identity(self) -> tuple:
+        """What makes two findings the same report (the report keeps the first)."""
         return (self.rule_id, self.location.path, self.location.line, self.location.column, self.message)
 
 
@@ -111,6 +112,12 @@ def finding_to_dict(finding: Finding) -> dict:
                   for f in finding.fixes],
         "extra": finding.extra,
     }
+
+
+def identity_of(data: dict) -> tuple:
+    """``Finding.identity`` of a finding still in its ``finding_to_dict`` form."""
+    location = data["location"]
+    return (data["rule_id"], location["path"], location["line"], location["column"], data["message"])
 
 
 def finding_from_dict(data: dict) -> Finding:

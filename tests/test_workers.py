@@ -132,9 +132,12 @@ def test_workers_are_started_by_the_amount_of_source(tmp_path, monkeypatch):
     small = [tmp_path / "a.py", tmp_path / "b.py"]
     for path in small:
         path.write_text("x = 1\n" * 1000)  # 6 KB each: not worth a worker
-    assert engine_module._default_jobs(small) == 1
+    def sizes(paths):
+        return {path: engine_module._size(path) for path in paths}
+
+    assert engine_module._default_jobs(sizes(small)) == 1
     large = [tmp_path / f"big{i}.py" for i in range(5)]
     for path in large:
         path.write_text("x = 1\n" * 10_000)  # 60 KB each, 300 KB in all: three workers' worth
-    assert engine_module._default_jobs(large) == 3
-    assert engine_module._default_jobs(large[:1]) == 1  # one file cannot be shared out
+    assert engine_module._default_jobs(sizes(large)) == 3
+    assert engine_module._default_jobs(sizes(large[:1])) == 1  # one file cannot be shared out
