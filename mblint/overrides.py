@@ -42,6 +42,11 @@ def load_yaml(path: Path, display: str | None = None) -> Any:
     """The override file's document. Nothing is constructed before the node tree is checked:
     a tag outside YAML's core schema (``!!python/object``...) is a SY001 finding, and a tree
     that aliases expand past ``MAX_YAML_NODES`` (a "billion laughs") is a limit (SY002)."""
+    return _read_yaml(path)[1]
+
+
+def _read_yaml(path: Path) -> tuple[str, Any]:
+    """(text, document) of an override file, read once (see ``load_yaml``)."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
@@ -55,9 +60,9 @@ def load_yaml(path: Path, display: str | None = None) -> Any:
             warnings.simplefilter("ignore")
             node = constructor.composer.get_single_node()
         if node is None:
-            return None
+            return text, None
         _check_nodes(path, node)
-        return constructor.construct_document(node)
+        return text, constructor.construct_document(node)
     except YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         line, column = (mark.line + 1, mark.column + 1) if mark else _line_column(text, getattr(error, "position", 0))
@@ -108,14 +113,14 @@ def _short_tag(tag: str) -> str:
 
 
 def yaml_overrides(path: Path, display: str) -> list[Override]:
-    document = load_yaml(path, display)
+    text, document = _read_yaml(path)
     if document is None:
         return []
     from ruamel.yaml.comments import CommentedMap
 
     if not isinstance(document, CommentedMap):
         raise SourceError(path, "an override file must be a mapping of config fields", 1, 1)
-    lines = read_source(path, MAX_YAML_BYTES).splitlines()
+    lines = text.splitlines()
     overrides: list[Override] = []
     _collect_yaml(document, (), display, lines, overrides, depth=0)
     return overrides

@@ -417,3 +417,15 @@ def test_dotlist_after_yaml():
     assert cfg.value("dataset.offline_packing_specs.pad_seq_to_mult") == 1  # not YAML's 8
     # global_batch_size: only the YAML set it after the recipe
     assert Path(last_origin(cfg, "train.global_batch_size").path).name == SFT_YAML.name
+
+
+def test_an_override_file_is_read_once_when_applied(monkeypatch):
+    """Its text serves both the YAML parser and the end columns of the origins."""
+    import mblint.overrides as overrides
+
+    reads = []
+    real_read = overrides.read_source
+    monkeypatch.setattr(overrides, "read_source", lambda path, *a: reads.append(path) or real_read(path, *a))
+    found = overrides.yaml_overrides(SFT_YAML, "sft.yaml")
+    assert reads == [SFT_YAML]
+    assert any(o.path == ("train", "micro_batch_size") for o in found)
