@@ -15,7 +15,7 @@ from fix_rules import RULES, make_rule
 from mblint.engine import CheckOptions, Engine
 from mblint.fix import run_fixes
 from mblint.fix.files import ChangedOnDisk, read_state, write_atomic
-from mblint.fix.python_writer import PyEdit, PythonFile
+from mblint.fix.python_writer import PyEdit, PyEditError, PythonFile
 from mblint.fix.yaml_writer import YamlEdit, YamlEditError, apply_yaml_edits
 from mblint.plugins import LoadedPlugins
 
@@ -164,6 +164,76 @@ def test_python_writer_tuple_assignment():
 def test_python_writer_removes_last_kwarg_cleanly():
     text = "def f():\n    x = C(a=1, b=2)\n"
     assert PythonFile(text).apply([PyEdit("remove", "n.b", line=2, column=16)]) == "def f():\n    x = C(a=1)\n"
+
+
+TRICKY_LAYOUTS = [
+    "# header comment\n\n\nimport os\n\n\n# about f\n@decorator\ndef f():\n    cfg.a.b = 1  # x\n    return cfg\n",
+    "x = 1; y = C(a=2,\n    b={'k': 3})\n\n\ndef g():\n\tcfg.a.b = [1,\n\t    2]\n\treturn cfg\n# footer\n",
+    "def h():\r\n    cfg.a.b = 1\r\n    return cfg",  # CRLF, no newline at the end
+    "\"\"\"Doc.\n\nMore.\"\"\"\nclass K:\n    z: int = 3\n\n\nasync def k():\n    if a:\n        cfg.a.b = 2\n",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_LAYOUTS + ["fixtures"])
+def test_python_file_positions_per_statement_match_the_whole_module(text):
+    """Positions worked out one top-level statement at a time equal libcst's for the whole
+    module, for every node of every statement (header and footer comments belong to none)."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    texts = [text] if text != "fixtures" else [
+        p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parents[1] / "fixtures").rglob("*.py"))]
+    checked = 0
+    for source in texts:
+        try:
+            file = PythonFile(source)
+        except PyEditError:  # the fixtures hold files that do not parse, on purpose
+            continue
+        for number in range(len(file.module.body)):
+            file._index(number)
+        whole = MetadataWrapper(file.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        for statement in file.module.body:
+            for node in _nodes_below(statement, cst):
+                where = whole[node]
+                assert file._ranges[node] == (where.start.line, where.start.column, where.end.line, where.end.column)
+                checked += 1
+    assert checked > (20 if text != "fixtures" else 10_000)
+
+
+def _nodes_below(root, cst) -> list:
+    found = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node) -> bool:
+            found.append(node)
+            return True
+
+    root.visit(Collect())
+    return found
+
+
+def test_python_file_locates_and_edits_in_a_later_statement():
+    text = "# c\nimport x\n\n\ndef a():\n    cfg.a.b = 1\n    return cfg\n\n\ndef b():\n    cfg.a.b = 1\n    return cfg\n"
+    new = PythonFile(text).apply([PyEdit("set", "a.b", 5, line=11, column=5)])
+    assert new == "# c\nimport x\n\n\ndef a():\n    cfg.a.b = 1\n    return cfg\n\n\ndef b():\n    cfg.a.b = 5\n    return cfg\n"
+    with pytest.raises(PyEditError):  # line 6 holds a.b in a(), not at column 9
+        PythonFile(text).target_at(6, 9, "a.b")
+
+
+def test_a_fix_run_parses_each_text_once(tmp_path, mb06, monkeypatch):
+    """The planner and the writer share one parse of each file's text."""
+    import mblint.fix.python_writer as writer
+
+    parsed = []
+    real_init = writer.PythonFile.__init__
+    monkeypatch.setattr(writer.PythonFile, "__init__", lambda self, text: parsed.append(text) or real_init(self, text))
+    rule = make_rule("TS091", "train.global_batch_size", 128, 64)
+    (tmp_path / "recipe.py").write_text(
+        "from megatron.bridge.recipes.common import _pretrain_common\n\n\n"
+        "def c_config():\n    cfg = _pretrain_common()\n    cfg.train.global_batch_size = 128\n    return cfg\n")
+    run = run_fixes(engine_factory([rule], tmp_path, [mb06]), [str(tmp_path / "recipe.py")])
+    assert run.applied and not run.dropped
+    assert len(parsed) == len(set(parsed))
 
 
 def test_yaml_writer_keeps_everything_else():

@@ -58,7 +58,7 @@ from typing import Callable
 
 from mblint.fix.files import ChangedOnDisk, FileState, overlay, read_state, write_atomic
 from mblint.fix.plan import FixGroup, Planner, Unfixable, finding_key
-from mblint.fix.python_writer import PyEditError, PythonFile
+from mblint.fix.python_writer import ParsedFiles, PyEditError
 from mblint.fix.yaml_writer import YamlEditError, apply_yaml_edits
 
 MAX_ROUNDS = 5
@@ -152,16 +152,17 @@ def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bo
     texts: dict[Path, str] = {}
     failed_keys: set[tuple] = set()
     run = FixRun(report=None, states=states, texts=texts)
+    parsed = ParsedFiles()
     engine, report, captured = _lint(make_engine, paths, texts)
     for round_number in range(1, max_rounds + 1):
-        groups, unfixable = _plan_round(engine, report, captured, texts, unsafe, failed_keys)
+        groups, unfixable = _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed)
         run.unfixable = unfixable
         if not groups:
             break
         run.rounds = round_number
         active = list(groups)
         while active:
-            new_texts, broken = _apply(active, texts, states)
+            new_texts, broken = _apply(active, texts, states, parsed)
             for group, reason in broken:
                 failed_keys.add(group.key)
                 run.dropped.extend(_records(group, reason))
@@ -222,8 +223,8 @@ def _lint(make_engine, paths, texts):
     return engine, report, captured
 
 
-def _plan_round(engine, report, captured, texts, unsafe, failed_keys):
-    planner = Planner(engine, texts)
+def _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed):
+    planner = Planner(engine, texts, parsed)
     groups: list[FixGroup] = []
     unfixable: list[FixRecord] = []
     seen_keys: set[tuple] = set()
@@ -276,7 +277,7 @@ def _plan_round(engine, report, captured, texts, unsafe, failed_keys):
     return chosen, unfixable
 
 
-def _apply(groups: list[FixGroup], texts: dict[Path, str], states: dict[Path, FileState]):
+def _apply(groups: list[FixGroup], texts: dict[Path, str], states: dict[Path, FileState], parsed: ParsedFiles):
     """New texts with every group applied, or the groups that broke a file."""
     by_file: dict[Path, list] = {}
     for group in groups:
@@ -293,7 +294,7 @@ def _apply(groups: list[FixGroup], texts: dict[Path, str], states: dict[Path, Fi
             states[path] = state
         original = texts.get(path, states[path].text)
         try:
-            new_texts[path] = _edit_text(path, original, [e.edit for _, e in items])
+            new_texts[path] = _edit_text(path, original, [e.edit for _, e in items], parsed)
             continue
         except (PyEditError, YamlEditError) as error:
             first_error = str(error)
@@ -302,7 +303,7 @@ def _apply(groups: list[FixGroup], texts: dict[Path, str], states: dict[Path, Fi
         for group in _unique(g for g, _ in items):
             mine = [e.edit for g, e in items if g is group]
             try:
-                _edit_text(path, original, accepted + mine)
+                _edit_text(path, original, accepted + mine, parsed)
                 accepted += mine
             except (PyEditError, YamlEditError) as error:
                 broken.append((group, str(error) or first_error))
@@ -311,12 +312,12 @@ def _apply(groups: list[FixGroup], texts: dict[Path, str], states: dict[Path, Fi
     return new_texts, broken
 
 
-def _edit_text(path: Path, text: str, edits: list) -> str:
+def _edit_text(path: Path, text: str, edits: list, parsed: ParsedFiles) -> str:
     from mblint.fix.plan import YAML_SUFFIXES
 
     if str(path).endswith(YAML_SUFFIXES):
         return apply_yaml_edits(text, edits)
-    return PythonFile(text).apply(edits)
+    return parsed.get(path, text).apply(edits)
 
 
 def _unique(groups) -> list:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from mblint.findings import Finding, FixIntent
-from mblint.fix.python_writer import PyEdit, PyEditError, PythonFile, py_literal
+from mblint.fix.python_writer import ParsedFiles, PyEdit, PyEditError, PythonFile, py_literal
 from mblint.fix.yaml_writer import YamlEdit
 from mblint.model import EffectiveConfig, Origin, is_node
 
@@ -65,9 +65,10 @@ def finding_key(finding: Finding, cfg: EffectiveConfig | None, overrides: tuple)
 class Planner:
     """Plans one round. ``texts`` are the current texts of files already edited in memory."""
 
-    def __init__(self, engine, texts: dict[Path, str]) -> None:
+    def __init__(self, engine, texts: dict[Path, str], parsed: ParsedFiles | None = None) -> None:
         self.engine = engine
         self.texts = texts
+        self.parsed = parsed if parsed is not None else ParsedFiles()
         self._files: dict[Path, PythonFile | Exception] = {}
 
     def real_path(self, display: str) -> Path:
@@ -89,7 +90,7 @@ class Planner:
                     if state is None:
                         raise PyEditError("cannot read the file as UTF-8")
                     text = state.text
-                cached = PythonFile(text)
+                cached = self.parsed.get(path, text)
             except PyEditError as error:
                 cached = error
             self._files[path] = cached
@@ -162,10 +163,9 @@ class Planner:
             return False
         try:
             source = self.python_file(self.real_path(origin.path))
-            function = source.function(cfg.recipe.function)
+            return source.contains(source.function(cfg.recipe.function), origin.line, origin.column)
         except (Unfixable, PyEditError):
             return False
-        return source.contains(function, origin.line, origin.column)
 
     def in_place(self, intent: FixIntent, origin: Origin, cfg: EffectiveConfig, action: str) -> FileEdit:
         if not self.editable(origin.path) or origin.kind in ("default", "unknown", "recipe"):

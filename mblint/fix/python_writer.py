@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import math
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -21,6 +22,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 class PyEditError(Exception):
     pass
+
+
+TOO_DEEP = "cannot edit: the file is nested too deeply for libcst"
 
 
 @dataclass(frozen=True)
@@ -87,24 +91,64 @@ def _literal(value: Any, quote: str) -> str:
 
 
 class PythonFile:
-    """One parse of a file with positions, for locating and applying edits."""
+    """One parse of a file, for locating and applying edits. Positions and parents are worked
+    out per top-level statement, when an edit first looks inside it: a fix touches a few
+    recipe functions of a file, and libcst's position metadata of a whole file costs more
+    than its parse."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         try:
-            self.wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
-            self.module = self.wrapper.module
-            self.positions = self.wrapper.resolve(PositionProvider)
-            self.parents: dict[int, cst.CSTNode] = {}
-            self.module.visit(_ParentIndex(self.parents))
+            self.module = cst.parse_module(text)
         except cst.ParserSyntaxError as error:
             raise PyEditError(f"cannot parse: {error.message}") from error
         except (RecursionError, KeyError) as error:  # libcst's visitors recurse: a deep expression
-            raise PyEditError("cannot edit: the file is nested too deeply for libcst") from error
+            raise PyEditError(TOO_DEEP) from error
+        self.parents: dict[int, cst.CSTNode] = {}
+        self._ranges: dict[cst.CSTNode, tuple[int, int, int, int]] = {}  # 1-based lines, 0-based columns
         self._by_start: dict[tuple[int, int], list[cst.CSTNode]] = {}
-        for node, where in self.positions.items():
-            self._by_start.setdefault((where.start.line, where.start.column), []).append(node)
+        self._indexed: set[int] = set()
+        self._starts: list[int] | None = None
+        self._statement_starts()  # code generation reaches every node: a file too deep fails here
         self.quote = '"' if text.count('"') >= text.count("'") else "'"
+
+    def _statement_starts(self) -> list[int]:
+        """The first line of each top-level statement (its leading blank and comment lines
+        included), as the module's code lays them out."""
+        if self._starts is None:
+            line = len(self.module.header) + 1
+            starts = []
+            for statement in self.module.body:
+                starts.append(line)
+                line += self.code(statement).count("\n")
+            self._starts = starts
+        return self._starts
+
+    def _statement_at(self, line: int) -> int:
+        return max(0, bisect_right(self._statement_starts(), line) - 1)
+
+    def _index(self, number: int) -> None:
+        """Positions and parents of the nodes of top-level statement ``number``, from a module
+        holding that statement alone (the same code, shifted by the lines above it)."""
+        if number in self._indexed or number >= len(self.module.body):
+            return
+        alone = self.module.with_changes(header=(), body=(self.module.body[number],), footer=())
+        try:
+            positions = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
+            alone.visit(_ParentIndex(self.parents))
+        except (RecursionError, KeyError) as error:
+            raise PyEditError(TOO_DEEP) from error
+        shift = self._statement_starts()[number] - 1
+        for node, where in positions.items():
+            if node is alone:
+                continue
+            start = (where.start.line + shift, where.start.column)
+            self._ranges[node] = (*start, where.end.line + shift, where.end.column)
+            self._by_start.setdefault(start, []).append(node)
+        self._indexed.add(number)
+
+    def _number_of(self, statement: cst.CSTNode) -> int:
+        return next(i for i, candidate in enumerate(self.module.body) if candidate is statement)
 
     # ----- locating ------------------------------------------------------------------------
 
@@ -112,6 +156,7 @@ class PythonFile:
         """The assignment, keyword or dict entry at the origin; raises PyEditError when the
         node there is not one that sets ``field_path``'s leaf alone."""
         leaf = field_path.rsplit(".", 1)[-1]
+        self._index(self._statement_at(line))
         nodes = self._by_start.get((line, column - 1), [])
         for node in nodes:
             if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
@@ -163,12 +208,17 @@ class PythonFile:
                 return statement
         raise PyEditError(f"no top-level function {name!r}")
 
-    def contains(self, outer: cst.CSTNode, line: int, column: int) -> bool:
-        where = self.positions[outer]
-        return (where.start.line, where.start.column) <= (line, column - 1) <= (where.end.line, where.end.column)
+    def contains(self, statement: cst.CSTNode, line: int, column: int) -> bool:
+        """Whether top-level ``statement`` spans the 1-based ``line``:``column``."""
+        self._index(self._number_of(statement))
+        start_line, start_column, end_line, end_column = self._ranges[statement]
+        return (start_line, start_column) <= (line, column - 1) <= (end_line, end_column)
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        try:
+            return self.module.code_for_node(node)
+        except RecursionError as error:  # libcst's code generation recurses too
+            raise PyEditError(TOO_DEEP) from error
 
     # ----- applying ------------------------------------------------------------------------
 
@@ -186,7 +236,11 @@ class PythonFile:
             else:
                 raise PyEditError(f"unsupported action {edit.action!r}")
         try:
-            text = self.module.visit(_Apply(plan)).code
+            body = list(self.module.body)
+            transform = _Apply(plan)
+            for number in sorted(plan.statements):  # the plan's nodes all lie in these
+                body[number] = body[number].visit(transform)
+            text = self.module.with_changes(body=body).code
             ast.parse(text)
         except SyntaxError as error:
             raise PyEditError(f"the edited file does not parse: {error.msg} (line {error.lineno})") from error
@@ -196,6 +250,7 @@ class PythonFile:
 
     def _plan_set(self, edit: PyEdit, plan: "_Plan") -> None:
         target = self.target_at(edit.line, edit.column, edit.field)
+        plan.statements.add(self._statement_at(edit.line))
         old = target.value
         quote = _quote_of(old) or self.quote
         new_value = cst.parse_expression(py_literal(edit.value, quote))
@@ -213,6 +268,7 @@ class PythonFile:
         if not all(p.isidentifier() for p in new_parts):
             raise PyEditError(f"{edit.new_field!r} is not a dotted Python name")
         target = self.target_at(edit.line, edit.column, edit.field)
+        plan.statements.add(self._statement_at(edit.line))
         if target.kind in ("kwarg", "dict"):
             if old_parts[:-1] != new_parts[:-1]:
                 raise PyEditError("a keyword or dict key can only be renamed under the same parent")
@@ -251,6 +307,7 @@ class PythonFile:
 
     def _plan_remove(self, edit: PyEdit, plan: "_Plan") -> None:
         target = self.target_at(edit.line, edit.column, edit.field)
+        plan.statements.add(self._statement_at(edit.line))
         if target.kind in ("kwarg", "dict"):
             plan.remove_element(target.container, target.element)
             return
@@ -266,6 +323,7 @@ class PythonFile:
 
     def _plan_add(self, edit: PyEdit, plan: "_Plan") -> None:
         function = self.function(edit.function)
+        plan.statements.add(self._number_of(function))
         body = function.body
         if not isinstance(body, cst.IndentedBlock) or not body.body:
             raise PyEditError(f"{edit.function} has no indented body")
@@ -294,6 +352,20 @@ class PythonFile:
         var = _fresh_name(self.code(function))
         new = cst.parse_statement(f"{var}{edit.target} = {literal}\n", config)
         plan.rewrite_return(body, last, var, new)
+
+
+class ParsedFiles:
+    """The ``PythonFile`` of each file's current text, shared by the planner and the writer
+    of a fix run: a text is parsed once however often its edits are planned and applied."""
+
+    def __init__(self) -> None:
+        self._by_path: dict[Any, tuple[str, PythonFile]] = {}
+
+    def get(self, path: Any, text: str) -> PythonFile:
+        cached = self._by_path.get(path)
+        if cached is None or cached[0] != text:
+            cached = self._by_path[path] = (text, PythonFile(text))
+        return cached[1]
 
 
 def _fresh_name(code: str) -> str:
@@ -433,6 +505,7 @@ class _Plan:
     inserts: dict[int, dict[int, list]] = field(default_factory=dict)
     returns: dict[int, tuple] = field(default_factory=dict)
     touched: set[int] = field(default_factory=set)
+    statements: set[int] = field(default_factory=set)  # numbers of the top-level statements edited
 
     def _claim(self, node: cst.CSTNode) -> None:
         if id(node) in self.touched:
