@@ -220,6 +220,31 @@ def test_python_file_locates_and_edits_in_a_later_statement():
         PythonFile(text).target_at(6, 9, "a.b")
 
 
+CHECKED_TEXT = ("import x\n\n\ndef f():\n    cfg.a.b = 1\n    cfg.a.c = C(k=1, j=2)\n    return cfg\n\n\n"
+                "def g():\n    cfg.a.d = 3\n")
+
+
+@pytest.mark.parametrize("edit", [
+    PyEdit("set", "a.b", 7, line=5, column=5),
+    PyEdit("rename", "a.b", new_field="a.e", line=5, column=5),
+    PyEdit("rename", "a.c.k", new_field="z.k2", line=6, column=17),  # a keyword keeps its parent
+    PyEdit("remove", "a.c.j", line=6, column=22),
+    PyEdit("remove", "a.d", line=11, column=5),  # would leave g() empty
+    PyEdit("set", "a.b", 7, line=5, column=9),  # no assignment starts there
+])
+def test_python_file_check_refuses_what_apply_refuses(edit):
+    """``check`` (planning, each edited statement parsed alone) agrees with ``apply``."""
+    def outcome(method):
+        try:
+            method([edit])
+            return None
+        except PyEditError as error:
+            return str(error)
+
+    file = PythonFile(CHECKED_TEXT)
+    assert outcome(file.check) == outcome(file.apply)
+
+
 def test_a_fix_run_parses_each_text_once(tmp_path, mb06, monkeypatch):
     """The planner and the writer share one parse of each file's text."""
     import mblint.fix.python_writer as writer

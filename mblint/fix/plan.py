@@ -189,7 +189,7 @@ class Planner:
             if action == "set":
                 py_literal(intent.value)
             else:
-                source.apply([edit])  # renames and removals have more ways to be refused
+                source.check([edit])  # renames and removals have more ways to be refused
         except PyEditError as error:
             raise Unfixable(str(error)) from error
         return FileEdit(path, origin.path, edit, True, intent, origin.line)

@@ -223,6 +223,22 @@ class PythonFile:
     # ----- applying ------------------------------------------------------------------------
 
     def apply(self, edits: list[PyEdit]) -> str:
+        """The file's text with ``edits`` made; raises PyEditError when one cannot be made
+        exactly or the edited file does not parse."""
+        edited = self._edited_statements(self._plan(edits))
+        body = list(self.module.body)
+        for number, statement in edited.items():
+            body[number] = statement
+        return self._parsed_code(self.module.with_changes(body=body), 1)
+
+    def check(self, edits: list[PyEdit]) -> None:
+        """What ``apply`` would refuse, without generating the whole file: each edited
+        top-level statement must parse on its own (``apply`` parses the whole file later)."""
+        for number, statement in self._edited_statements(self._plan(edits)).items():
+            alone = self.module.with_changes(header=(), body=(statement,), footer=())
+            self._parsed_code(alone, self._statement_starts()[number])
+
+    def _plan(self, edits: list[PyEdit]) -> "_Plan":
         plan = _Plan()
         for edit in edits:
             if edit.action == "set":
@@ -235,15 +251,25 @@ class PythonFile:
                 self._plan_add(edit, plan)
             else:
                 raise PyEditError(f"unsupported action {edit.action!r}")
+        return plan
+
+    def _edited_statements(self, plan: "_Plan") -> dict[int, cst.CSTNode]:
+        transform = _Apply(plan)
+        try:  # the plan's nodes all lie in these statements
+            return {number: self.module.body[number].visit(transform) for number in sorted(plan.statements)}
+        except (RecursionError, MemoryError, ValueError) as error:
+            raise PyEditError(f"the edited file cannot be checked: {type(error).__name__}") from error
+
+    @staticmethod
+    def _parsed_code(module: cst.Module, first_line: int) -> str:
+        """``module``'s code, checked by Python's parser (its first line is ``first_line`` of
+        the file, for the message)."""
         try:
-            body = list(self.module.body)
-            transform = _Apply(plan)
-            for number in sorted(plan.statements):  # the plan's nodes all lie in these
-                body[number] = body[number].visit(transform)
-            text = self.module.with_changes(body=body).code
+            text = module.code
             ast.parse(text)
         except SyntaxError as error:
-            raise PyEditError(f"the edited file does not parse: {error.msg} (line {error.lineno})") from error
+            line = (error.lineno or 1) + first_line - 1
+            raise PyEditError(f"the edited file does not parse: {error.msg} (line {line})") from error
         except (RecursionError, MemoryError, ValueError) as error:
             raise PyEditError(f"the edited file cannot be checked: {type(error).__name__}") from error
         return text
