@@ -208,6 +208,7 @@ class SettingsResolver:
         self._by_file: dict[Path, Settings | None] = {}
         self._by_path: dict[tuple, Settings] = {}  # (working folder, path as given) -> settings
         self._real_folders: dict[tuple, Path] = {}
+        self._by_folder: dict[tuple, Settings] = {}  # folder as given -> settings of its files
         self._real_paths: dict[str, str] = {}
         self._default: Settings | None = None
 
@@ -230,7 +231,22 @@ class SettingsResolver:
             return self.default()
         if self.config is not None:
             return self._load(self.config.resolve(), required=True) or self.default()
-        folder = self._real_folder(Path(path))
+        path = path if isinstance(path, Path) else Path(path)
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            mode = 0
+        if stat.S_ISLNK(mode) or stat.S_ISDIR(mode):  # resolved on its own
+            return self._nearest(self._real_folder(path, mode))
+        # A file's settings are those of the folder holding it: one answer per folder
+        key = _exact_key(path.parent)
+        found = self._by_folder.get(key)
+        if found is None:
+            found = self._by_folder[key] = self._nearest(self._real_folder(path, mode))
+        return found
+
+    def _nearest(self, folder: Path) -> Settings:
+        """The settings of the nearest settings file in ``folder`` or above it."""
         visited = []
         found: Settings | None = None
         current = folder
@@ -253,13 +269,15 @@ class SettingsResolver:
             self._by_dir[folder] = found
         return found
 
-    def _real_folder(self, path: Path) -> Path:
+    def _real_folder(self, path: Path, mode: int | None = None) -> Path:
         """The resolved folder holding ``path`` (``path`` itself for a folder). Files of one
-        folder share the folder's resolution; a symbolic link is resolved on its own."""
-        try:
-            mode = os.lstat(path).st_mode
-        except OSError:
-            mode = 0
+        folder share the folder's resolution; a symbolic link is resolved on its own.
+        ``mode``: ``path``'s ``lstat`` mode when known (0: it cannot be read)."""
+        if mode is None:
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                mode = 0
         if stat.S_ISLNK(mode) or stat.S_ISDIR(mode):
             real = Path(os.path.realpath(path))  # unlike Path.resolve, never raises on a symlink loop
             return real if real.is_dir() else real.parent

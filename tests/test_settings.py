@@ -181,3 +181,27 @@ def test_folders_resolve_as_realpath_does(tmp_path, monkeypatch):
     for file in ["b/c/r.py", "link/y/r.py", "b/rel/r.py", "link/../b/r.py", "missing/deeper/r.py",
                  str(tmp_path / "a" / "link" / "y" / "r.py"), "r.py"]:
         assert resolver._real_folder(Path(file)) == Path(os.path.realpath(Path(file).parent)), file
+
+
+def test_one_settings_answer_per_folder_and_links_on_their_own(tmp_path, monkeypatch):
+    """The files of one folder share one look-up up the tree; a symbolic link to a file in a
+    folder with other settings is still resolved on its own, whatever order it is asked in."""
+    from mblint.settings import SettingsResolver
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "mblint.toml").write_text("select = ['PK']\n")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "mblint.toml").write_text("select = ['OT']\n")
+    (tmp_path / "b" / "target.py").write_text("")
+    for name in ("r1.py", "r2.py", "r3.py"):
+        (tmp_path / "a" / name).write_text("")
+    (tmp_path / "a" / "link.py").symlink_to(tmp_path / "b" / "target.py")
+    monkeypatch.chdir(tmp_path)
+    resolver = SettingsResolver()
+    looked_up = []
+    nearest = resolver._nearest
+    monkeypatch.setattr(resolver, "_nearest", lambda folder: looked_up.append(folder) or nearest(folder))
+    assert resolver.for_path(Path("a/r1.py")).select == ("PK",)
+    assert resolver.for_path(Path("a/link.py")).select == ("OT",)
+    assert [resolver.for_path(p).select for p in (Path("a/r2.py"), "a/r3.py")] == [("PK",), ("PK",)]
+    assert looked_up == [(tmp_path / "a").resolve(), (tmp_path / "b").resolve()]
