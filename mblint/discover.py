@@ -26,21 +26,26 @@ class Discovered:
     # (path, reason): named like a Python or YAML file but not a readable regular file
     # (a symlink loop, a dangling link, a FIFO or device); never opened, reported as SY001
     unreadable: list[tuple[Path, str]] = field(default_factory=list)
+    sizes: dict[Path, int] = field(default_factory=dict)  # bytes of each file found, when stat gave them
 
 
 def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bool = True) -> Discovered:
     found = Discovered()
     patterns = DEFAULT_EXCLUDES + tuple(excludes)
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for raw in paths:
         path = Path(raw)
-        if not path.exists() and not path.is_symlink():
+        try:
+            status = os.stat(path)
+        except (OSError, ValueError):  # missing, a dangling link, a loop...: pathlib says which
+            status = None
+        if status is None and not path.exists() and not path.is_symlink():
             found.missing.append(raw)
             continue
-        if path.is_dir():
+        if stat.S_ISDIR(status.st_mode) if status is not None else path.is_dir():
             _walk(path, patterns, found, seen)
         elif not (force_exclude and is_excluded(path, patterns)):
-            _add(path, found, seen, explicit=True)
+            _add(path, found, seen, explicit=True, status=status)
     return found
 
 
@@ -60,7 +65,7 @@ def _name_excluded(name: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(name, pattern) for pattern in patterns if "/" not in pattern)
 
 
-def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[Path]) -> None:
+def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[str]) -> None:
     visited_dirs: set[tuple[int, int]] = set()
     for folder, dirs, files in os.walk(root, followlinks=False, onerror=lambda e: found.problems.append(f"{e.filename}: {e.strerror}")):
         folder_path = Path(folder)
@@ -80,12 +85,13 @@ def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[Pa
                 _add(path, found, seen, explicit=False)
 
 
-def _add(path: Path, found: Discovered, seen: set[Path], explicit: bool) -> None:
-    key = Path(os.path.abspath(path))
+def _add(path: Path, found: Discovered, seen: set[str], explicit: bool, status: os.stat_result | None = None) -> None:
+    """``status``: ``os.stat(path)`` when already asked."""
+    key = os.path.abspath(path)
     if key in seen:
         return
     if path.suffix in PYTHON_SUFFIXES + YAML_SUFFIXES:
-        reason = _not_regular(path)
+        reason = _not_regular(path, found.sizes, status)
         if reason:
             seen.add(key)
             found.unreadable.append((path, reason))
@@ -100,12 +106,15 @@ def _add(path: Path, found: Discovered, seen: set[Path], explicit: bool) -> None
         found.problems.append(f"{path}: not a Python or YAML file; skipped")
 
 
-def _not_regular(path: Path) -> str | None:
-    """Why ``path`` cannot be read as a file, or None when it is a regular file."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as error:
-        return f"cannot read file: {error.strerror or error}"
-    if not stat.S_ISREG(mode):
+def _not_regular(path: Path, sizes: dict[Path, int], status: os.stat_result | None = None) -> str | None:
+    """Why ``path`` cannot be read as a file, or None when it is a regular file (whose size
+    goes to ``sizes``)."""
+    if status is None:
+        try:
+            status = os.stat(path)
+        except OSError as error:
+            return f"cannot read file: {error.strerror or error}"
+    if not stat.S_ISREG(status.st_mode):
         return "cannot read file: not a regular file (a FIFO, socket or device)"
+    sizes[path] = status.st_size
     return None

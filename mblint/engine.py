@@ -187,6 +187,7 @@ class Engine:
         self._settings_memo: dict = {}
         self._displays: dict = {}
         self._plugins = None
+        self._known_sizes: dict[Path, int] = {}  # bytes per file, as discovery found them
         self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
         if plugins is not None or not options.use_cache:
             self.use_plugins(plugins)
@@ -340,6 +341,7 @@ class Engine:
     def _check_paths(self, paths: list[str]) -> Report:
         report = Report()
         found = discover(paths, self.options.excludes, self.options.force_exclude)
+        self._known_sizes = found.sizes
         explicit = _ExplicitFiles(paths)
         found.python = [p for p in found.python if self.settings_readable(p)]
         found.yaml = [p for p in found.yaml if self.settings_readable(p)]
@@ -438,7 +440,8 @@ class Engine:
         enough work to pay for them."""
         if paths:
             self.load_rule_classes()
-        sizes = {path: _size(path) for path in paths} if self.options.jobs != 1 else {}
+        known = self._known_sizes
+        sizes = {path: known[path] if path in known else _size(path) for path in paths} if self.options.jobs != 1 else {}
         jobs = self.options.jobs if self.options.jobs is not None else _default_jobs(sizes)
         units = _work_groups(paths, jobs, sizes) if jobs > 1 else []
         if len(units) <= 1:

@@ -503,3 +503,26 @@ def test_killed_while_fixing_every_file_is_old_or_new(tmp_path):
 def lint_subprocess(root: Path) -> str:
     return subprocess.run([sys.executable, "-m", "mblint", "check", "--no-cache", "--format", "json", "."],
                           cwd=root, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
+
+
+def test_discovery_asks_one_stat_per_explicit_file_and_keeps_its_size(tmp_path, monkeypatch):
+    """An explicitly named file costs discovery one ``stat``; its size, kept for the work
+    grouping, is the file's; missing paths, dangling links and folders are told apart as before."""
+    import os
+
+    from mblint import discover as discovery
+
+    (tmp_path / "r.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "s.py").write_text("y = 22\n")
+    (tmp_path / "dangling.py").symlink_to(tmp_path / "nowhere.py")
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    real_stat = os.stat
+    monkeypatch.setattr(discovery.os, "stat", lambda path, *a, **k: calls.append(str(path)) or real_stat(path, *a, **k))
+    found = discovery.discover(["r.py"])
+    assert calls == ["r.py"] and found.python == [Path("r.py")] and found.sizes == {Path("r.py"): 6}
+    found = discovery.discover(["r.py", "sub", "missing.py", "dangling.py", "bad\0name.py"])
+    assert found.python == [Path("r.py"), Path("sub/s.py")] and found.sizes[Path("sub/s.py")] == 7
+    assert found.missing == ["missing.py", "bad\0name.py"]
+    assert [p for p, _ in found.unreadable] == [Path("dangling.py")]
