@@ -95,3 +95,36 @@ def test_entry_point_values_load_as_importlib_metadata_loads_them():
 
     assert _load_entry_point("os.path") is os.path
     assert _load_entry_point("os : path.join [extra]") is os.path.join
+
+
+def test_built_in_pack_walk_agrees_with_pkgutil(tmp_path, monkeypatch):
+    """The built-in pack lists its modules with one directory scan per folder; the names and
+    their order are pkgutil.walk_packages', on the pack itself and on a package with the odd
+    entries pkgutil skips or keeps; the rule classes are the ones inspect.getmembers finds."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import rules
+    from mblint.rule import Rule
+
+    def pkgutil_names(paths, prefix):
+        return [info.name for info in pkgutil.walk_packages(paths, prefix)]
+
+    assert list(rules.module_names(rules.__path__, "rules.")) == pkgutil_names(rules.__path__, "rules.")
+    package = tmp_path / "oddpack"
+    for folder in ("inner/deeper", "inner/__pycache__", "no_init", "twin", "dotted.name"):
+        (package / folder).mkdir(parents=True)
+    for file in ("__init__.py", "b.py", "a.pyc", "c.cpython-311-x86_64-linux-gnu.so", "twin.py", "notes.txt",
+                 "inner/__init__.py", "inner/x.py", "inner/deeper/__init__.py", "inner/deeper/y.py",
+                 "inner/__pycache__/x.cpython-311.pyc", "no_init/z.py", "twin/__init__.py", "dotted.name/__init__.py"):
+        (package / file).write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ours = list(rules.module_names([str(package)], "oddpack."))
+    assert ours == pkgutil_names([str(package)], "oddpack.") and "oddpack.inner.deeper.y" in ours
+    expected = []
+    for name in pkgutil_names(rules.__path__, "rules."):
+        module = importlib.import_module(name)
+        expected += [value for _, value in inspect.getmembers(module, inspect.isclass)
+                     if issubclass(value, Rule) and value is not Rule and value.__module__ == name and value.id]
+    assert rules.mblint_rules() == expected
