@@ -486,7 +486,8 @@ class Engine:
 
     def _deps(self, path: Path) -> set[Path]:
         try:
-            return self.project.interpreter_for(path).dependencies(path.resolve())
+            interp = self.project.interpreter_for(path)
+            return interp.dependencies(interp.finder.resolved(path))
         except Exception:  # noqa: BLE001 - deps only decide caching
             return set()
 

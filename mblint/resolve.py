@@ -16,7 +16,7 @@ from mblint.extract.interpreter import (
     _with_kind,
     Return,
 )
-from mblint.extract.modules import ModuleFinder, SourceError, installed_megatron_roots, package_root
+from mblint.extract.modules import ModuleFinder, SourceError, installed_megatron_roots, package_root, resolved_path
 from mblint.extract.values import Obj
 from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, RecipeRef, ResolvedField, Unknown, _NodeMarker
 from mblint.schema import Schema, load_schema
@@ -42,6 +42,8 @@ class Project:
         self._interpreter_of: dict[tuple, Interpreter] = {}  # (path, version, search paths) -> interpreter
         self._roots: dict[Path, list[Path]] = {}
         self._lines: dict[Path, str] = {}
+        self._root_lines: dict[Path, str | None] = {}  # root -> line of its package_info.py
+        self._resolved: dict[Path, Path] = {}  # path.resolve() of paths met, shared by the finders
 
     def roots_for(self, path: Path) -> list[Path]:
         folder = path.parent
@@ -52,7 +54,7 @@ class Project:
         return cached
 
     def _compute_roots(self, path: Path) -> list[Path]:
-        top = package_root(path.resolve())
+        top = package_root(resolved_path(path, self._resolved))
         roots = [top]
         ancestor = top
         for _ in range(ANCESTOR_ROOTS):
@@ -71,11 +73,11 @@ class Project:
 
     def _installed_line(self, roots: list[Path]) -> str | None:
         for root in roots:
-            info = root / "megatron" / "bridge" / "package_info.py"
-            if info.is_file():
-                found = dict(_VERSION_LINE.findall(info.read_text(encoding="utf-8", errors="replace")))
-                if "MAJOR" in found and "MINOR" in found:
-                    return f"{found['MAJOR']}.{found['MINOR']}"
+            line = self._root_lines.get(root, _MISSING)
+            if line is _MISSING:
+                line = self._root_lines[root] = _line_of_root(root)
+            if line is not None:
+                return line
         return None
 
     def interpreter_for(self, path: Path) -> Interpreter:
@@ -93,7 +95,7 @@ class Project:
         key = (tuple(roots), line)
         interp = self._interpreters.get(key)
         if interp is None:
-            finder = ModuleFinder(roots, self.display_root)
+            finder = ModuleFinder(roots, self.display_root, self._resolved)
             interp = Interpreter(load_schema(line), finder)
             self._interpreters[key] = interp
         return interp
@@ -394,8 +396,30 @@ def _plain(value: Any) -> Any:
 def is_recipe_function(node: ast.stmt) -> bool:
     if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
         return False
-    returns = ast.unparse(node.returns) if node.returns is not None else ""
-    return node.name.endswith("_config") or returns.endswith("ConfigContainer")
+    return node.name.endswith("_config") or _annotation_text(node.returns).endswith("ConfigContainer")
+
+
+def _annotation_text(node: ast.expr | None) -> str:
+    """``ast.unparse(node)``, or as much of its end as tells how it ends (a name, or the last
+    attribute of a dotted name)."""
+    if node is None:
+        return ""
+    kind = type(node)
+    if kind is ast.Name:
+        return node.id
+    if kind is ast.Attribute:
+        return node.attr
+    return ast.unparse(node)
+
+
+def _line_of_root(root: Path) -> str | None:
+    """The Megatron-Bridge line ("0.6") of the package_info.py below ``root``, if any."""
+    info = root / "megatron" / "bridge" / "package_info.py"
+    if info.is_file():
+        found = dict(_VERSION_LINE.findall(info.read_text(encoding="utf-8", errors="replace")))
+        if "MAJOR" in found and "MINOR" in found:
+            return f"{found['MAJOR']}.{found['MINOR']}"
+    return None
 
 
 def detect_line_from_text(text: str) -> str:

@@ -10,7 +10,7 @@ import ast
 import math
 import operator
 import re
-from itertools import compress
+from itertools import compress, repeat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -91,7 +91,7 @@ class ModuleScope:
     @property
     def resolved_path(self) -> Path:
         if self._resolved_path is None:
-            self._resolved_path = self.source.path.resolve()
+            self._resolved_path = self._interp.finder.resolved(self.source.path)
         return self._resolved_path
 
     def lookup(self, name: str) -> Any:
@@ -289,7 +289,7 @@ class Interpreter:
     def scope_for(self, path: Path) -> ModuleScope:
         scope = self.scopes.get(path)
         if scope is None:
-            key = path.resolve()
+            key = self.finder.resolved(path)
             scope = self.scopes.get(key)
             if scope is None:
                 scope = ModuleScope(self, self.finder.load(path))
@@ -440,7 +440,7 @@ class Interpreter:
         if lookup is None or func.name != lookup["function"] or kwargs or len(args) != 1 or not isinstance(args[0], str):
             return False
         path = self.finder.find(lookup["module"])
-        return path is not None and func.module.resolved_path == path.resolve()
+        return path is not None and func.module.resolved_path == self.finder.resolved(path)
 
     def run_module_body(self, scope: ModuleScope) -> None:
         frame = Frame(scope, locals=scope.names)
@@ -1453,20 +1453,20 @@ class Interpreter:
         obj = self.new_obj(spec, call_origin)
         default_origin = _with_kind(call_origin, "default")
         defaults = (default_origin,) if default_origin else ()
-        rows, init_fields = self.default_table(spec, hf_provider=False)
+        table = self.default_table(spec, hf_provider=False)
+        init_fields = table.init_fields
         for index, value in enumerate(args):
             if index < len(init_fields):
                 kwargs.setdefault(init_fields[index], value)
                 kw_origins.setdefault(init_fields[index], call_origin)
-        for name, fspec, default in rows:
-            if name in kwargs:
-                obj.set(name, kwargs.pop(name), _stamp(kw_origins.get(name, call_origin)))
-            elif default is _BUILT_PER_OBJECT:
-                obj.fields[name] = (self.default_for(fspec, default_origin), defaults)
-            else:
-                obj.fields[name] = (default, defaults)
-        for name, value in kwargs.items():  # not a field: the real constructor raises
-            obj.set(name, value, _stamp(kw_origins.get(name, call_origin)))
+        # Every field in the class's order, then the slots that are not plain defaults.
+        obj.fields = fields = dict(zip(table.names, zip(table.values, repeat(defaults))))
+        for name, fspec in table.built:
+            if name not in kwargs:
+                fields[name] = (self.default_for(fspec, default_origin), defaults)
+        for name, value in kwargs.items():  # a field in its place; any other after them (the real constructor raises)
+            origin = _stamp(kw_origins.get(name, call_origin))
+            fields[name] = (value, (origin,) if origin is not None else ())
         for name, target in self.init_aliases.get(spec.name, {}).items():
             slot = obj.fields.get(name)
             if slot is not None and slot[1] and slot[1][-1].kind != "default":
@@ -1485,7 +1485,7 @@ class Interpreter:
             rows = tuple((name, fspec, _HF_DERIVED if name in derived else
                           _BUILT_PER_OBJECT if fspec.default_kind == "factory" else fspec.default_value())
                          for name, fspec in spec.fields.items())
-            table = self.default_tables[key] = (rows, [name for name, f in spec.fields.items() if f.init])
+            table = self.default_tables[key] = _DefaultTable(rows, [name for name, f in spec.fields.items() if f.init])
         return table
 
     def default_for(self, fspec, origin: Origin | None) -> Any:
@@ -1520,15 +1520,12 @@ class Interpreter:
         unknown_origin = (_with_kind(origin, "unknown"),)
         default_origin = _with_kind(origin, "default")
         defaults = (default_origin,)
-        hf_unknown = Unknown("from the Hugging Face config")
-        fields = obj.fields
-        for name, fspec, default in self.default_table(spec, hf_provider=True)[0]:
-            if default is _HF_DERIVED:
-                fields[name] = (hf_unknown, unknown_origin)
-            elif default is _BUILT_PER_OBJECT:
-                fields[name] = (self.default_for(fspec, default_origin), defaults)
-            else:
-                fields[name] = (default, defaults)
+        table = self.default_table(spec, hf_provider=True)
+        # Every field in the class's order, then the slots that are not plain defaults.
+        obj.fields = fields = dict(zip(table.names, zip(table.values, repeat(defaults))))
+        fields.update(zip(table.derived, repeat((Unknown("from the Hugging Face config"), unknown_origin))))
+        for name, fspec in table.built:
+            fields[name] = (self.default_for(fspec, default_origin), defaults)
         if "hf_model_id" in obj.fields and isinstance(model_id, str):
             obj.fields["hf_model_id"] = (model_id, (origin,))
         obj.open = True
@@ -1549,6 +1546,22 @@ class Interpreter:
             return None
         self.clock += 1
         return (node, frame.scope.source, self.clock, self.call_sites)
+
+
+class _DefaultTable:
+    """What ``Interpreter.default_table`` works out once per class from its rows ((name, field
+    spec, default) per field): the field names and defaults in the class's order, where
+    ``_BUILT_PER_OBJECT`` and ``_HF_DERIVED`` stand for the defaults of the fields listed in
+    ``built`` ((name, field spec)) and ``derived``."""
+
+    __slots__ = ("init_fields", "names", "values", "built", "derived")
+
+    def __init__(self, rows: tuple, init_fields: list) -> None:
+        self.init_fields = init_fields
+        self.names = tuple(name for name, _, _ in rows)
+        self.values = tuple(default for _, _, default in rows)
+        self.built = tuple((name, fspec) for name, fspec, default in rows if default is _BUILT_PER_OBJECT)
+        self.derived = tuple(name for name, _, default in rows if default is _HF_DERIVED)
 
 
 def _handlers(prefix: str) -> dict[type, Any]:

@@ -143,11 +143,18 @@ def installed_megatron_roots() -> tuple[Path, ...]:
 class ModuleFinder:
     """Maps module names to files under an ordered list of roots, and parses each file once."""
 
-    def __init__(self, roots: list[Path], display_root: Path | None = None) -> None:
+    def __init__(self, roots: list[Path], display_root: Path | None = None,
+                 resolved: dict[Path, Path] | None = None) -> None:
+        self._resolved = resolved if resolved is not None else {}
         self.roots = _unique(roots)
         self.display_root = display_root or Path.cwd()
         self._parsed: dict[Path, ModuleSource | SourceError] = {}
         self._found: dict[str, Path | None] = {}
+
+    def resolved(self, path: Path) -> Path:
+        """``path.resolve()``, kept like the parsed modules: the same paths are resolved again
+        and again (by the recipe's file, its imports, the project's roots)."""
+        return resolved_path(path, self._resolved)
 
     def find_beside(self, from_file: Path, name: str) -> Path | None:
         """A top-level import resolved next to the importing file, as when it runs as a script."""
@@ -184,7 +191,7 @@ class ModuleFinder:
     def load(self, path: Path) -> ModuleSource:
         cached = self._parsed.get(path)
         if cached is None:
-            resolved = path.resolve()
+            resolved = self.resolved(path)
             cached = self._parsed.get(resolved)
             if cached is None:
                 cached = self._parse(path)
@@ -209,6 +216,14 @@ def display_path(path: Path, root: Path) -> str:
     absolute = os.path.abspath(path)
     base = os.path.abspath(root).rstrip(os.sep) + os.sep
     return absolute[len(base):] if absolute.startswith(base) else str(path)
+
+
+def resolved_path(path: Path, known: dict[Path, Path]) -> Path:
+    """``path.resolve()``, answered from ``known`` when asked before."""
+    real = known.get(path)
+    if real is None:
+        real = known[path] = path.resolve()
+    return real
 
 
 def _module_file(root: Path, parts: list[str]) -> Path | None:

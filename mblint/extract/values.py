@@ -72,7 +72,7 @@ class Obj:
         twin.created_at = self.created_at
         twin.shared = True
         twin.version = next(_versions)
-        twin._children = None
+        twin._children = self._children  # child_keys() checks it is for the shared table
         return twin
 
     def writable(self) -> dict:

@@ -1,0 +1,78 @@
+"""What the resolver keeps and reuses between recipes and calls: memoized results copied per
+call (with the sharing inside a result kept), paths resolved once, default tables of classes."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+from mblint.resolve import Project
+from mblint.schema import load_schema
+
+IMPORTS = "from megatron.bridge.training.config import ConfigContainer, TrainingConfig\n\n\n"
+
+
+def write_team(tmp_path: Path, recipes: str, helpers: str = "") -> Path:
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "__init__.py").write_text("")
+    (team / "helpers.py").write_text(helpers)
+    (team / "recipes.py").write_text(IMPORTS + recipes)
+    return team / "recipes.py"
+
+
+def test_each_call_of_a_memoized_function_gets_its_own_copy_with_its_sharing_kept(tmp_path):
+    recipes = write_team(tmp_path,
+                         "def _parts(n):\n"
+                         '    inner = {"k": n}\n'
+                         '    return {"first": inner, "second": inner}\n\n\n'
+                         "def mixing_config():\n"
+                         "    p = _parts(1)\n"
+                         '    p["first"]["k"] = 5\n'
+                         "    q = _parts(1)\n"
+                         '    return ConfigContainer(train=TrainingConfig(micro_batch_size=p["second"]["k"], '
+                         'global_batch_size=q["first"]["k"]))\n\n\n'
+                         "def later_config():\n"
+                         "    q = _parts(1)\n"
+                         '    return ConfigContainer(train=TrainingConfig(micro_batch_size=q["second"]["k"], '
+                         "global_batch_size=8))\n")
+    project = Project([], "0.6", tmp_path)
+    mixing = project.resolve_function(recipes, "mixing_config")
+    assert mixing.value("train.micro_batch_size") == 5, "one object under two keys stays one object"
+    assert mixing.value("train.global_batch_size") == 1, "a second call gets a fresh copy"
+    assert project.resolve_function(recipes, "later_config").value("train.micro_batch_size") == 1
+
+
+def test_a_path_is_resolved_once_however_often_it_is_met(tmp_path, monkeypatch):
+    recipes = write_team(tmp_path,
+                         "from team import helpers\n"
+                         "from team.helpers import size\n\n\n"
+                         "def one_config():\n"
+                         "    return ConfigContainer(train=TrainingConfig(micro_batch_size=size(), "
+                         "global_batch_size=helpers.size()))\n\n\n"
+                         "def two_config():\n"
+                         "    return ConfigContainer(train=TrainingConfig(micro_batch_size=helpers.size(), "
+                         "global_batch_size=8))\n",
+                         "def size():\n    return 2\n")
+    resolved = collections.Counter()
+    real_resolve = Path.resolve
+    monkeypatch.setattr(Path, "resolve", lambda self, *a, **k: resolved.update([str(self)]) or real_resolve(self, *a, **k))
+    project = Project([], "0.6", tmp_path)
+    for name in ("one_config", "two_config"):
+        assert project.recipe_functions(recipes)
+        assert project.resolve_function(recipes, name).value("train.micro_batch_size") == 2
+    assert resolved[str(recipes)] == 1
+    assert max(resolved.values()) == 1, resolved
+
+
+def test_constructed_fields_keep_the_class_order_with_unknown_keywords_last(tmp_path):
+    recipes = write_team(tmp_path,
+                         "def order_config():\n"
+                         "    return ConfigContainer(train=TrainingConfig(not_a_field=3, global_batch_size=8, "
+                         "micro_batch_size=2))\n")
+    cfg = Project([], "0.6", tmp_path).resolve_function(recipes, "order_config")
+    declared = list(load_schema("0.6").find_class("TrainingConfig").fields)
+    assert cfg.keys("train") == declared + ["not_a_field"]
+    assert [o.kind for o in cfg.origins("train.micro_batch_size")] == ["set"]
+    assert [o.kind for o in cfg.origins("train.exit_interval")] == ["default"]
+    assert len(cfg.origins("train.not_a_field")) == 1
