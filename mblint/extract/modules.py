@@ -96,7 +96,12 @@ def read_regular_file(path: Path, limit: int = MAX_SOURCE_BYTES) -> bytes:
             raise SourceLimit(path, f"file size limit ({limit:,} bytes) exceeded: the file has "
                                        f"{info.st_size:,} bytes and is not read")
         try:
-            data = handle.read(limit + 1)
+            # Asked for its size only: a read of ``limit + 1`` bytes allocates that much first.
+            # A file that grew or reports no size (/proc) is read on, up to the same bound.
+            want = info.st_size + 1
+            data = handle.read(want)
+            if len(data) == want and want <= limit:
+                data += handle.read(limit + 1 - want)
         except OSError as error:
             raise SourceError(path, f"cannot read file: {error.strerror or error}") from error
     if len(data) > limit:
