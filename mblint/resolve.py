@@ -16,7 +16,14 @@ from mblint.extract.interpreter import (
     _with_kind,
     Return,
 )
-from mblint.extract.modules import ModuleFinder, SourceError, installed_megatron_roots, package_root, resolved_path
+from mblint.extract.modules import (
+    SOURCE_OVERLAY,
+    ModuleFinder,
+    RealPaths,
+    SourceError,
+    installed_megatron_roots,
+    read_source,
+)
 from mblint.extract.values import Obj
 from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, RecipeRef, ResolvedField, Unknown, _NodeMarker
 from mblint.schema import Schema, load_schema
@@ -41,9 +48,11 @@ class Project:
         self._interpreters: dict[tuple, Interpreter] = {}
         self._interpreter_of: dict[tuple, Interpreter] = {}  # (path, version, search paths) -> interpreter
         self._roots: dict[Path, list[Path]] = {}
-        self._lines: dict[Path, str] = {}
+        self._package_roots: dict[Path, Path] = {}  # real folder -> _package_root()
         self._root_lines: dict[Path, str | None] = {}  # root -> line of its package_info.py
-        self._resolved: dict[Path, Path] = {}  # path.resolve() of paths met, shared by the finders
+        self._installed_lines: dict[tuple, str] = {}  # roots -> _installed_line() or ""
+        self.real_paths = RealPaths()
+        self._texts: dict[Path, str] = {}  # read by line_for(), parsed by the finder (one read per file)
 
     def roots_for(self, path: Path) -> list[Path]:
         folder = path.parent
@@ -54,7 +63,7 @@ class Project:
         return cached
 
     def _compute_roots(self, path: Path) -> list[Path]:
-        top = package_root(resolved_path(path, self._resolved))
+        top = self._package_root(self.real_paths.of(path).parent)
         roots = [top]
         ancestor = top
         for _ in range(ANCESTOR_ROOTS):
@@ -64,12 +73,35 @@ class Project:
             roots.append(ancestor)
         return roots + self.search_paths + list(installed_megatron_roots())
 
+    def _package_root(self, folder: Path) -> Path:
+        """The folder above the top-level package of the files in ``folder`` (``folder`` itself
+        for lone scripts), kept for each folder on the way up."""
+        found = self._package_roots.get(folder)
+        if found is None:
+            is_package = (folder / "__init__.py").is_file() and folder.parent != folder
+            found = self._package_roots[folder] = self._package_root(folder.parent) if is_package else folder
+        return found
+
     def line_for(self, path: Path, roots: list[Path]) -> str:
         if self.version:
             return self.version
-        if path.parent not in self._lines:
-            self._lines[path.parent] = self._installed_line(roots) or ""
-        return self._lines[path.parent] or detect_line_from_text(_safe_text(path))
+        key = tuple(roots)
+        installed = self._installed_lines.get(key)
+        if installed is None:
+            installed = self._installed_lines[key] = self._installed_line(roots) or ""
+        return installed or detect_line_from_text(self._text_for_line(path))
+
+    def _text_for_line(self, path: Path) -> str:
+        """The file's text as its finder will read it, kept for the finder; read as before
+        where the finder could not read it (or reads edited texts)."""
+        if SOURCE_OVERLAY:
+            return _safe_text(path)
+        try:
+            text = read_source(path)
+        except SourceError:
+            return _safe_text(path)
+        self._texts[path] = text
+        return text
 
     def _installed_line(self, roots: list[Path]) -> str | None:
         for root in roots:
@@ -95,7 +127,7 @@ class Project:
         key = (tuple(roots), line)
         interp = self._interpreters.get(key)
         if interp is None:
-            finder = ModuleFinder(roots, self.display_root, self._resolved)
+            finder = ModuleFinder(roots, self.display_root, self.real_paths, self._texts)
             interp = Interpreter(load_schema(line), finder)
             self._interpreters[key] = interp
         return interp

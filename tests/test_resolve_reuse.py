@@ -43,7 +43,7 @@ def test_each_call_of_a_memoized_function_gets_its_own_copy_with_its_sharing_kep
     assert project.resolve_function(recipes, "later_config").value("train.micro_batch_size") == 1
 
 
-def test_a_path_is_resolved_once_however_often_it_is_met(tmp_path, monkeypatch):
+def test_a_path_is_resolved_at_most_once_however_often_it_is_met(tmp_path, monkeypatch):
     recipes = write_team(tmp_path,
                          "from team import helpers\n"
                          "from team.helpers import size\n\n\n"
@@ -61,8 +61,7 @@ def test_a_path_is_resolved_once_however_often_it_is_met(tmp_path, monkeypatch):
     for name in ("one_config", "two_config"):
         assert project.recipe_functions(recipes)
         assert project.resolve_function(recipes, name).value("train.micro_batch_size") == 2
-    assert resolved[str(recipes)] == 1
-    assert max(resolved.values()) == 1, resolved
+    assert max(resolved.values(), default=0) <= 1, resolved  # regular files: one lstat per folder instead
 
 
 def test_constructed_fields_keep_the_class_order_with_unknown_keywords_last(tmp_path):

@@ -91,7 +91,7 @@ class ModuleScope:
     @property
     def resolved_path(self) -> Path:
         if self._resolved_path is None:
-            self._resolved_path = self._interp.finder.resolved(self.source.path)
+            self._resolved_path = self._interp.finder.real_paths.of(self.source.path)
         return self._resolved_path
 
     def lookup(self, name: str) -> Any:
@@ -289,7 +289,7 @@ class Interpreter:
     def scope_for(self, path: Path) -> ModuleScope:
         scope = self.scopes.get(path)
         if scope is None:
-            key = self.finder.resolved(path)
+            key = self.finder.real_paths.of(path)
             scope = self.scopes.get(key)
             if scope is None:
                 scope = ModuleScope(self, self.finder.load(path))
@@ -440,7 +440,7 @@ class Interpreter:
         if lookup is None or func.name != lookup["function"] or kwargs or len(args) != 1 or not isinstance(args[0], str):
             return False
         path = self.finder.find(lookup["module"])
-        return path is not None and func.module.resolved_path == self.finder.resolved(path)
+        return path is not None and func.module.resolved_path == self.finder.real_paths.of(path)
 
     def run_module_body(self, scope: ModuleScope) -> None:
         frame = Frame(scope, locals=scope.names)

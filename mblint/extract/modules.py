@@ -7,7 +7,7 @@ import functools
 import os
 import stat
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,7 +39,11 @@ class ModuleSource:
     display_path: str
     text: str
     tree: ast.Module
-    lines: list[str] = field(default_factory=list)
+
+    @functools.cached_property
+    def lines(self) -> list[str]:
+        """The text's lines, split only for a file with non-ASCII text (``char_column``)."""
+        return self.text.splitlines()
 
     @functools.cached_property
     def is_ascii(self) -> bool:
@@ -119,20 +123,12 @@ def parse_source(path: Path, text: str, display_path: str | None = None) -> Modu
         line = _longest_line(text)
         raise SourceError(path, f"cannot parse: expression nested too deeply for Python's parser "
                                 f"({type(error).__name__})", line) from error
-    return ModuleSource(path, display_path or str(path), text, tree, text.splitlines())
+    return ModuleSource(path, display_path or str(path), text, tree)
 
 
 def _longest_line(text: str) -> int:
     lengths = [len(line) for line in text.splitlines()] or [0]
     return lengths.index(max(lengths)) + 1
-
-
-def package_root(path: Path) -> Path:
-    """The folder above the file's top-level package (the file's folder for a lone script)."""
-    folder = path.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        folder = folder.parent
-    return folder
 
 
 @lru_cache(maxsize=1)
@@ -145,25 +141,74 @@ def installed_megatron_roots() -> tuple[Path, ...]:
     return tuple(roots)
 
 
+class RealPaths:
+    """``Path.resolve()`` of files, kept for a run: a file that is not a symbolic link is its
+    folder's real path and its name, and each folder's real path is built on its parent's
+    (one lstat per file and per folder instead of one per component of every path)."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, Path] = {}  # absolute path -> real path
+        self._folders: dict[str, str] = {}
+
+    def of(self, path: Path) -> Path:
+        if ".." in os.fspath(path):  # resolved whole: a ".." after a symbolic link leaves the link's target
+            return path.resolve()
+        absolute = os.path.abspath(path)
+        found = self._files.get(absolute)
+        if found is None:
+            found = self._files[absolute] = self._resolve(path, absolute)
+        return found
+
+    def _resolve(self, path: Path, absolute: str) -> Path:
+        try:
+            linked = stat.S_ISLNK(os.lstat(absolute).st_mode)
+        except OSError:
+            linked = True  # missing: Path.resolve says what it resolves to (or raises)
+        if linked:
+            return path.resolve()
+        folder, name = os.path.split(absolute)
+        return Path(os.path.join(self.folder(folder), name))
+
+    def folder(self, folder: str) -> str:
+        """``os.path.realpath`` of an absolute folder without "..", built on its parent's."""
+        known = self._folders.get(folder)
+        if known is None:
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                known = folder
+            else:
+                try:
+                    linked = stat.S_ISLNK(os.lstat(folder).st_mode)
+                except OSError:
+                    linked = True  # let realpath say what a missing folder resolves to
+                known = os.path.realpath(folder) if linked else os.path.join(self.folder(parent), os.path.basename(folder))
+            self._folders[folder] = known
+        return known
+
+
 class ModuleFinder:
     """Maps module names to files under an ordered list of roots, and parses each file once."""
 
-    def __init__(self, roots: list[Path], display_root: Path | None = None,
-                 resolved: dict[Path, Path] | None = None) -> None:
-        self._resolved = resolved if resolved is not None else {}
-        self.roots = _unique(roots)
+    def __init__(self, roots: list[Path], display_root: Path | None = None, real_paths: RealPaths | None = None,
+                 texts: dict[Path, str] | None = None) -> None:
+        self.real_paths = real_paths or RealPaths()
+        self.roots = _unique(roots, self.real_paths)
         self.display_root = display_root or Path.cwd()
         self._parsed: dict[Path, ModuleSource | SourceError] = {}
         self._found: dict[str, Path | None] = {}
+        self._beside: dict[tuple, Path | None] = {}  # (folder, module name) -> find_beside()
+        self._texts = texts if texts is not None else {}  # texts read before by the Project, parsed here
 
     def resolved(self, path: Path) -> Path:
-        """``path.resolve()``, kept like the parsed modules: the same paths are resolved again
-        and again (by the recipe's file, its imports, the project's roots)."""
-        return resolved_path(path, self._resolved)
+        """``path.resolve()``, answered by the run's real paths."""
+        return self.real_paths.of(path)
 
     def find_beside(self, from_file: Path, name: str) -> Path | None:
         """A top-level import resolved next to the importing file, as when it runs as a script."""
-        return _module_file(from_file.parent, name.split("."))
+        key = (from_file.parent, name)
+        if key not in self._beside:
+            self._beside[key] = _module_file(from_file.parent, name.split("."))
+        return self._beside[key]
 
     def find(self, name: str) -> Path | None:
         if name in self._found:
@@ -196,7 +241,7 @@ class ModuleFinder:
     def load(self, path: Path) -> ModuleSource:
         cached = self._parsed.get(path)
         if cached is None:
-            resolved = self.resolved(path)
+            resolved = self.real_paths.of(path)
             cached = self._parsed.get(resolved)
             if cached is None:
                 cached = self._parse(path)
@@ -208,7 +253,8 @@ class ModuleFinder:
 
     def _parse(self, path: Path) -> "ModuleSource | SourceError":
         try:
-            return parse_source(path, read_source(path), self.display(path))
+            text = self._texts.pop(path, None) if not SOURCE_OVERLAY else None
+            return parse_source(path, read_source(path) if text is None else text, self.display(path))
         except SourceError as error:
             return error
 
@@ -223,14 +269,6 @@ def display_path(path: Path, root: Path) -> str:
     return absolute[len(base):] if absolute.startswith(base) else str(path)
 
 
-def resolved_path(path: Path, known: dict[Path, Path]) -> Path:
-    """``path.resolve()``, answered from ``known`` when asked before."""
-    real = known.get(path)
-    if real is None:
-        real = known[path] = path.resolve()
-    return real
-
-
 def _module_file(root: Path, parts: list[str]) -> Path | None:
     target = root.joinpath(*parts)
     candidate = target.with_name(target.name + ".py")
@@ -242,11 +280,11 @@ def _module_file(root: Path, parts: list[str]) -> Path | None:
     return None
 
 
-def _unique(paths: list[Path]) -> list[Path]:
+def _unique(paths: list[Path], real_paths: RealPaths) -> list[Path]:
     seen: set[Path] = set()
     result = []
     for path in paths:
-        key = path.resolve()
+        key = real_paths.of(path)
         if key not in seen:
             seen.add(key)
             result.append(path)

@@ -1,0 +1,125 @@
+"""Mechanisms that make resolving cheaper without changing answers: kept child keys of shared
+field tables, real paths built folder by folder, one read per recipe file."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+from mblint.extract import modules
+from mblint.extract.modules import RealPaths
+from mblint.extract.values import Obj
+from mblint.resolve import Project
+
+
+def _children_by_hand(obj: Obj) -> tuple:
+    return tuple(key for key, (value, _) in obj.fields.items() if type(value) is Obj)
+
+
+def test_twin_shares_the_child_keys_of_the_shared_table():
+    parent = Obj(None)
+    parent.set("a", Obj(None), None)
+    parent.set("b", 1, None)
+    assert parent.child_keys() == ("a",)
+    twin = parent.twin()
+    assert twin._children is parent._children  # not worked out again for the same table
+    twin.set("c", Obj(None), None)  # the twin's table is copied before the write
+    assert twin.child_keys() == ("a", "c")
+    assert parent.child_keys() == ("a",)
+
+
+def test_child_keys_stay_true_through_writes_twins_and_restores():
+    rng = random.Random(7)
+    objects = [Obj(None) for _ in range(4)]
+    saved: list[tuple[Obj, dict]] = []
+    for _ in range(3000):
+        obj = rng.choice(objects)
+        action = rng.randrange(7)
+        if action == 0:
+            obj.set(rng.choice("abcdef"), rng.choice(objects), None)
+        elif action == 1:
+            obj.set(rng.choice("abcdef"), rng.randrange(3), None)
+        elif action == 2:
+            obj.writable().pop(rng.choice("abcdef"), None)
+        elif action == 3 and len(objects) < 40:
+            objects.append(obj.twin())
+        elif action == 4:
+            obj.shared = True  # as a snapshot leaves it
+            saved.append((obj, obj.fields))
+        elif action == 5 and saved:
+            owner, fields = rng.choice(saved)
+            owner.fields, owner.shared = fields, True  # as restore() does
+        else:
+            assert obj.child_keys() == _children_by_hand(obj)
+    for obj in objects:
+        assert obj.child_keys() == _children_by_hand(obj)
+
+
+def test_real_paths_agree_with_path_resolve(tmp_path, monkeypatch):
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "x" / "y").mkdir(parents=True)
+    (tmp_path / "x" / "y" / "r.py").write_text("")
+    (tmp_path / "a" / "b" / "c" / "r.py").write_text("")
+    (tmp_path / "a" / "link").symlink_to(tmp_path / "x")
+    (tmp_path / "a" / "b" / "rel").symlink_to(Path("..") / ".." / "x" / "y")
+    (tmp_path / "a" / "b" / "c" / "file_link.py").symlink_to(tmp_path / "x" / "y" / "r.py")
+    (tmp_path / "a" / "loop").symlink_to(tmp_path / "a" / "loop")
+    monkeypatch.chdir(tmp_path / "a")
+    real_paths = RealPaths()
+    for name in ["b/c/r.py", "link/y/r.py", "b/rel/r.py", "link/../b/c/r.py", "b/c/file_link.py",
+                 "missing/deeper/r.py", "b/c/missing.py", "b", "link", str(tmp_path / "a" / "link" / "y" / "r.py"),
+                 "r.py"]:
+        path = Path(name)
+        assert real_paths.of(path) == path.resolve(), name
+        assert real_paths.of(path) == path.resolve(), name  # kept answer
+    for name in ["loop/r.py", "loop"]:
+        try:
+            expected = Path(name).resolve()
+        except RuntimeError:
+            expected = RuntimeError
+        try:
+            found = real_paths.of(Path(name))
+        except RuntimeError:
+            found = RuntimeError
+        assert found == expected, name
+
+
+def test_real_paths_look_at_each_folder_once(tmp_path, monkeypatch):
+    deep = tmp_path / "p" / "q" / "r" / "s"
+    deep.mkdir(parents=True)
+    for name in "abc":
+        (deep / f"{name}.py").write_text("")
+    real_paths = RealPaths()
+    real_paths.of(deep / "a.py")
+    expected = (deep / "b.py").resolve()
+    looked: list[str] = []
+    real_lstat = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda path, *a, **k: looked.append(os.fspath(path)) or real_lstat(path, *a, **k))
+    assert real_paths.of(deep / "b.py") == expected
+    assert looked == [str(deep / "b.py")]
+
+
+def test_a_recipe_file_is_read_once_for_its_schema_line_and_its_parse(tmp_path, monkeypatch):
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text("def my_config():\n    return None\n")
+    reads: list[Path] = []
+    real_read = modules.read_regular_file
+    monkeypatch.setattr(modules, "read_regular_file", lambda path, *a: reads.append(path) or real_read(path, *a))
+    real_read_text = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda path, *a, **k: reads.append(path) or real_read_text(path, *a, **k))
+    project = Project(display_root=tmp_path)
+    assert [node.name for node in project.recipe_functions(recipe)] == ["my_config"]
+    assert reads == [recipe]
+    assert project._texts == {}  # handed over, not kept
+
+
+def test_package_root_is_above_the_top_package(tmp_path):
+    (tmp_path / "top" / "pkg" / "sub").mkdir(parents=True)
+    for folder in ("top/pkg", "top/pkg/sub"):
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "lone").mkdir()
+    project = Project(display_root=tmp_path)
+    assert project.roots_for(tmp_path / "top" / "pkg" / "sub" / "m.py")[0] == (tmp_path / "top").resolve()
+    assert project.roots_for(tmp_path / "top" / "pkg" / "m.py")[0] == (tmp_path / "top").resolve()
+    assert project.roots_for(tmp_path / "lone" / "m.py")[0] == (tmp_path / "lone").resolve()
