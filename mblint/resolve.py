@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import re
-from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -321,15 +320,18 @@ class GraphView:
         found: list[str] = []
 
         def visit(obj: Obj, prefix: str, active: set) -> None:
-            if obj.oid in active or obj.open or _nothing_extra_below(obj):
+            if obj.open or obj.oid in active:
+                return
+            marked = _marked_keys(obj)
+            if not marked:
                 return
             active.add(obj.oid)
-            names = obj.cls.fields if obj.cls is not None else None
-            for key, (value, _) in obj.fields.items():
-                if names is not None and key not in names:
-                    found.append(f"{prefix}.{key}" if prefix else str(key))
-                elif isinstance(value, Obj):
-                    visit(value, f"{prefix}.{key}" if prefix else str(key), active)
+            for key, is_extra in marked:
+                path = f"{prefix}.{key}" if prefix else str(key)
+                if is_extra:
+                    found.append(path)
+                else:
+                    visit(obj.fields[key][0], path, active)
             active.discard(obj.oid)
 
         visit(self.root, "", set())
@@ -344,7 +346,6 @@ class GraphView:
         return fields, types, frozenset(open_dicts)
 
 
-_FIRST = itemgetter(0)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _BELOW_UNKNOWN = (UNKNOWN, ())
 _BELOW_ABSENT = (ABSENT, ())
@@ -363,13 +364,30 @@ def _split(path: str) -> tuple[str, str]:
     return split
 
 
-def _nothing_extra_below(obj: Obj) -> bool:
-    """True when every field of ``obj`` is one its class declares and none holds an object:
-    decided without a Python loop over the fields (model providers have hundreds)."""
+_MARKED: dict[int, tuple] = {}  # id(field table) -> (table, class, marked keys)
+MAX_MARKED = 4096
+
+
+def _marked_keys(obj: Obj) -> tuple:
+    """(key, True) for each key of ``obj`` that its class does not declare, (key, False) for
+    each other key holding an object, in field order. Kept per field table: configurations
+    share most tables (copy on write). The table is frozen (shared), so that a write copies it
+    first, and kept in the memo, so that its id is not reused while the answer is there."""
     fields = obj.fields
-    if obj.cls is not None and not fields.keys() <= obj.cls.fields.keys():
-        return False
-    return Obj not in map(type, map(_FIRST, fields.values()))
+    entry = _MARKED.get(id(fields))
+    if entry is not None and entry[0] is fields and entry[1] is obj.cls:
+        return entry[2]
+    names = obj.cls.fields if obj.cls is not None else None
+    if names is not None and not fields.keys() <= names.keys():
+        children = set(obj.child_keys())
+        marked = tuple((key, key not in names) for key in fields if key not in names or key in children)
+    else:
+        marked = tuple((key, False) for key in obj.child_keys())
+    obj.shared = True
+    if len(_MARKED) >= MAX_MARKED:
+        _MARKED.clear()
+    _MARKED[id(fields)] = (fields, obj.cls, marked)
+    return marked
 
 
 def _step(current: Any, part: str) -> tuple[Any, tuple]:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, format_value
@@ -161,27 +162,42 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
         alias = KNOWN_ALIASES.get((top, leaf)) if parent == top else None
         if alias:
             return alias
-        close = difflib.get_close_matches(leaf, own_fields, n=1, cutoff=0.75)
+        close = _closest(leaf, tuple(own_fields), 0.75)
         if close:
-            return f"{parent}.{close[0]}" if parent else close[0]
+            return f"{parent}.{close}" if parent else close
         # the same field (or a close one) on another top-level sub-config
         siblings = []
         for node in sorted(p for p in cfg.types if p and "." not in p and p != top):
             spec = schema.find_class(cfg.type_of(node) or "")
             if spec is not None and cfg.type_of(node) != "dict":
-                siblings.append((node, sorted(spec.fields)))
-        for node, names in siblings:
-            if leaf in names:
-                return f"{node}.{leaf}"
-        best = None
-        for node, names in siblings:
-            for name in difflib.get_close_matches(leaf, names, n=1, cutoff=0.8):
-                score = difflib.SequenceMatcher(None, leaf, name).ratio()
-                if best is None or score > best[0]:
-                    best = (score, f"{node}.{name}")
-        if best:
-            return best[1]
-        close = difflib.get_close_matches(leaf, own_fields, n=1, cutoff=0.6)
+                siblings.append((node, tuple(sorted(spec.fields))))
+        found = _on_sibling(leaf, tuple(siblings))
+        if found:
+            return found
+        close = _closest(leaf, tuple(own_fields), 0.6)
         if close:
-            return f"{parent}.{close[0]}" if parent else close[0]
+            return f"{parent}.{close}" if parent else close
         return None
+
+
+# The same misspelt field turns up in many configurations (recipes share base builders):
+# difflib's answers, which depend only on their arguments, are kept.
+@functools.lru_cache(maxsize=1024)
+def _closest(word: str, choices: tuple[str, ...], cutoff: float) -> str | None:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _on_sibling(leaf: str, siblings: tuple[tuple[str, tuple[str, ...]], ...]) -> str | None:
+    """``node.leaf`` for the first sibling node that has the field, else the closest match."""
+    for node, names in siblings:
+        if leaf in names:
+            return f"{node}.{leaf}"
+    best = None
+    for node, names in siblings:
+        for name in difflib.get_close_matches(leaf, names, n=1, cutoff=0.8):
+            score = difflib.SequenceMatcher(None, leaf, name).ratio()
+            if best is None or score > best[0]:
+                best = (score, f"{node}.{name}")
+    return best[1] if best else None

@@ -1,0 +1,66 @@
+"""GraphView.extra_fields keeps its analysis of a field table across configurations that
+share the table (copy-on-write twins); a later write must still be seen."""
+
+from __future__ import annotations
+
+from mblint import resolve
+from mblint.extract.values import Obj
+from mblint.resolve import GraphView
+from mblint.schema import ClassSpec
+
+
+def spec(name: str, *fields: str) -> ClassSpec:
+    return ClassSpec(f"m.{name}", name, "m", (), fields=dict.fromkeys(fields))
+
+
+def container(train: Obj) -> Obj:
+    root = Obj(spec("ConfigContainer", "train", "env_vars", "model"))
+    root.set("train", train, None)
+    env = Obj(None)
+    env.set("ANY", "1", None)
+    root.set("env_vars", env, None)
+    return root
+
+
+def test_extra_fields_below_objects_and_dicts():
+    train = Obj(spec("TrainingConfig", "iters"))
+    train.set("iters", 3, None)
+    train.set("iterz", 3, None)
+    root = container(train)
+    root.set("stray", 1, None)
+    assert GraphView(root).extra_fields() == ["train.iterz", "stray"]
+
+
+def test_twins_share_the_analysis_of_their_table():
+    train = Obj(spec("TrainingConfig", "iters"))
+    train.set("iterz", 3, None)
+    assert GraphView(container(train)).extra_fields() == ["train.iterz"]
+    twin = train.twin()
+    entry = resolve._MARKED[id(twin.fields)]
+    assert entry[0] is twin.fields
+    assert GraphView(container(twin)).extra_fields() == ["train.iterz"]
+    assert resolve._MARKED[id(twin.fields)] is entry  # found, not worked out again
+
+
+def test_a_write_after_the_analysis_is_seen():
+    train = Obj(spec("TrainingConfig", "iters", "seed"))
+    train.set("iters", 3, None)
+    assert GraphView(container(train)).extra_fields() == []
+    train.set("sead", 1, None)  # the analysed table is frozen: this write copies it
+    assert GraphView(container(train)).extra_fields() == ["train.sead"]
+    other = Obj(spec("ValidationConfig", "seed"))
+    other.fields = train.fields  # the same table under another class
+    other.shared = True
+    assert GraphView(container(other)).extra_fields() == ["train.iters", "train.sead"]
+
+
+def test_cycles_and_open_objects_are_skipped():
+    train = Obj(spec("TrainingConfig", "iters", "parent"))
+    root = container(train)
+    train.set("parent", root, None)
+    train.set("iterz", 1, None)
+    hf = Obj(spec("Provider", "layers"))
+    hf.set("anything", 1, None)
+    hf.mark_open()
+    root.set("model", hf, None)
+    assert GraphView(root).extra_fields() == ["train.iterz"]
