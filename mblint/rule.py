@@ -132,7 +132,10 @@ class RulePlan:
     def runnable(self, cfg: EffectiveConfig) -> list[tuple[Rule, RuleContext]]:
         if not self.preconditions:
             return self.pairs
-        failed = tuple([_definitely_false(precondition, cfg) for precondition in self.preconditions])
+        try:
+            failed = tuple([precondition(cfg) is False for precondition in self.preconditions])
+        except Exception:  # noqa: BLE001 - asked again one by one, the failing one counts as not False
+            failed = tuple([_definitely_false(precondition, cfg) for precondition in self.preconditions])
         chosen = self._runnable.get(failed)
         if chosen is None:
             skipped = {p for p, fails in zip(self.preconditions, failed) if fails}
