@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mblint.paths import RealFolders
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -209,7 +211,7 @@ class SettingsResolver:
         self._by_path: dict[tuple, Settings] = {}  # (working folder, path as given) -> settings
         self._real_folders: dict[tuple, Path] = {}
         self._by_folder: dict[tuple, Settings] = {}  # folder as given -> settings of its files
-        self._real_paths: dict[str, str] = {}
+        self._real_folders_of = RealFolders().of
         self._default: Settings | None = None
 
     def default(self) -> Settings:
@@ -285,28 +287,8 @@ class SettingsResolver:
         if key not in self._real_folders:
             parent = os.fspath(path.parent)
             self._real_folders[key] = Path(os.path.realpath(parent) if ".." in parent.split(os.sep)
-                                           else self._realpath(os.path.abspath(parent)))
+                                           else self._real_folders_of(os.path.abspath(parent)))
         return self._real_folders[key]
-
-    def _realpath(self, folder: str) -> str:
-        """``os.path.realpath`` of an absolute folder, built on its parent's (kept): one lstat
-        per folder instead of one per component of every folder's path. A path with ".." is
-        resolved whole (a ".." after a symbolic link leaves the link's target)."""
-        if ".." in folder.split(os.sep):
-            return os.path.realpath(folder)
-        known = self._real_paths.get(folder)
-        if known is None:
-            parent = os.path.dirname(folder)
-            if parent == folder:
-                known = folder
-            else:
-                try:
-                    linked = stat.S_ISLNK(os.lstat(folder).st_mode)
-                except OSError:
-                    linked = True  # let realpath say what a missing folder resolves to
-                known = os.path.realpath(folder) if linked else os.path.join(self._realpath(parent), os.path.basename(folder))
-            self._real_paths[folder] = known
-        return known
 
     def _load(self, path: Path, required: bool = False) -> Settings | None:
         if path not in self._by_file:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from mblint.paths import RealFolders
+
 
 # Larger files are not read: the biggest Megatron-Bridge module is about 170 kB, and parsing
 # costs about 100 bytes of memory per byte of source.
@@ -148,7 +150,7 @@ class RealPaths:
 
     def __init__(self) -> None:
         self._files: dict[str, Path] = {}  # absolute path -> real path
-        self._folders: dict[str, str] = {}
+        self.folder = RealFolders().of  # real path of an absolute folder
 
     def of(self, path: Path) -> Path:
         if ".." in os.fspath(path):  # resolved whole: a ".." after a symbolic link leaves the link's target
@@ -168,22 +170,6 @@ class RealPaths:
             return path.resolve()
         folder, name = os.path.split(absolute)
         return Path(os.path.join(self.folder(folder), name))
-
-    def folder(self, folder: str) -> str:
-        """``os.path.realpath`` of an absolute folder without "..", built on its parent's."""
-        known = self._folders.get(folder)
-        if known is None:
-            parent = os.path.dirname(folder)
-            if parent == folder:
-                known = folder
-            else:
-                try:
-                    linked = stat.S_ISLNK(os.lstat(folder).st_mode)
-                except OSError:
-                    linked = True  # let realpath say what a missing folder resolves to
-                known = os.path.realpath(folder) if linked else os.path.join(self.folder(parent), os.path.basename(folder))
-            self._folders[folder] = known
-        return known
 
 
 class ModuleFinder:

@@ -1,0 +1,32 @@
+"""Real paths of folders, kept for a run."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+class RealFolders:
+    """``os.path.realpath`` of absolute folders, each built on its parent's answer: one lstat
+    per folder instead of one per component of every path asked. A folder whose path holds
+    ".." is resolved whole (a ".." after a symbolic link leaves the link's target)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+
+    def of(self, folder: str) -> str:
+        if ".." in folder.split(os.sep):
+            return os.path.realpath(folder)
+        known = self._known.get(folder)
+        if known is None:
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                known = folder
+            else:
+                try:
+                    linked = stat.S_ISLNK(os.lstat(folder).st_mode)
+                except OSError:
+                    linked = True  # let realpath say what a missing folder resolves to
+                known = os.path.realpath(folder) if linked else os.path.join(self.of(parent), os.path.basename(folder))
+            self._known[folder] = known
+        return known
