@@ -487,7 +487,7 @@ class Engine:
     def _deps(self, path: Path) -> set[Path]:
         try:
             interp = self.project.interpreter_for(path)
-            return interp.dependencies(interp.finder.resolved(path))
+            return interp.dependencies(interp.finder.real_paths.of(path))
         except Exception:  # noqa: BLE001 - deps only decide caching
             return set()
 

@@ -49,7 +49,6 @@ class Project:
         self._roots: dict[Path, list[Path]] = {}
         self._package_roots: dict[Path, Path] = {}  # real folder -> _package_root()
         self._root_lines: dict[Path, str | None] = {}  # root -> line of its package_info.py
-        self._installed_lines: dict[tuple, str] = {}  # roots -> _installed_line() or ""
         self.real_paths = RealPaths()
         self._texts: dict[Path, str] = {}  # read by line_for(), parsed by the finder (one read per file)
 
@@ -84,11 +83,7 @@ class Project:
     def line_for(self, path: Path, roots: list[Path]) -> str:
         if self.version:
             return self.version
-        key = tuple(roots)
-        installed = self._installed_lines.get(key)
-        if installed is None:
-            installed = self._installed_lines[key] = self._installed_line(roots) or ""
-        return installed or detect_line_from_text(self._text_for_line(path))
+        return self._installed_line(roots) or detect_line_from_text(self._text_for_line(path))
 
     def _text_for_line(self, path: Path) -> str:
         """The file's text as its finder will read it, kept for the finder; read as before

@@ -43,7 +43,7 @@ def test_each_call_of_a_memoized_function_gets_its_own_copy_with_its_sharing_kep
     assert project.resolve_function(recipes, "later_config").value("train.micro_batch_size") == 1
 
 
-def test_a_path_is_resolved_at_most_once_however_often_it_is_met(tmp_path, monkeypatch):
+def test_a_path_is_resolved_once_however_often_it_is_met(tmp_path, monkeypatch):
     recipes = write_team(tmp_path,
                          "from team import helpers\n"
                          "from team.helpers import size\n\n\n"
@@ -54,14 +54,19 @@ def test_a_path_is_resolved_at_most_once_however_often_it_is_met(tmp_path, monke
                          "    return ConfigContainer(train=TrainingConfig(micro_batch_size=helpers.size(), "
                          "global_batch_size=8))\n",
                          "def size():\n    return 2\n")
+    from mblint.extract.modules import RealPaths
+
     resolved = collections.Counter()
-    real_resolve = Path.resolve
-    monkeypatch.setattr(Path, "resolve", lambda self, *a, **k: resolved.update([str(self)]) or real_resolve(self, *a, **k))
+    real_resolve = RealPaths._resolve
+    monkeypatch.setattr(RealPaths, "_resolve",
+                        lambda self, path, absolute: resolved.update([absolute]) or real_resolve(self, path, absolute))
     project = Project([], "0.6", tmp_path)
     for name in ("one_config", "two_config"):
         assert project.recipe_functions(recipes)
         assert project.resolve_function(recipes, name).value("train.micro_batch_size") == 2
-    assert max(resolved.values(), default=0) <= 1, resolved  # regular files: one lstat per folder instead
+    assert resolved[str(recipes)] == 1
+    assert resolved[str(recipes.parent / "helpers.py")] == 1
+    assert max(resolved.values()) == 1, resolved
 
 
 def test_constructed_fields_keep_the_class_order_with_unknown_keywords_last(tmp_path):

@@ -185,10 +185,6 @@ class ModuleFinder:
         self._beside: dict[tuple, Path | None] = {}  # (folder, module name) -> find_beside()
         self._texts = texts if texts is not None else {}  # texts read before by the Project, parsed here
 
-    def resolved(self, path: Path) -> Path:
-        """``path.resolve()``, answered by the run's real paths."""
-        return self.real_paths.of(path)
-
     def find_beside(self, from_file: Path, name: str) -> Path | None:
         """A top-level import resolved next to the importing file, as when it runs as a script."""
         key = (from_file.parent, name)
