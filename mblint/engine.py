@@ -754,11 +754,16 @@ def _check_in_workers(engine: Engine, paths: list[Path], groups: list[list[Path]
             answers.append((raw, result.to_dict(), [str(d) for d in deps]))
         return answers
 
+    def check_unit_here(unit: list[str]) -> list[tuple[str, FileResult, set[Path]]]:
+        return [(raw, *engine.check_file_guarded(Path(raw))) for raw in unit]
+
     units = _at_most(workers.MAX_UNITS, [[str(p) for p in group] for group in groups])
     results = {}
-    for _, answers in workers.run_units(check_unit, units, jobs):
-        for raw, data, deps in answers:
-            results[raw] = (FileResult.from_dict(data), {Path(d) for d in deps})
+    for _, answers in workers.run_units(check_unit, units, jobs, check_unit_here):
+        for raw, result, deps in answers:
+            if isinstance(result, dict):  # from a worker
+                result, deps = FileResult.from_dict(result), {Path(d) for d in deps}
+            results[raw] = (result, deps)
     for path in paths:  # in the given order, as a single process would report them
         yield (path, *results[str(path)])
 

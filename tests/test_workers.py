@@ -26,12 +26,26 @@ def no_children_left() -> bool:
     return False
 
 
-def test_every_unit_is_answered_once_by_the_workers():
+def test_every_unit_is_answered_once():
+    answers = dict(workers.run_units(lambda unit: unit * 2, list(range(40)), jobs=2))
+    assert answers == {index: index * 2 for index in range(40)}
+    assert no_children_left()
+
+
+def test_this_process_and_the_workers_share_the_units():
+    import time
+
     parent = os.getpid()
-    answers = dict(workers.run_units(lambda unit: (unit * 2, os.getpid()), list(range(40)), jobs=2))
-    assert sorted(answers) == list(range(40))
-    assert all(value == index * 2 for index, (value, _) in answers.items())
-    assert parent not in {pid for _, pid in answers.values()}
+
+    def work(unit):
+        time.sleep(0.02)
+        return os.getpid(), "sent"
+
+    answers = dict(workers.run_units(work, list(range(12)), jobs=3, local_work=lambda unit: (work(unit)[0], "here")))
+    assert sorted(answers) == list(range(12))
+    processes = {pid for pid, _ in answers.values()}
+    assert parent in processes and len(processes) == 3, "two workers and this process took units"
+    assert all(how == ("here" if pid == parent else "sent") for pid, how in answers.values())
     assert no_children_left()
 
 
@@ -57,20 +71,31 @@ def test_the_units_of_a_worker_that_died_are_computed_by_the_parent():
 
 
 def test_an_interrupted_run_leaves_no_worker_behind():
-    def slow(unit):
-        if unit:
-            import time
-
-            time.sleep(30)
-        return unit
-
     import time
 
-    run = workers.run_units(slow, [0, 1, 2, 3], jobs=2)
-    assert next(run) == (0, 0)
+    def slow_in_a_worker(unit):
+        time.sleep(30)
+        return unit
+
+    run = workers.run_units(slow_in_a_worker, [0, 1, 2, 3], jobs=2, local_work=lambda unit: unit)
+    index, answer = next(run)  # answered here while the worker sleeps
+    assert answer == index
     started = time.monotonic()
     run.close()  # as a KeyboardInterrupt in the consumer would
     assert time.monotonic() - started < 10, "the busy workers were waited for, not stopped"
+    assert no_children_left()
+
+
+def test_an_interrupt_in_this_process_own_unit_leaves_no_worker_behind():
+    import time
+
+    def interrupted(unit):
+        raise KeyboardInterrupt
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        list(workers.run_units(lambda unit: time.sleep(30), [0, 1, 2, 3], jobs=2, local_work=interrupted))
+    assert time.monotonic() - started < 10
     assert no_children_left()
 
 
