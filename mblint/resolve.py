@@ -373,7 +373,7 @@ def _marked_keys(obj: Obj) -> tuple:
     if entry is not None and entry[0] is fields and entry[1] is obj.cls:
         return entry[2]
     names = obj.cls.fields if obj.cls is not None else None
-    if names is not None and not fields.keys() <= names.keys():
+    if names is not None and obj.declared is not fields and not fields.keys() <= names.keys():
         children = set(obj.child_keys())
         marked = tuple((key, key not in names) for key in fields if key not in names or key in children)
     else:

@@ -64,3 +64,38 @@ def test_cycles_and_open_objects_are_skipped():
     hf.mark_open()
     root.set("model", hf, None)
     assert GraphView(root).extra_fields() == ["train.iterz"]
+
+
+def extra_fields_of(tmp_path, body: str, module_level: str = "") -> list[str]:
+    """extra_fields() of the configuration a recipe builds (resolved, never run)."""
+    from mblint.resolve import Project
+
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text(
+        "from megatron.bridge.training.config import ConfigContainer, TrainingConfig\n"
+        f"{module_level}\n\n"
+        "def my_config():\n" + "".join(f"    {line}\n" for line in body.splitlines()))
+    return sorted(Project([], "0.6", tmp_path).resolve_function(recipe, "my_config").extra_fields())
+
+
+def test_a_table_known_to_hold_declared_fields_only_still_shows_later_strays(tmp_path):
+    """The interpreter marks a table whose keys its class declares, so that extra_fields()
+    need not compare it with the class; every way a stray key gets in must drop the mark."""
+    assert extra_fields_of(tmp_path, "cfg = ConfigContainer(train=TrainingConfig(micro_batch_size=1))\n"
+                                     "return cfg") == []
+    assert extra_fields_of(tmp_path, "cfg = ConfigContainer(train=TrainingConfig(micro_batch_sizee=1))\n"
+                                     "return cfg") == ["train.micro_batch_sizee"]
+    assert extra_fields_of(tmp_path, "cfg = ConfigContainer(train=TrainingConfig())\n"
+                                     "cfg.train.micro_batch_sizee = 2\n"
+                                     "return cfg") == ["train.micro_batch_sizee"]
+    assert extra_fields_of(tmp_path, "cfg = BASE\n"  # a copy of a module-level object
+                                     "cfg.train.micro_batch_sizee = 2\n"
+                                     "return cfg",
+                           module_level="BASE = ConfigContainer(train=TrainingConfig())") == ["train.micro_batch_sizee"]
+    assert extra_fields_of(tmp_path, "cfg = BASE\nreturn cfg",  # the copy of a table with a stray key
+                           module_level="BASE = ConfigContainer(train=TrainingConfig())\n"
+                                        "BASE.train.seqq = 1\n"
+                                        "BASE.strayy = 2") == ["strayy", "train.seqq"]
+    assert extra_fields_of(tmp_path, "cfg = ConfigContainer(train=TrainingConfig())\n"
+                                     "setattr(cfg.train, 'seqq', 3)\n"
+                                     "return cfg") == ["train.seqq"]

@@ -517,6 +517,8 @@ class Interpreter:
             return copy
         copy.fields = fields = dict(obj.fields)
         copy.shared = False
+        if obj.declared is obj.fields:  # the same keys
+            copy.declared = fields
         for key in children:
             value, origins = fields[key]
             fields[key] = (self.copy_obj(value, memo), origins)
@@ -1471,6 +1473,10 @@ class Interpreter:
             slot = obj.fields.get(name)
             if slot is not None and slot[1] and slot[1][-1].kind != "default":
                 obj.fields[target] = slot
+        declared = spec.fields
+        aliases = self.init_aliases.get(spec.name, {}).values()
+        if all(name in declared for name in kwargs) and all(name in declared for name in aliases):
+            obj.declared = fields  # its other keys are the class's fields
         return obj
 
     def default_table(self, spec: ClassSpec, hf_provider: bool) -> tuple[tuple, list]:

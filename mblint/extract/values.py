@@ -28,7 +28,7 @@ class Obj:
     beyond those recorded may exist with unknown values."""
 
     __slots__ = ("oid", "cls", "fields", "open", "created_at", "label", "shared", "version", "_children",
-                 "__weakref__")
+                 "declared", "__weakref__")
 
     def __init__(self, cls: ClassSpec | None, created_at: Origin | None = None) -> None:
         self.oid = next(_ids)
@@ -42,6 +42,9 @@ class Obj:
         self.shared = False
         self.version = next(_versions)
         self._children: tuple | None = None  # (fields, keys of its Obj values) for child_keys()
+        # The field table when every key in it is a field its class declares (OT001 then need
+        # not compare the table with the class); any other value means "not known".
+        self.declared: dict | None = self.fields
 
     def child_keys(self) -> tuple:
         """The keys whose values are ``Obj``, in order. The field table is frozen (shared) so
@@ -69,6 +72,7 @@ class Obj:
         twin.shared = True
         twin.version = next(_versions)
         twin._children = self._children  # about the shared table while neither writes
+        twin.declared = self.declared
         return twin
 
     def writable(self) -> dict:
@@ -77,6 +81,7 @@ class Obj:
             self.fields = dict(self.fields)
             self.shared = False
         self.version = next(_versions)
+        self.declared = None  # the caller may write any key
         return self.fields
 
     def mark_open(self) -> None:
@@ -108,8 +113,13 @@ class Obj:
                 origins = origins[:1] + origins[2 - MAX_ORIGINS:]
             origins = origins + (origin,)
         if self.shared:  # writable(), inlined: this is the interpreter's most frequent write
-            fields = self.fields = dict(fields)
+            copied = self.fields = dict(fields)
+            if self.declared is fields:
+                self.declared = copied
+            fields = copied
             self.shared = False
+        if previous is None and self.declared is fields and self.cls is not None and key not in self.cls.fields:
+            self.declared = None
         self.version = next(_versions)
         fields[key] = (value, origins)
 
