@@ -187,6 +187,8 @@ class EffectiveConfig:
             # Until the graph is flattened, look-ups go straight to it (rules make ~150k).
             self.value = graph.lookup
             self.type_of = graph.type_of
+        if graph is not None:
+            self.origins = graph.origins  # a tuple already; answered from memory after the first time
 
     def _flatten(self) -> None:
         if self._fields is None:

@@ -248,6 +248,35 @@ class _Answers(dict):
         return found
 
 
+class _TypeAnswers(dict):
+    """``GraphView.type_of`` answers by path, worked out on first use (as ``_Answers``)."""
+
+    __slots__ = ("view",)
+
+    def __init__(self, view: "GraphView") -> None:
+        super().__init__()
+        self.view = view
+
+    def __missing__(self, path: str) -> str | None:
+        value = self.view._walk_to(path)[0]
+        found = self[path] = value.type_name if isinstance(value, Obj) else None
+        return found
+
+
+class _OriginAnswers(dict):
+    """``GraphView.origins`` answers by path, worked out on first use (as ``_Answers``)."""
+
+    __slots__ = ("view",)
+
+    def __init__(self, view: "GraphView") -> None:
+        super().__init__()
+        self.view = view
+
+    def __missing__(self, path: str) -> tuple:
+        found = self[path] = tuple(self.view._walk_to(path)[1])
+        return found
+
+
 class GraphView:
     """Answers field look-ups on an interpreted object graph, flattening it only on demand."""
 
@@ -256,7 +285,10 @@ class GraphView:
         self._memo: dict[str, tuple[Any, tuple]] = {}
         self._values = _Answers(self)  # lookup() answers
         self.lookup = self._values.__getitem__  # the method below, without its Python call
-        self._types: dict[str, str | None] = {}  # type_of() answers
+        self._types = _TypeAnswers(self)  # type_of() answers
+        self.type_of = self._types.__getitem__  # likewise
+        self._origins = _OriginAnswers(self)  # origins() answers
+        self.origins = self._origins.__getitem__  # likewise
 
     def _walk_to(self, path: str) -> tuple[Any, tuple]:
         """(value, origins) at ``path``; value may be an Obj, ABSENT or UNKNOWN. Rules only
@@ -295,14 +327,11 @@ class GraphView:
 
     def origins(self, path: str) -> tuple:
         """Origins of a leaf, or of an object node (where the object was assigned)."""
-        return self._walk_to(path)[1]
+        return self._origins[path]
 
     def type_of(self, path: str) -> str | None:
-        found = self._types.get(path, _MISSING)
-        if found is _MISSING:
-            value = self._walk_to(path)[0]
-            found = self._types[path] = value.type_name if isinstance(value, Obj) else None
-        return found
+        """Class name of the object node at ``path``; None when it is no object."""
+        return self._types[path]
 
     def keys(self, path: str) -> list[str]:
         """The keys (or field names) directly below an object node."""

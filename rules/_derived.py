@@ -117,13 +117,13 @@ def parallel(cfg: EffectiveConfig) -> Parallel:
     def size(name: str, default: Any = 1) -> Any:
         """A parallel size: a positive int, None where the field allows it, else unknown (a
         null or a string from an override is not a size rules can reason about)."""
-        result = value(cfg, f"model.{name}", default)
+        result = value(cfg, _MODEL_PATHS[name], default)
         if is_node(result) or not is_known(result) or (result is None and default is None):
             return UNKNOWN if is_node(result) else result
         return result if _positive_ints(result) else UNKNOWN
 
     def flag(name: str) -> Any:
-        result = value(cfg, f"model.{name}", False)
+        result = value(cfg, _MODEL_PATHS[name], False)
         return result if isinstance(result, bool) or not is_known(result) else UNKNOWN
 
     ep = size("expert_model_parallel_size")
@@ -139,6 +139,13 @@ def parallel(cfg: EffectiveConfig) -> Parallel:
         vpp=size("virtual_pipeline_model_parallel_size", None),
         sp=flag("sequence_parallel"),
     )
+
+
+# The paths parallel() reads, made once (an f-string makes a new string, hashed anew, per call).
+_MODEL_PATHS = {name: f"model.{name}" for name in (
+    "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+    "expert_model_parallel_size", "expert_tensor_parallel_size", "virtual_pipeline_model_parallel_size",
+    "sequence_parallel")}
 
 
 def _positive_ints(*values: Any) -> bool:

@@ -99,3 +99,22 @@ def test_a_table_known_to_hold_declared_fields_only_still_shows_later_strays(tmp
     assert extra_fields_of(tmp_path, "cfg = ConfigContainer(train=TrainingConfig())\n"
                                      "setattr(cfg.train, 'seqq', 3)\n"
                                      "return cfg") == ["train.seqq"]
+
+
+def test_types_and_origins_are_answered_from_memory(monkeypatch):
+    from mblint.model import EffectiveConfig, Origin, RecipeRef
+
+    train = Obj(spec("TrainingConfig", "iters"))
+    set_at = Origin("r.py", 3, 5, 3, 20)
+    train.set("iters", 3, set_at)
+    view = GraphView(container(train))
+    walked = []
+    walk = view._walk_to
+    monkeypatch.setattr(view, "_walk_to", lambda path: walked.append(path) or walk(path))
+    cfg = EffectiveConfig(RecipeRef("r.py", "f"), graph=view)
+    for _ in range(3):
+        assert cfg.type_of("train") == "TrainingConfig"
+        assert cfg.type_of("train.iters") is None
+        assert cfg.origins("train.iters") == (set_at,)
+        assert cfg.origins("train.nothing") == ()
+    assert sorted(walked) == ["train", "train.iters", "train.iters", "train.nothing"]

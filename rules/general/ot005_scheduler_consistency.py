@@ -10,6 +10,7 @@ DEFAULTS = {"lr_decay_iters": None, "lr_warmup_iters": 0, "lr_wsd_decay_iters": 
             "lr_warmup_samples": 0, "lr_wsd_decay_samples": None, "lr_warmup_fraction": None, "max_steps": None}
 ITER = ("lr_decay_iters", "lr_warmup_iters", "lr_wsd_decay_iters")
 SAMPLE = ("lr_decay_samples", "lr_warmup_samples", "lr_wsd_decay_samples")
+PATHS = {name: f"scheduler.{name}" for name in DEFAULTS}
 
 
 def _used(name: str, current) -> bool:
@@ -79,7 +80,7 @@ megatron/bridge/training/config.py:614-642, :1610-1635, :1636-1682.
 
     def check(self, cfg, ctx):
         names = list(DEFAULTS) if cfg.schema_version != "0.3" else [n for n in DEFAULTS if n != "max_steps"]
-        sched = {n: value(cfg, f"scheduler.{n}", DEFAULTS[n]) for n in names}
+        sched = {n: value(cfg, PATHS[n], DEFAULTS[n]) for n in names}
         sched.setdefault("max_steps", None)
         if not all(known(v) or v is None for v in sched.values()):
             return
