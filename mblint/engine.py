@@ -473,6 +473,9 @@ class Engine:
         if settings is not None and settings.source is not None:
             deps = deps | {Path(settings.source)}
         result.directive_free = self._directive_free(path)
+        # The recipes of a file often report the same finding (a helper they share): the report
+        # keeps the first of each anyway, and the others need not be encoded, sent and decoded.
+        result.findings = _dedupe(result.findings)
         return result, deps
 
     def _directive_free(self, path: Path) -> bool:

@@ -166,3 +166,29 @@ def test_workers_are_started_by_the_amount_of_source(tmp_path, monkeypatch):
         path.write_text("x = 1\n" * 10_000)  # 60 KB each, 300 KB in all: three workers' worth
     assert engine_module._default_jobs(sizes(large)) == 3
     assert engine_module._default_jobs(sizes(large[:1])) == 1  # one file cannot be shared out
+
+
+def test_a_finding_the_recipes_of_a_file_share_is_sent_once(tmp_path, monkeypatch):
+    """A file's result holds each finding once (the report keeps only the first anyway), so
+    workers do not encode and send the copies the other recipes of the file report."""
+    shutil.copytree(FIXTURES / "resolve" / "myrecipes", tmp_path / "myrecipes")
+    (tmp_path / "myrecipes" / "shared.py").write_text(
+        "from .llama.h100 import llama3_8b_sft_config\n\n\n"
+        "def _with_cp(cfg):\n"
+        "    cfg.model.context_parallel_size = 2\n"
+        "    cfg.model.calculate_per_token_loss = False\n\n\n"
+        "def first_config():\n"
+        "    cfg = llama3_8b_sft_config()\n"
+        "    _with_cp(cfg)\n"
+        "    return cfg\n\n\n"
+        "def second_config():\n"
+        "    cfg = llama3_8b_sft_config()\n"
+        "    _with_cp(cfg)\n"
+        "    return cfg\n")
+    monkeypatch.chdir(tmp_path)
+    engine = Engine(CheckOptions(jobs=1))
+    engine.display_root = tmp_path
+    engine.editable = {"myrecipes/shared.py"}
+    result, _ = engine.check_file(Path("myrecipes/shared.py"))
+    identities = [finding.identity()[:4] for finding in result.findings]
+    assert identities == [("CP002", "myrecipes/shared.py", 6, 5), ("PK007", "myrecipes/shared.py", 5, 5)]
