@@ -520,6 +520,7 @@ class Interpreter:
         for key in children:
             value, origins = fields[key]
             fields[key] = (self.copy_obj(value, memo), origins)
+        copy._children = (fields, children)
         return copy
 
     def snapshot(self, frame: Frame) -> dict:

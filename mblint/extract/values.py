@@ -44,15 +44,15 @@ class Obj:
         self._children: tuple | None = None  # (fields, keys of its Obj values) for child_keys()
 
     def child_keys(self) -> tuple:
-        """The keys whose values are ``Obj``, in order. The field table is frozen (shared) so
-        that the answer stays true for it; it is kept until the table is replaced."""
+        """The keys whose values are ``Obj``, in order. Kept with the table it is true of:
+        ``set()`` carries it over to the table it writes, ``writable()`` drops it (its
+        callers change the table in any way), and a shared table is never changed."""
         fields = self.fields
         cached = self._children
         if cached is not None and cached[0] is fields:
             return cached[1]
         # A comprehension costs a third of chained map()/compress() over long tables.
         keys = tuple([key for key, (value, _) in fields.items() if type(value) is Obj])
-        self.shared = True
         self._children = (fields, keys)
         return keys
 
@@ -77,6 +77,7 @@ class Obj:
             self.fields = dict(self.fields)
             self.shared = False
         self.version = next(_versions)
+        self._children = None
         return self.fields
 
     def mark_open(self) -> None:
@@ -107,14 +108,29 @@ class Obj:
             if len(origins) >= MAX_ORIGINS:
                 origins = origins[:1] + origins[2 - MAX_ORIGINS:]
             origins = origins + (origin,)
+        table = fields
         if self.shared:  # writable(), inlined: this is the interpreter's most frequent write
-            fields = self.fields = dict(fields)
+            table = self.fields = dict(fields)
             self.shared = False
         self.version = next(_versions)
-        fields[key] = (value, origins)
+        table[key] = (value, origins)
+        children = self._children
+        if children is not None and children[0] is fields:
+            self._children = _children_after_write(children[1], table, key, previous, value)
 
     def __repr__(self) -> str:
         return f"<{self.type_name}#{self.oid}>"
+
+
+def _children_after_write(keys: tuple, table: dict, key: Any, previous: Slot | None, value: Any) -> tuple | None:
+    """``Obj._children`` of ``table`` after ``key`` was set to ``value`` (it held the slot
+    ``previous``), from ``keys``, the child keys before; None when it must be worked out."""
+    was_child = previous is not None and type(previous[0]) is Obj
+    if was_child is (type(value) is Obj):
+        return (table, keys)
+    if previous is None:  # a new key comes last
+        return (table, keys + (key,))
+    return None
 
 
 class _Missing:
