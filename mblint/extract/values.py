@@ -59,17 +59,38 @@ class Obj:
     def twin(self) -> "Obj":
         """A new object like this one, sharing its field table until either writes."""
         self.shared = True
+        return self.twin_in(self.fields, self.open, self._children)
+
+    def twin_in(self, fields: dict, is_open: bool, children: tuple | None) -> "Obj":
+        """A new object like this one was in a frozen state: ``fields`` (shared, never
+        written), ``is_open`` and ``children`` (its ``_children``)."""
         twin = _new_obj(Obj)
         twin.oid = next(_ids)
         twin.cls = self.cls
         twin.label = self.label
-        twin.fields = self.fields
-        twin.open = self.open
+        twin.fields = fields
+        twin.open = is_open
         twin.created_at = self.created_at
         twin.shared = True
         twin.version = next(_versions)
-        twin._children = self._children  # about the shared table while neither writes
+        twin._children = children
         return twin
+
+    def freeze_into(self, states: dict) -> None:
+        """Record in ``states`` (by oid, depth first) the field table, openness and
+        ``_children`` of this object and of every object reachable from it. The tables are
+        marked shared, so that later writes copy them first."""
+        if self.oid in states:
+            return
+        fields = self.fields
+        children = self._children
+        if children is None or children[0] is not fields:
+            self.child_keys()
+            children = self._children
+        self.shared = True
+        states[self.oid] = (fields, self.open, children)
+        for key in children[1]:
+            fields[key][0].freeze_into(states)
 
     def writable(self) -> dict:
         """The field table, ready to be changed."""
