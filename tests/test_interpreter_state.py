@@ -8,9 +8,11 @@ import random
 from pathlib import Path
 
 from mblint.extract import modules
-from mblint.extract.modules import RealPaths
+from mblint.extract.interpreter import Interpreter
+from mblint.extract.modules import ModuleFinder, RealPaths
 from mblint.extract.values import Obj
 from mblint.resolve import Project
+from mblint.schema import load_schema
 
 
 def _children_by_hand(obj: Obj) -> tuple:
@@ -54,6 +56,23 @@ def test_child_keys_stay_true_through_writes_twins_and_restores():
             assert obj.child_keys() == _children_by_hand(obj)
     for obj in objects:
         assert obj.child_keys() == _children_by_hand(obj)
+
+
+def test_child_keys_are_carried_through_writes_and_copies():
+    parent = Obj(None)
+    parent.set("a", Obj(None), None)
+    parent.set("b", 1, None)
+    assert parent.child_keys() == ("a",)
+    parent.shared = True  # as a snapshot leaves it: the next write copies the table
+    parent.set("b", 2, None)
+    assert parent._children == (parent.fields, ("a",))
+    parent.set("c", Obj(None), None)
+    parent.set("a", Obj(None), None)
+    assert parent._children == (parent.fields, ("a", "c"))
+    parent.set("b", Obj(None), None)  # an object where a scalar was: worked out when asked
+    assert parent.child_keys() == ("a", "b", "c")
+    copy = Interpreter(load_schema("0.6"), ModuleFinder([])).copy_obj(parent, {})
+    assert copy._children[0] is copy.fields and copy.child_keys() == ("a", "b", "c")
 
 
 def test_real_paths_agree_with_path_resolve(tmp_path, monkeypatch):

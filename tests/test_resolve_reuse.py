@@ -80,3 +80,33 @@ def test_constructed_fields_keep_the_class_order_with_unknown_keywords_last(tmp_
     assert [o.kind for o in cfg.origins("train.micro_batch_size")] == ["set"]
     assert [o.kind for o in cfg.origins("train.exit_interval")] == ["default"]
     assert len(cfg.origins("train.not_a_field")) == 1
+
+
+def test_the_first_call_gets_the_result_itself_and_the_step_budget_counts_its_copy_as_before(tmp_path):
+    inner = ", ".join(f'"k{index}": {{}}' for index in range(150))
+    recipes = write_team(tmp_path,
+                         "import os\n\n\n"
+                         "def _big():\n"
+                         f"    big = {{{inner}}}\n"
+                         '    if os.environ.get("X"):  # two ways out: the result is a merge of both\n'
+                         '        big["k0"]["y"] = 1\n'
+                         "        return big\n"
+                         '    big["k0"]["y"] = 2\n'
+                         "    return big\n\n\n"
+                         "def first_config():\n"
+                         "    big = _big()\n"
+                         '    big["k0"]["x"] = 1\n'
+                         "    return None\n\n\n"
+                         "def again_config():\n"
+                         "    big = _big()\n"
+                         '    return ConfigContainer(train=TrainingConfig(micro_batch_size=big["k0"].get("x", 0), '
+                         "global_batch_size=8))\n")
+    project = Project([], "0.6", tmp_path)
+    interp = project.interpreter_for(recipes)
+    assert project.resolve_graph(recipes, "first_config") is None
+    assert len(interp.objects) == 151, "the dict and its 150 dicts, not copied"
+    # As when the first call got a copy: 9 statements, 4 snapshots in _big (151 objects: 1
+    # step each), a copy of a 150-field table (1), the snapshot at the return (302 objects: 3).
+    assert interp.steps == 9 + 4 + 1 + 3
+    again = project.resolve_function(recipes, "again_config")
+    assert again.value("train.micro_batch_size") == 0, "the first caller's write is not in the copy"

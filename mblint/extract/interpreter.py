@@ -258,6 +258,7 @@ class Interpreter:
         self.finder = finder
         self.scopes: dict[Path, ModuleScope] = {}
         self.objects: list[Obj] = []
+        self.uncopied = 0  # objects of memoized results handed out uncopied, counted as if in ``objects``
         self.call_stack: list[ast.AST] = []
         self.call_sites: tuple["CallSite", ...] = ()  # the Origin.via of what is set now
         self.havoc_depth = 0
@@ -386,6 +387,7 @@ class Interpreter:
 
     def start_recipe(self) -> None:
         self.objects = []
+        self.uncopied = 0
         self.steps = 0
         self.budget_hit = False
         self.notes = []
@@ -502,32 +504,43 @@ class Interpreter:
         self.objects.append(obj)
         return obj
 
-    def copy_obj(self, obj: Obj, memo: dict) -> Obj:
-        """A module-level object read from a recipe: each recipe gets its own copy."""
+    def copy_obj(self, obj: Obj, memo: dict, frozen: dict | None = None) -> Obj:
+        """A module-level object read from a recipe, or a memoized result: each call gets its
+        own copy. ``frozen``: the states a result's objects were frozen in (``freeze_result``)."""
         copy = memo.get(obj.oid)
         if copy is not None:
             return copy
-        size = len(obj.fields)
+        if frozen is None:
+            fields = obj.fields
+        else:
+            fields, is_open, children, declared = frozen[obj.oid]
+        size = len(fields)
         if size >= 100:
             self.charge(size)
-        children = obj.child_keys()
-        memo[obj.oid] = copy = obj.twin()
+        if frozen is None:
+            keys = obj.child_keys()
+            copy = obj.twin()
+        else:
+            keys = children[1]
+            copy = obj.twin_in(fields, is_open, children, declared)
+        memo[obj.oid] = copy
         self.objects.append(copy)
-        if not children:
+        if not keys:
             return copy
-        copy.fields = fields = dict(obj.fields)
+        copy.fields = table = dict(fields)
         copy.shared = False
-        if obj.declared is obj.fields:  # the same keys
-            copy.declared = fields
-        for key in children:
-            value, origins = fields[key]
-            fields[key] = (self.copy_obj(value, memo), origins)
+        if copy.declared is fields:  # the same keys
+            copy.declared = table
+        for key in keys:
+            value, origins = table[key]
+            table[key] = (self.copy_obj(value, memo, frozen), origins)
+        copy._children = (table, keys)
         return copy
 
     def snapshot(self, frame: Frame) -> dict:
         """The state of every object and local; field tables are shared, not copied."""
         objects = self.objects
-        self.charge(len(objects))
+        self.charge(len(objects) + self.uncopied)
         for obj in objects:
             obj.shared = True
         return {"objects": list(objects), "fields": list(map(_FIELDS, objects)), "open": list(map(_OPEN, objects)),
@@ -566,13 +579,12 @@ class Interpreter:
     def call_function(self, func: FuncRef, args: list, kwargs: dict, site: ast.AST | None) -> Any:
         key = self.memo_key(func, args, kwargs)
         if key is not None and key in self.memo:
-            return self.copy_result(self.memo[key])
+            return self.copy_result(*self.memo[key])
         hits = self.limit_hits
         result = self.call_function_uncached(func, args, kwargs, site)
         # A result cut short by a limit depends on the calls around it: not reused.
         if key is not None and self.call_stack_clean() and self.limit_hits == hits:
-            self.memo[key] = result
-            return self.copy_result(result)
+            self.remember(key, result)
         return result
 
     def memo_key(self, func: FuncRef, args: list, kwargs: dict) -> tuple | None:
@@ -585,12 +597,44 @@ class Interpreter:
     def call_stack_clean(self) -> bool:
         return self.steps < MAX_STEPS and not self.budget_hit
 
-    def copy_result(self, value: Any) -> Any:
+    def remember(self, key: tuple, result: Any) -> None:
+        """Memoize a result that this call hands out as it is: later calls get copies of the
+        state it is in now. The copy this call once handed out instead is still charged."""
+        try:
+            frozen = self.freeze_result(result)
+        except RecursionError:  # too deep, as copying it was: not handed out, copied as it is
+            self.memo[key] = (result, None)
+            raise
+        self.memo[key] = (result, frozen)
+        self.charge_first_copy(frozen)
+
+    def freeze_result(self, value: Any) -> dict:
+        """The states of a result's objects, by oid in the order ``copy_obj`` copies them:
+        (field table, open, ``_children``). The tables are marked shared: never written."""
+        states: dict = {}
+        if isinstance(value, Obj):
+            value.freeze_into(states)
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, Obj):
+                    item.freeze_into(states)
+        return states
+
+    def charge_first_copy(self, frozen: dict) -> None:
+        """The steps of a copy of a frozen result, and its objects counted as snapshots count
+        ``objects``, as when the first call got a copy too (the step budget is unchanged)."""
+        for fields, _, _, _ in frozen.values():
+            size = len(fields)
+            if size >= 100:
+                self.charge(size)
+            self.uncopied += 1
+
+    def copy_result(self, value: Any, frozen: dict | None) -> Any:
         memo: dict = {}
         if isinstance(value, Obj):
-            return self.copy_obj(value, memo)
+            return self.copy_obj(value, memo, frozen)
         if isinstance(value, tuple) and any(isinstance(v, Obj) for v in value):
-            return tuple(self.copy_obj(v, memo) if isinstance(v, Obj) else v for v in value)
+            return tuple(self.copy_obj(v, memo, frozen) if isinstance(v, Obj) else v for v in value)
         return value
 
     def call_function_uncached(self, func: FuncRef, args: list, kwargs: dict, site: ast.AST | None) -> Any:

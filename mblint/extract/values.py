@@ -47,33 +47,54 @@ class Obj:
         self.declared: dict | None = self.fields
 
     def child_keys(self) -> tuple:
-        """The keys whose values are ``Obj``, in order. The field table is frozen (shared) so
-        that the answer stays true for it; it is kept until the table is replaced."""
+        """The keys whose values are ``Obj``, in order. Kept with the table it is true of:
+        ``set()`` carries it over to the table it writes, ``writable()`` drops it (its
+        callers change the table in any way), and a shared table is never changed."""
         fields = self.fields
         cached = self._children
         if cached is not None and cached[0] is fields:
             return cached[1]
         # A comprehension costs a third of chained map()/compress() over long tables.
         keys = tuple([key for key, (value, _) in fields.items() if type(value) is Obj])
-        self.shared = True
         self._children = (fields, keys)
         return keys
 
     def twin(self) -> "Obj":
         """A new object like this one, sharing its field table until either writes."""
         self.shared = True
+        return self.twin_in(self.fields, self.open, self._children, self.declared)
+
+    def twin_in(self, fields: dict, is_open: bool, children: tuple | None, declared: dict | None) -> "Obj":
+        """A new object like this one was in a frozen state: ``fields`` (shared, never
+        written), ``is_open``, ``children`` (its ``_children``) and ``declared``."""
         twin = _new_obj(Obj)
         twin.oid = next(_ids)
         twin.cls = self.cls
         twin.label = self.label
-        twin.fields = self.fields
-        twin.open = self.open
+        twin.fields = fields
+        twin.open = is_open
         twin.created_at = self.created_at
         twin.shared = True
         twin.version = next(_versions)
-        twin._children = self._children  # about the shared table while neither writes
-        twin.declared = self.declared
+        twin._children = children
+        twin.declared = declared
         return twin
+
+    def freeze_into(self, states: dict) -> None:
+        """Record in ``states`` (by oid, depth first) the field table, openness, ``_children``
+        and ``declared`` of this object and of every object reachable from it. The tables are
+        marked shared, so that later writes copy them first."""
+        if self.oid in states:
+            return
+        fields = self.fields
+        children = self._children
+        if children is None or children[0] is not fields:
+            self.child_keys()
+            children = self._children
+        self.shared = True
+        states[self.oid] = (fields, self.open, children, self.declared)
+        for key in children[1]:
+            fields[key][0].freeze_into(states)
 
     def writable(self) -> dict:
         """The field table, ready to be changed."""
@@ -81,6 +102,7 @@ class Obj:
             self.fields = dict(self.fields)
             self.shared = False
         self.version = next(_versions)
+        self._children = None
         self.declared = None  # the caller may write any key
         return self.fields
 
@@ -112,19 +134,31 @@ class Obj:
             if len(origins) >= MAX_ORIGINS:
                 origins = origins[:1] + origins[2 - MAX_ORIGINS:]
             origins = origins + (origin,)
+        table = fields
         if self.shared:  # writable(), inlined: this is the interpreter's most frequent write
-            copied = self.fields = dict(fields)
-            if self.declared is fields:
-                self.declared = copied
-            fields = copied
+            table = self.fields = dict(fields)
             self.shared = False
-        if previous is None and self.declared is fields and self.cls is not None and key not in self.cls.fields:
-            self.declared = None
         self.version = next(_versions)
-        fields[key] = (value, origins)
+        table[key] = (value, origins)
+        children = self._children
+        if children is not None and children[0] is fields:
+            self._children = _children_after_write(children[1], table, key, previous, value)
+        if self.declared is fields:
+            self.declared = table if previous is not None or self.cls is None or key in self.cls.fields else None
 
     def __repr__(self) -> str:
         return f"<{self.type_name}#{self.oid}>"
+
+
+def _children_after_write(keys: tuple, table: dict, key: Any, previous: Slot | None, value: Any) -> tuple | None:
+    """``Obj._children`` of ``table`` after ``key`` was set to ``value`` (it held the slot
+    ``previous``), from ``keys``, the child keys before; None when it must be worked out."""
+    was_child = previous is not None and type(previous[0]) is Obj
+    if was_child is (type(value) is Obj):
+        return (table, keys)
+    if previous is None:  # a new key comes last
+        return (table, keys + (key,))
+    return None
 
 
 class _Missing:
