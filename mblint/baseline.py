@@ -32,8 +32,10 @@ def finding_key(finding: Finding, relative_path: str) -> tuple[str, str, tuple[s
     return (relative_path, finding.rule_id, tuple(sorted(finding.fields)), recipe_function(finding))
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class StaleEntry:
+    """A baseline entry that no current finding matches."""
+
     path: str
     rule: str
     fields: tuple[str, ...]

@@ -28,7 +28,7 @@ RACY_WINDOW_NS = 3_000_000_000
 RULE_ATTRIBUTES = ("id", "name", "summary", "doc", "versions", "tags", "fixable")
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class LoadedPlugins:
     """What the rule packs provide (mblint.plugins.load_plugins, or the catalog)."""
 

@@ -78,8 +78,10 @@ from mblint.suppress import SUPPRESSION_RULES  # noqa: E402 - SY003/SY004 live b
 ENGINE_RULES: tuple[type[Rule], ...] = (SyntaxErrorRule, ResolverLimitRule) + SUPPRESSION_RULES
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class CheckOptions:
+    """What a run was asked for (command-line options and the settings resolver)."""
+
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
@@ -96,8 +98,10 @@ class CheckOptions:
     force_exclude: bool = True  # excludes apply to explicitly passed files too
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class FileError:
+    """A file (or setting) that could not be checked, and why."""
+
     path: str
     message: str
     line: int = 0
@@ -108,7 +112,7 @@ class FileError:
         return f"{self.path}{where}: {self.message}"
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class FileResult:
     """What linting one file produced; cached and sent between worker processes as JSON."""
 
@@ -135,8 +139,10 @@ class FileResult:
                    list(data["notes"]), data["recipes"], data["resolved"], data.get("directive_free", False))
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Report:
+    """Everything a run found, merged over its files."""
+
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

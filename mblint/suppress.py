@@ -96,8 +96,10 @@ mblint's suppression syntax.
 SUPPRESSION_RULES: tuple[type[Rule], ...] = (UnusedSuppressionRule, InvalidSuppressionRule)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Directive:
+    """One ``# mblint: ignore`` / ``ignore-file`` comment and the codes it names."""
+
     line: int
     column: int
     end_column: int
@@ -114,8 +116,10 @@ class Directive:
         return None
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class FileDirectives:
+    """A file's suppression comments, the malformed ones, and its statement line ranges."""
+
     directives: list[Directive] = field(default_factory=list)
     invalid: list[tuple[int, int, int, str]] = field(default_factory=list)  # line, col, end, message
     ranges: list[tuple[int, int]] = field(default_factory=list)  # statement line ranges (Python)

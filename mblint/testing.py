@@ -64,8 +64,10 @@ def marked_lines(text: str) -> list[int]:
     return [number for number, line in enumerate(text.splitlines(), start=1) if MARKER.search(line)]
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class ExampleRun:
+    """A rule's findings on one example, and the lines its markers expect them on."""
+
     findings: list[Finding]
     recipe_file: Path
     yaml_file: Path | None

@@ -101,8 +101,10 @@ def pad_to_max_length(cfg: EffectiveConfig) -> tuple[Any, str]:
     return False, field
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Parallel:
+    """The effective parallel sizes of a configuration (``parallel``)."""
+
     tp: Any
     pp: Any
     cp: Any
@@ -194,7 +196,7 @@ def _graph_names(raw: Any) -> Any:
     return UNKNOWN
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class CudaGraphs:
     """The effective CUDA graph setup of the model, per Megatron-Bridge line.
 
@@ -377,7 +379,7 @@ def eval_context_parallel_size(cfg: EffectiveConfig) -> Any:
     return result if not is_node(result) else UNKNOWN
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Alignment:
     """lcm of the CP and SP multiples over the training and eval CP sizes (0.6.2
     ``ConfigContainer.validate``). ``cp_required`` is the lcm of the CP parts alone."""

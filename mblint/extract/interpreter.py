@@ -137,8 +137,10 @@ _BUILT_PER_OBJECT = object()  # default_table(): default_for() builds a new valu
 _HF_DERIVED = object()  # default_table(): an HF provider field read from the HF config
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Frame:
+    """One function call (or module body) being interpreted."""
+
     scope: ModuleScope
     locals: dict[str, Any] = field(default_factory=dict)
     returns: list[tuple[Any, dict]] = field(default_factory=list)

@@ -35,8 +35,10 @@ class SourceLimit(SourceError):
     reported as SY002 (a limit of mblint), not SY001 (a broken file)."""
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class ModuleSource:
+    """A parsed source file."""
+
     path: Path
     display_path: str
     text: str

@@ -45,8 +45,10 @@ DATA_DIR = Path(__file__).parent / "data"
 DEFAULT_LINE = "0.6"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class FieldSpec:
+    """One field of a config class, as the schema records it."""
+
     name: str
     annotation: str
     classes: tuple[str, ...]
@@ -85,8 +87,10 @@ class ClassSpec:
         return f"ClassSpec({self.qualname})"
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Schema:
+    """The config classes, enums and field facts of one Megatron-Bridge line."""
+
     line: str
     megatron_bridge_version: str
     classes: dict[str, ClassSpec]
