@@ -22,6 +22,20 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ["text", "json", "sarif", "github"]
 
 
+class _ReadablePath(click.Path):
+    """``click.Path()``, which stats a path and then asks whether it is readable: a path
+    that is readable passes with the one question (what ``click.Path`` accepts and returns
+    is unchanged; every other path gets its checks and messages)."""
+
+    def __init__(self) -> None:
+        super().__init__()  # the default checks only: any path, readable if it exists
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and os.access(value, os.R_OK):
+            return value
+        return super().convert(value, param, ctx)
+
+
 class DefaultToCheck(click.Group):
     """``mblint PATHS`` means ``mblint check PATHS``."""
 
@@ -38,7 +52,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=_ReadablePath())
 @click.option("--select", multiple=True, help="Rule ids, prefixes or names to enable (comma-separated or repeated).")
 @click.option("--extend-select", multiple=True, help="Rules to enable on top of the selection.")
 @click.option("--ignore", multiple=True, help="Rule ids, prefixes or names to disable.")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 PYTHON_SUFFIXES = (".py",)
 YAML_SUFFIXES = (".yaml", ".yml")
+READABLE_SUFFIXES = PYTHON_SUFFIXES + YAML_SUFFIXES
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "node_modules",
     "build", "dist", ".mblint_cache", ".mypy_cache", ".pytest_cache", ".ruff_cache", "*.egg-info",
@@ -51,18 +52,35 @@ def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bo
 
 def is_excluded(path: Path, patterns: tuple[str, ...]) -> bool:
     text = path.as_posix()
-    for pattern in patterns:
-        if "/" in pattern and (fnmatch.fnmatch(text, pattern) or fnmatch.fnmatch(text, f"*/{pattern}")
-                               or fnmatch.fnmatch(text, f"{pattern}/*")):
+    slashed, plain = _split_patterns(patterns)
+    for pattern in slashed:
+        if fnmatch.fnmatch(text, pattern) or fnmatch.fnmatch(text, f"*/{pattern}") or fnmatch.fnmatch(text, f"{pattern}/*"):
             return True
-    return any(_name_excluded(part, patterns) for part in text.split("/") if part not in (".", ".."))
+    folder, slash, name = text.rpartition("/")
+    if name not in (".", "..") and _name_excluded(name, plain):
+        return True
+    return bool(slash) and _folder_excluded(folder, plain)
+
+
+@functools.lru_cache(maxsize=64)
+def _split_patterns(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the patterns with a slash, matched against the whole path; those without, matched
+    against each path component)."""
+    return tuple(p for p in patterns if "/" in p), tuple(p for p in patterns if "/" not in p)
 
 
 @functools.lru_cache(maxsize=4096)
-def _name_excluded(name: str, patterns: tuple[str, ...]) -> bool:
+def _folder_excluded(folder: str, plain: tuple[str, ...]) -> bool:
+    """Some component of ``folder`` (a POSIX path) matches one of the ``plain`` patterns; the
+    files of one folder share the answer."""
+    return any(_name_excluded(part, plain) for part in folder.split("/") if part not in (".", ".."))
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_excluded(name: str, plain: tuple[str, ...]) -> bool:
     """One path component against the patterns without a slash; the same folder names recur
     on every path."""
-    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns if "/" not in pattern)
+    return any(fnmatch.fnmatch(name, pattern) for pattern in plain)
 
 
 def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[str]) -> None:
@@ -90,16 +108,17 @@ def _add(path: Path, found: Discovered, seen: set[str], explicit: bool, status: 
     key = os.path.abspath(path)
     if key in seen:
         return
-    if path.suffix in PYTHON_SUFFIXES + YAML_SUFFIXES:
+    suffix = path.suffix
+    if suffix in READABLE_SUFFIXES:
         reason = _not_regular(path, found.sizes, status)
         if reason:
             seen.add(key)
             found.unreadable.append((path, reason))
             return
-    if path.suffix in PYTHON_SUFFIXES:
+    if suffix in PYTHON_SUFFIXES:
         seen.add(key)
         found.python.append(path)
-    elif path.suffix in YAML_SUFFIXES:
+    elif suffix in YAML_SUFFIXES:
         seen.add(key)
         found.yaml.append(path)
     elif explicit:

@@ -191,7 +191,8 @@ class Engine:
         self.directive_free: set[str] = set()  # display paths whose text never mentions "mblint"
         self._settings_by_display: dict = {}
         self._settings_memo: dict = {}
-        self._displays: dict = {}
+        self._displays: dict = {}  # path -> display, for _displays_root and _displays_cwd
+        self._displays_root = self._displays_cwd = None
         self._plugins = None
         self._known_sizes: dict[Path, int] = {}  # bytes per file, as discovery found them
         self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
@@ -361,7 +362,8 @@ class Engine:
             self.syntax_finding(SourceError(path, reason), result)
             report.add(result)
         files = found.python + found.yaml
-        self.editable = {self.project_display(p) for p in files}
+        displays = [self.project_display(p) for p in files]
+        self.editable = set(displays)
         cache = self.make_cache()  # before the plugins are first needed: they may come from its catalog
         report.notes[0:0] = self.plugins.errors
         pending = []
@@ -386,9 +388,8 @@ class Engine:
         report.findings = _dedupe(report.findings)
         from mblint.suppress import apply_suppressions
 
-        checked = found.python + found.yaml
-        report.checked = [self.project_display(p) for p in checked]
-        apply_suppressions(self, report, checked)
+        report.checked = displays
+        apply_suppressions(self, report, files)
         report.rules = sorted(self.used_rules or self.base_rules, key=lambda r: r.id)
         for message in sorted(self.settings_errors):
             report.errors.append(FileError(message, "the files these settings govern are not checked"))
@@ -502,12 +503,14 @@ class Engine:
 
     def project_display(self, path: Path) -> str:
         """How findings name ``path``; asked several times per checked file."""
-        key = (path, self.display_root) if os.path.isabs(path) else (path, self.display_root, os.getcwd())
-        display = self._displays.get(key)
+        root, cwd = self.display_root, os.getcwd()
+        if root is not self._displays_root or cwd != self._displays_cwd:  # answers made for others
+            self._displays, self._displays_root, self._displays_cwd = {}, root, cwd
+        display = self._displays.get(path)
         if display is None:
             from mblint.extract.modules import display_path
 
-            display = self._displays[key] = display_path(path, self.display_root)
+            display = self._displays[path] = display_path(path, root)
         return display
 
     # ----- python ------------------------------------------------------------------------

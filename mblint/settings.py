@@ -206,10 +206,10 @@ class SettingsResolver:
     def __init__(self, config: Path | None = None, isolated: bool = False) -> None:
         self.config = Path(config) if config else None
         self.isolated = isolated
-        self._by_dir: dict[Path, Settings] = {}
+        self._by_dir: dict[str, Settings] = {}  # real folder -> settings
         self._by_file: dict[Path, Settings | None] = {}
         self._by_path: dict[tuple, Settings] = {}  # (working folder, path as given) -> settings
-        self._real_folders: dict[tuple, Path] = {}
+        self._real_folders: dict = {}  # folder as given -> its real path
         self._by_folder: dict[tuple, Settings] = {}  # folder as given -> settings of its files
         self._real_folders_of = RealFolders().of
         self._default: Settings | None = None
@@ -222,73 +222,83 @@ class SettingsResolver:
     def for_path(self, path: Path | str) -> Settings:
         """Asked many times per file in a run (rules, world size, suppressions, fail-on):
         answered from memory after the first time."""
-        key = _exact_key(path)
+        raw = os.fspath(path)
+        cwd = "" if os.path.isabs(raw) else os.getcwd()
+        key = (cwd, raw) if cwd else raw  # as _exact_key(path)
         found = self._by_path.get(key)
         if found is None:
-            found = self._by_path[key] = self._find(path)
+            found = self._by_path[key] = self._find(raw, cwd)
         return found
 
-    def _find(self, path: Path | str) -> Settings:
+    def _find(self, raw: str, cwd: str) -> Settings:
+        """``cwd``: the working folder when ``raw`` is relative, else ""."""
         if self.isolated:
             return self.default()
         if self.config is not None:
             return self._load(self.config.resolve(), required=True) or self.default()
-        path = path if isinstance(path, Path) else Path(path)
         try:
-            mode = os.lstat(path).st_mode
+            mode = os.lstat(raw).st_mode
         except OSError:
             mode = 0
         if stat.S_ISLNK(mode) or stat.S_ISDIR(mode):  # resolved on its own
-            return self._nearest(self._real_folder(path, mode))
+            return self._nearest(self._real_folder(raw, mode))
         # A file's settings are those of the folder holding it: one answer per folder
-        key = _exact_key(path.parent)
+        folder = os.path.dirname(raw)
+        key = (cwd, folder) if cwd else folder  # as _exact_key(folder)
         found = self._by_folder.get(key)
         if found is None:
-            found = self._by_folder[key] = self._nearest(self._real_folder(path, mode))
+            found = self._by_folder[key] = self._nearest(self._real_folder(raw, mode, key))
         return found
 
-    def _nearest(self, folder: Path) -> Settings:
-        """The settings of the nearest settings file in ``folder`` or above it."""
+    def _nearest(self, folder: str) -> Settings:
+        """The settings of the nearest settings file in ``folder`` (a real, absolute folder)
+        or above it."""
+        by_dir = self._by_dir
         visited = []
         found: Settings | None = None
         current = folder
         while True:
-            if current in self._by_dir:
-                found = self._by_dir[current]
+            found = by_dir.get(current)
+            if found is not None:
                 break
             visited.append(current)
             for name in SETTINGS_FILES:
-                candidate = current / name
-                if candidate.is_file():
-                    found = self._load(candidate)
+                candidate = os.path.join(current, name)
+                if _is_file(candidate):
+                    found = self._load(Path(candidate))
                     if found is not None:
                         break
-            if found is not None or current.parent == current:
+            parent = os.path.dirname(current)
+            if found is not None or parent == current:
                 break
-            current = current.parent
+            current = parent
         found = found or self.default()
         for folder in visited:
-            self._by_dir[folder] = found
+            by_dir[folder] = found
         return found
 
-    def _real_folder(self, path: Path, mode: int | None = None) -> Path:
+    def _real_folder(self, path: Path | str, mode: int | None = None, key=None) -> str:
         """The resolved folder holding ``path`` (``path`` itself for a folder). Files of one
         folder share the folder's resolution; a symbolic link is resolved on its own.
-        ``mode``: ``path``'s ``lstat`` mode when known (0: it cannot be read)."""
+        ``mode``: ``path``'s ``lstat`` mode when known (0: it cannot be read); ``key``:
+        ``_exact_key`` of the folder holding ``path`` when known."""
+        raw = os.fspath(path)
         if mode is None:
             try:
-                mode = os.lstat(path).st_mode
+                mode = os.lstat(raw).st_mode
             except OSError:
                 mode = 0
         if stat.S_ISLNK(mode) or stat.S_ISDIR(mode):
-            real = Path(os.path.realpath(path))  # unlike Path.resolve, never raises on a symlink loop
-            return real if real.is_dir() else real.parent
-        key = _exact_key(path.parent)
-        if key not in self._real_folders:
-            parent = os.fspath(path.parent)
-            self._real_folders[key] = Path(os.path.realpath(parent) if ".." in parent.split(os.sep)
-                                           else self._real_folders_of(os.path.abspath(parent)))
-        return self._real_folders[key]
+            real = os.path.realpath(raw)  # unlike Path.resolve, never raises on a symlink loop
+            return real if os.path.isdir(real) else os.path.dirname(real)
+        parent = os.path.dirname(raw)
+        if key is None:
+            key = _exact_key(parent)
+        real = self._real_folders.get(key)
+        if real is None:
+            real = self._real_folders[key] = (os.path.realpath(parent) if ".." in parent.split(os.sep)
+                                              else self._real_folders_of(os.path.abspath(parent)))
+        return real
 
     def _load(self, path: Path, required: bool = False) -> Settings | None:
         if path not in self._by_file:
@@ -299,6 +309,11 @@ class SettingsResolver:
                 raise SettingsError(f"{path}: no [tool.mblint] table")
             self._by_file[path] = settings
         return self._by_file[path]
+
+
+def _is_file(path: str) -> bool:
+    """``os.path.isfile``; a missing file (the usual answer) costs no exception."""
+    return os.access(path, os.F_OK) and os.path.isfile(path)
 
 
 def _exact_key(path: Path | str) -> str | tuple[str, str]:

@@ -252,10 +252,11 @@ def apply_suppressions(engine: "Engine", report: "Report", checked: Iterable[Pat
         aliases[rule.name] = rule.id
     cache: dict[str, FileDirectives] = {}
     checked_displays = {engine.project_display(p): p for p in checked}
+    no_directives = FileDirectives()  # of every file whose text never mentions "mblint"
 
     def directives_for(display: str) -> FileDirectives:
         if display in engine.directive_free:
-            return FileDirectives()
+            return no_directives
         if display not in cache:
             path = checked_displays.get(display) or (root / display)
             cache[display] = parse_directives(Path(path), aliases)
@@ -271,7 +272,7 @@ def apply_suppressions(engine: "Engine", report: "Report", checked: Iterable[Pat
             continue
         if finding.location.path and finding.rule_id != "SY001":
             file = directives_for(finding.location.path)
-            if _suppress_inline(finding, file, aliases):
+            if file.directives and _suppress_inline(finding, file, aliases):
                 finding.suppressed = True
                 report.suppressed += 1
                 continue

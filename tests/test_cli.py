@@ -129,3 +129,39 @@ def test_rules_and_rule_documentation():
     doc = invoke("rule", "PK001")
     assert doc.exit_code == 0 and "## Why it matters" in doc.output
     assert CliRunner().invoke(main, ["rule", "ZZ999"]).exit_code == 2
+
+
+def test_path_arguments_answer_as_click_path_with_one_question(tmp_path, monkeypatch):
+    """A readable path argument is accepted on os.access alone (no stat); every answer is the
+    one click.Path() gives: the value itself for a file, a folder or a missing path."""
+    import click
+
+    from mblint.cli import _ReadablePath
+
+    (tmp_path / "r.py").write_text("")
+    values = [str(tmp_path / "r.py"), str(tmp_path), str(tmp_path / "missing.py"), "-"]
+    expected = [click.Path().convert(v, None, None) for v in values]
+    assert [_ReadablePath().convert(v, None, None) for v in values] == expected
+
+    import os
+
+    asked = []
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda path, *a, **k: asked.append(path) or real_stat(path, *a, **k))
+    answer = _ReadablePath().convert(values[0], None, None)
+    monkeypatch.undo()
+    assert answer == values[0] and values[0] not in asked
+
+
+def test_display_paths_follow_the_working_folder(tmp_path, monkeypatch):
+    """A relative path's display is kept per working folder: asked again from another
+    folder, the same path object names another file."""
+    from mblint.engine import CheckOptions, Engine
+
+    (tmp_path / "a").mkdir()
+    monkeypatch.chdir(tmp_path)
+    engine = Engine(CheckOptions(use_cache=True))
+    path = Path("r.py")
+    assert engine.project_display(path) == "r.py"
+    monkeypatch.chdir(tmp_path / "a")
+    assert engine.project_display(path) == "a/r.py"

@@ -180,7 +180,7 @@ def test_folders_resolve_as_realpath_does(tmp_path, monkeypatch):
     resolver = SettingsResolver()
     for file in ["b/c/r.py", "link/y/r.py", "b/rel/r.py", "link/../b/r.py", "missing/deeper/r.py",
                  str(tmp_path / "a" / "link" / "y" / "r.py"), "r.py"]:
-        assert resolver._real_folder(Path(file)) == Path(os.path.realpath(Path(file).parent)), file
+        assert resolver._real_folder(Path(file)) == os.path.realpath(Path(file).parent), file
 
 
 def test_one_settings_answer_per_folder_and_links_on_their_own(tmp_path, monkeypatch):
@@ -204,4 +204,19 @@ def test_one_settings_answer_per_folder_and_links_on_their_own(tmp_path, monkeyp
     assert resolver.for_path(Path("a/r1.py")).select == ("PK",)
     assert resolver.for_path(Path("a/link.py")).select == ("OT",)
     assert [resolver.for_path(p).select for p in (Path("a/r2.py"), "a/r3.py")] == [("PK",), ("PK",)]
-    assert looked_up == [(tmp_path / "a").resolve(), (tmp_path / "b").resolve()]
+    assert looked_up == [str((tmp_path / "a").resolve()), str((tmp_path / "b").resolve())]
+
+
+def test_settings_file_test_answers_as_isfile(tmp_path):
+    """A settings file is looked for without an exception per missing name; the answer is
+    os.path.isfile's: a folder or a dangling link named like one is not a settings file."""
+    import os
+
+    from mblint.settings import _is_file
+
+    (tmp_path / "file.toml").write_text("")
+    (tmp_path / "folder.toml").mkdir()
+    (tmp_path / "link.toml").symlink_to(tmp_path / "file.toml")
+    (tmp_path / "dangling.toml").symlink_to(tmp_path / "nowhere.toml")
+    for name in ("file.toml", "folder.toml", "link.toml", "dangling.toml", "missing.toml"):
+        assert _is_file(str(tmp_path / name)) == os.path.isfile(tmp_path / name), name
