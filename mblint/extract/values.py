@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from typing import Any
+from typing import Any, Iterable
 
 from mblint.model import UNKNOWN, Origin, Unknown
 from mblint.schema import ClassSpec
@@ -159,6 +159,12 @@ def _children_after_write(keys: tuple, table: dict, key: Any, previous: Slot | N
     if previous is None:  # a new key comes last
         return (table, keys + (key,))
     return None
+
+
+def children_among(table: dict, keys: Iterable) -> tuple:
+    """An ``Obj._children`` for ``table`` when its ``Obj`` values can only be under ``keys``
+    (given in the table's order): those keys whose values are ``Obj``."""
+    return (table, tuple([key for key in keys if type(table[key][0]) is Obj]))
 
 
 class _Missing:
