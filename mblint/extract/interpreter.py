@@ -790,7 +790,8 @@ class Interpreter:
             value = value_node.value if isinstance(value_node.value, SCALARS) else UNKNOWN
         else:
             value = self.eval(value_node, frame)
-        origin = self.origin(stmt, frame)
+        self.clock += 1  # origin(), inlined: a statement has a position
+        origin = _origin_at(stmt, frame.scope.source, self.clock, self.call_sites)
         for target in stmt.targets:
             self.store(target, value, frame, origin)
 

@@ -142,7 +142,11 @@ class Obj:
         table[key] = (value, origins)
         children = self._children
         if children is not None and children[0] is fields:
-            self._children = _children_after_write(children[1], table, key, previous, value)
+            if type(value) is not Obj and (previous is None or type(previous[0]) is not Obj):  # no child before or now
+                if table is not fields:
+                    self._children = (table, children[1])
+            else:
+                self._children = _children_after_write(children[1], table, key, previous, value)
         if self.declared is fields:
             self.declared = table if previous is not None or self.cls is None or key in self.cls.fields else None
 
