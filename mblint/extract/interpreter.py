@@ -133,6 +133,8 @@ class _NotFound:
 
 
 _NOT_FOUND = _NotFound()
+_FAST_PATH_DEPTH = MAX_EXPR_DEPTH - 1  # eval() of a leaf below it cannot reach the depth limit
+_new_origin = Origin.at
 _FIELDS, _OPEN, _VERSION, _CHILDREN = (operator.attrgetter(name) for name in ("fields", "open", "version", "_children"))
 _BUILT_PER_OBJECT = object()  # default_table(): default_for() builds a new value each time
 _HF_DERIVED = object()  # default_table(): an HF provider field read from the HF config
@@ -899,7 +901,10 @@ class Interpreter:
         if kind is ast.Attribute:
             owner = self.eval(target.value, frame)
             if type(owner) is Obj:
-                self.store_attr(owner, target.attr, value, origin)
+                if self.field_aliases:
+                    self.store_attr(owner, target.attr, value, origin)
+                else:
+                    owner.set(target.attr, value, origin)
             elif isinstance(owner, (str, int, float, bool)) or owner is None:
                 self.attribute_errors.append((origin, ast.unparse(target.value), owner, target.attr))
         elif kind is ast.Name:
@@ -987,7 +992,7 @@ class Interpreter:
             return None
         kind = type(node)
         # Fast paths: what cannot evaluate anything else, nor reach the depth limit.
-        if self.expr_depth < MAX_EXPR_DEPTH - 1:
+        if self.expr_depth < _FAST_PATH_DEPTH:
             if kind is ast.Constant:
                 return node.value if isinstance(node.value, SCALARS) else UNKNOWN
             if kind is ast.Name:
@@ -1642,12 +1647,12 @@ def _origin_at(node: ast.AST, source: ModuleSource, seq: int, via: tuple) -> Ori
     end_line = node.end_lineno or line
     end_column = node.end_col_offset or column
     if source.is_ascii:  # UTF-8 byte offsets are character columns
-        return Origin.at(source.display_path, line, column + 1, end_line, end_column + 1, "set", seq, via)
+        return _new_origin(source.display_path, line, column + 1, end_line, end_column + 1, "set", seq, via)
     wide_lines = source.non_ascii_lines
-    return Origin.at(source.display_path, line,
-                     source.char_column(line, column) if line in wide_lines else column + 1, end_line,
-                     source.char_column(end_line, end_column) if end_line in wide_lines else end_column + 1,
-                     "set", seq, via)
+    return _new_origin(source.display_path, line,
+                       source.char_column(line, column) if line in wide_lines else column + 1, end_line,
+                       source.char_column(end_line, end_column) if end_line in wide_lines else end_column + 1,
+                       "set", seq, via)
 
 
 def _stamp(origin: Origin | tuple | None) -> Origin | None:
