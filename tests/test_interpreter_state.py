@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from mblint.extract import modules
-from mblint.extract.interpreter import Interpreter
+from mblint.extract.interpreter import MAX_INT_BITS, MAX_VALUE_SIZE, Interpreter, _oversized
 from mblint.extract.modules import ModuleFinder, RealPaths
 from mblint.extract.values import Obj
 from mblint.resolve import Project
@@ -142,3 +142,69 @@ def test_package_root_is_above_the_top_package(tmp_path):
     assert project.roots_for(tmp_path / "top" / "pkg" / "sub" / "m.py")[0] == (tmp_path / "top").resolve()
     assert project.roots_for(tmp_path / "top" / "pkg" / "m.py")[0] == (tmp_path / "top").resolve()
     assert project.roots_for(tmp_path / "lone" / "m.py")[0] == (tmp_path / "lone").resolve()
+
+
+def test_child_keys_kept_by_merges_havoc_and_hf_providers_are_true(tmp_path):
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text(
+        "from megatron.bridge import AutoBridge\n"
+        "from megatron.bridge.training.config import ConfigContainer, TrainingConfig\n\n\n"
+        "def _box():\n"
+        "    return {'inner': {'k': 1}, 'other': {'k': 2}, 'n': 3}\n\n\n"
+        "def mixed_config(flag):\n"
+        "    model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+        "    box = _box()  # memoized: its child keys are known\n"
+        "    if flag:\n"
+        "        box['inner'] = 5\n"
+        "        box['n'] = 4\n"
+        "        model.seq_length = 7\n"
+        "    else:\n"
+        "        box['n'] = 6\n"
+        "    held = {'a': {'b': 1}, 'c': 2}\n"
+        "    unknown_helper(held)\n"
+        "    return ConfigContainer(model=model, train=TrainingConfig(micro_batch_size=box['n']))\n")
+    project = Project([], "0.6", tmp_path)
+    assert project.resolve_function(recipe, "mixed_config") is not None
+    objects = project.interpreter_for(recipe).objects
+    kept = [obj for obj in objects if obj._children is not None and obj._children[0] is obj.fields]
+    for obj in kept:
+        assert obj._children[1] == _children_by_hand(obj), obj
+    kept_keys = {obj._children[1] for obj in kept}
+    assert ("other",) in kept_keys  # the merged table: "inner" is an object on one path only
+    assert ("a",) in kept_keys  # the table havoc went through
+    assert any(obj.label == "HFModelProvider" for obj in kept)
+
+
+def _oversized_by_walk(value) -> bool:
+    budget, stack = MAX_VALUE_SIZE, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool):
+            if item.bit_length() > MAX_INT_BITS:
+                return True
+            budget -= 1
+        elif isinstance(item, str):
+            budget -= len(item)
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            budget -= len(item)
+            if budget >= 0:
+                stack.extend(item)
+        else:
+            budget -= 1
+        if budget < 0:
+            return True
+    return False
+
+
+def test_the_size_check_of_flat_lists_agrees_with_the_walk():
+    rng = random.Random(3)
+    scalars = [0, 1, True, None, 2.5, "", "ab", "x" * 4_000, 2 ** MAX_INT_BITS, 2 ** (MAX_INT_BITS - 1), -(2 ** 5000)]
+    values = [[], (), ["x" * (MAX_VALUE_SIZE - 1)], ["x" * MAX_VALUE_SIZE], [0] * (MAX_VALUE_SIZE // 2),
+              [0] * (MAX_VALUE_SIZE // 2 + 1), ["x" * (MAX_VALUE_SIZE - 2), 1], ["x" * (MAX_VALUE_SIZE - 2), 1, 2]]
+    for _ in range(300):
+        items = [rng.choice(scalars) for _ in range(rng.randrange(6))]
+        if rng.random() < 0.2:
+            items.insert(rng.randrange(len(items) + 1), rng.choice([["a"], ("b", 2), {3}, Obj(None)]))
+        values.append(items if rng.random() < 0.5 else tuple(items))
+    for value in values:
+        assert _oversized(value) is _oversized_by_walk(value), value

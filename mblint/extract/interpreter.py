@@ -26,6 +26,7 @@ from mblint.extract.values import (
     HFBridge,
     ModuleRef,
     Obj,
+    children_among,
     is_missing,
     is_unknown,
     merge_values,
@@ -132,7 +133,9 @@ class _NotFound:
 
 
 _NOT_FOUND = _NotFound()
-_FIELDS, _OPEN, _VERSION = (operator.attrgetter(name) for name in ("fields", "open", "version"))
+_FAST_PATH_DEPTH = MAX_EXPR_DEPTH - 1  # eval() of a leaf below it cannot reach the depth limit
+_new_origin = Origin.at
+_FIELDS, _OPEN, _VERSION, _CHILDREN = (operator.attrgetter(name) for name in ("fields", "open", "version", "_children"))
 _BUILT_PER_OBJECT = object()  # default_table(): default_for() builds a new value each time
 _HF_DERIVED = object()  # default_table(): an HF provider field read from the HF config
 
@@ -546,13 +549,16 @@ class Interpreter:
         for obj in objects:
             obj.shared = True
         return {"objects": list(objects), "fields": list(map(_FIELDS, objects)), "open": list(map(_OPEN, objects)),
-                "versions": list(map(_VERSION, objects)), "locals": dict(frame.locals)}
+                "versions": list(map(_VERSION, objects)), "children": list(map(_CHILDREN, objects)),
+                "locals": dict(frame.locals)}
 
     def restore(self, snap: dict, frame: Frame) -> None:
-        for obj, fields, is_open, version in zip(snap["objects"], snap["fields"], snap["open"], snap["versions"]):
+        states = zip(snap["objects"], snap["fields"], snap["open"], snap["versions"], snap["children"])
+        for obj, fields, is_open, version, children in states:
             if obj.version == version and obj.fields is fields and obj.open == is_open and obj.shared:
                 continue  # untouched since the snapshot
             obj.fields = fields
+            obj._children = children  # true of ``fields`` if it was then
             obj.shared = True
             obj.open = is_open
             obj.version = version
@@ -570,7 +576,11 @@ class Interpreter:
             if fields is obj.fields and is_open == obj.open:
                 continue
             obj.open = obj.open or is_open
-            obj.fields = _merge_tables(fields, obj.fields)
+            current = obj.fields
+            obj.fields = merged = _merge_tables(fields, current)
+            children = obj._children
+            # A merged slot holds an object only where both paths hold that same object.
+            obj._children = children_among(merged, children[1]) if children and children[0] is current else None
             obj.shared = False
             obj.version = next(_versions)
         for name in _ordered_union(frame.locals, other["locals"]):
@@ -784,7 +794,8 @@ class Interpreter:
             value = value_node.value if isinstance(value_node.value, SCALARS) else UNKNOWN
         else:
             value = self.eval(value_node, frame)
-        origin = self.origin(stmt, frame)
+        self.clock += 1  # origin(), inlined: a statement has a position
+        origin = _origin_at(stmt, frame.scope.source, self.clock, self.call_sites)
         for target in stmt.targets:
             self.store(target, value, frame, origin)
 
@@ -892,7 +903,10 @@ class Interpreter:
         if kind is ast.Attribute:
             owner = self.eval(target.value, frame)
             if type(owner) is Obj:
-                self.store_attr(owner, target.attr, value, origin)
+                if self.field_aliases:
+                    self.store_attr(owner, target.attr, value, origin)
+                else:
+                    owner.set(target.attr, value, origin)
             elif isinstance(owner, (str, int, float, bool)) or owner is None:
                 self.attribute_errors.append((origin, ast.unparse(target.value), owner, target.attr))
         elif kind is ast.Name:
@@ -964,11 +978,14 @@ class Interpreter:
         seen.add(obj.oid)
         obj.mark_open()
         fields = obj.writable()
+        children = []
         for key, (value, origins) in list(fields.items()):
             if isinstance(value, Obj):
+                children.append(key)
                 self.havoc_obj(value, origin, seen)
             else:
                 fields[key] = (UNKNOWN, origins + ((origin,) if origin else ()))
+        obj._children = (fields, tuple(children))
 
     # ----- expressions ---------------------------------------------------------------------
 
@@ -977,7 +994,7 @@ class Interpreter:
             return None
         kind = type(node)
         # Fast paths: what cannot evaluate anything else, nor reach the depth limit.
-        if self.expr_depth < MAX_EXPR_DEPTH - 1:
+        if self.expr_depth < _FAST_PATH_DEPTH:
             if kind is ast.Constant:
                 return node.value if isinstance(node.value, SCALARS) else UNKNOWN
             if kind is ast.Name:
@@ -1580,6 +1597,7 @@ class Interpreter:
             fields[name] = (self.default_for(fspec, default_origin), defaults)
         if "hf_model_id" in obj.fields and isinstance(model_id, str):
             obj.fields["hf_model_id"] = (model_id, (origin,))
+        obj._children = children_among(fields, [name for name, _ in table.built])  # defaults are no objects
         obj.open = True
         return obj
 
@@ -1631,12 +1649,12 @@ def _origin_at(node: ast.AST, source: ModuleSource, seq: int, via: tuple) -> Ori
     end_line = node.end_lineno or line
     end_column = node.end_col_offset or column
     if source.is_ascii:  # UTF-8 byte offsets are character columns
-        return Origin.at(source.display_path, line, column + 1, end_line, end_column + 1, "set", seq, via)
+        return _new_origin(source.display_path, line, column + 1, end_line, end_column + 1, "set", seq, via)
     wide_lines = source.non_ascii_lines
-    return Origin.at(source.display_path, line,
-                     source.char_column(line, column) if line in wide_lines else column + 1, end_line,
-                     source.char_column(end_line, end_column) if end_line in wide_lines else end_column + 1,
-                     "set", seq, via)
+    return _new_origin(source.display_path, line,
+                       source.char_column(line, column) if line in wide_lines else column + 1, end_line,
+                       source.char_column(end_line, end_column) if end_line in wide_lines else end_column + 1,
+                       "set", seq, via)
 
 
 def _stamp(origin: Origin | tuple | None) -> Origin | None:
@@ -1660,6 +1678,10 @@ def _merge_tables(other: dict, current: dict) -> dict:
     """Field tables of two paths merged slot by slot, in ``current``'s order then ``other``'s
     new keys; slots both paths share are kept as they are."""
     merged = dict(current)
+    if len(other) == len(current) and list(other) == list(current):  # the same keys: compared in step
+        for key in list(compress(other, map(operator.is_not, other.values(), current.values()))):
+            merged[key] = _merge_slots(other[key], current[key])
+        return merged
     differing = compress(other, map(operator.is_not, other.values(), map(current.get, other)))
     for key in list(differing):
         merged[key] = _merge_slots(other[key], current.get(key))
@@ -1695,6 +1717,11 @@ def _with_kind(origin: Origin | None, kind: str) -> Origin | None:
 def _oversized(value: Any) -> bool:
     """Over ``MAX_VALUE_SIZE`` (nested elements counted) or ``MAX_INT_BITS``; stops counting
     at the limit, so the check costs at most the limit."""
+    kind = type(value)
+    if (kind is list or kind is tuple) and len(value) <= MAX_VALUE_SIZE:  # most values checked
+        flat = _flat_oversized(value)
+        if flat is not None:
+            return flat
     budget = MAX_VALUE_SIZE
     stack = [value]
     while stack:
@@ -1714,6 +1741,24 @@ def _oversized(value: Any) -> bool:
         if budget < 0:
             return True
     return False
+
+
+def _flat_oversized(items: list | tuple) -> bool | None:
+    """``_oversized`` of a list or tuple of plain scalars, None when an item is anything else."""
+    budget = MAX_VALUE_SIZE - len(items)
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            budget -= len(item)
+        elif kind is int:
+            if item.bit_length() > MAX_INT_BITS:
+                return True
+            budget -= 1
+        elif kind is float or kind is bool or item is None:
+            budget -= 1
+        else:
+            return None
+    return budget < 0
 
 
 def _size(value: Any) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from typing import Any
+from typing import Any, Iterable
 
 from mblint.model import UNKNOWN, Origin, Unknown
 from mblint.schema import ClassSpec
@@ -142,7 +142,11 @@ class Obj:
         table[key] = (value, origins)
         children = self._children
         if children is not None and children[0] is fields:
-            self._children = _children_after_write(children[1], table, key, previous, value)
+            if type(value) is not Obj and (previous is None or type(previous[0]) is not Obj):  # no child before or now
+                if table is not fields:
+                    self._children = (table, children[1])
+            else:
+                self._children = _children_after_write(children[1], table, key, previous, value)
         if self.declared is fields:
             self.declared = table if previous is not None or self.cls is None or key in self.cls.fields else None
 
@@ -159,6 +163,12 @@ def _children_after_write(keys: tuple, table: dict, key: Any, previous: Slot | N
     if previous is None:  # a new key comes last
         return (table, keys + (key,))
     return None
+
+
+def children_among(table: dict, keys: Iterable) -> tuple:
+    """An ``Obj._children`` for ``table`` when its ``Obj`` values can only be under ``keys``
+    (given in the table's order): those keys whose values are ``Obj``."""
+    return (table, tuple([key for key in keys if type(table[key][0]) is Obj]))
 
 
 class _Missing:
