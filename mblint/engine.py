@@ -187,6 +187,7 @@ class Engine:
         self.editable: set[str] = set()
         self.used_rules: set = set()
         self._world_size_comments: dict[str, int | None] = {}
+        self._world_sizes: dict[tuple, tuple[int | None, str]] = {}
         self.settings_errors: set[str] = set()
         self.directive_free: set[str] = set()  # display paths whose text never mentions "mblint"
         self._settings_by_display: dict = {}
@@ -214,7 +215,9 @@ class Engine:
         self._base_rules = select_rules(self._all_rules, options.select, options.ignore, options.extend_select)
         self._rules = self._base_rules
         self._rules_cache: dict = {}
-        self._config_rules: dict = {}
+        self._config_rules: dict = {}  # tuple of enabled rules -> plans by configuration kind
+        self._plans_rules: list | None = None
+        self._plans: dict = {}
 
     def load_rule_classes(self) -> None:
         """The real rule classes, before any file is checked."""
@@ -585,16 +588,35 @@ class Engine:
         per distinct setting instead of once per configuration; the plan skips a rule whose
         precondition is False on a configuration."""
         editable = self.editable_frozen()
-        key = (tuple(self.rules), line, world_size, source, editable)
-        chosen = self._config_rules.get(key)
+        key = (line, world_size, source, editable)
+        plans = self._plans_for_rules()
+        chosen = plans.get(key)
         if chosen is None:
-            chosen = self._config_rules[key] = RulePlan([
+            chosen = plans[key] = RulePlan([
                 (rule, RuleContext(rule, world_size, source, editable_paths=editable))
                 for rule in (rule_class() for rule_class in self.rules
                              if rule_class not in ENGINE_RULES and rule_class.applies_to(line))])
         return chosen
 
+    def _plans_for_rules(self) -> dict:
+        """The plans made for the list of enabled rules in force (a list per distinct settings,
+        assigned per file and never changed in place), by configuration kind."""
+        rules = self.rules
+        if self._plans_rules is not rules:
+            self._plans = self._config_rules.setdefault(tuple(rules), {})
+            self._plans_rules = rules
+        return self._plans
+
     def world_size_for(self, cfg: EffectiveConfig, text: str) -> tuple[int | None, str]:
+        """The world size rules assume for ``cfg`` and where it came from: the option, the
+        settings or comment of the recipe's file, or the function's name; kept per function."""
+        key = (self.display_root, cfg.recipe.path, cfg.recipe.function)
+        found = self._world_sizes.get(key)
+        if found is None:
+            found = self._world_sizes[key] = self._world_size_uncached(cfg, text)
+        return found
+
+    def _world_size_uncached(self, cfg: EffectiveConfig, text: str) -> tuple[int | None, str]:
         if self.options.world_size:
             return self.options.world_size, "option"
         settings = self.settings_for_display(cfg.recipe.path)

@@ -74,6 +74,10 @@ class Unknown:
     def __hash__(self) -> int:
         return hash(Unknown)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        NOT_PLAIN_TYPES.add(cls)
+
 
 class _Absent:
     """The field does not exist here (its parent is None, or a dict lacks the key)."""
@@ -294,8 +298,17 @@ class _NodeMarker:
     def __init__(self, type_name: str) -> None:
         self.type_name = type_name
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        NOT_PLAIN_TYPES.add(cls)
+
     def __repr__(self) -> str:
         return f"<{self.type_name}>"
+
+
+# The types of what rules stay silent on (mblint.rule.known): unknown values, absent fields,
+# object nodes; a subclass of Unknown or _NodeMarker joins when it is defined.
+NOT_PLAIN_TYPES: set[type] = {Unknown, _Absent, _NodeMarker}
 
 
 def is_node(value: Any) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any, Callable, ClassVar, Iterable, Sequence
 
 from mblint.findings import Finding, FixIntent, Related, Severity
-from mblint.model import ABSENT, EffectiveConfig, Origin, Unknown, _NodeMarker, is_known, is_node
+from mblint.model import ABSENT, NOT_PLAIN_TYPES, EffectiveConfig, Origin, Unknown, is_known, is_node
 
 DOC_SECTIONS = ("What it does", "Why it matters", "Example", "Fix", "Versions", "Sources")
 _ID = re.compile(r"^[A-Z]{2,4}\d{3}$")
@@ -96,11 +96,11 @@ class RuleContext:
     ) -> Finding:
         """A finding on ``cfg``. The primary location is ``primary``'s last origin, else the
         field among ``fields`` set last in program order, else the recipe function."""
-        location = _primary_origin(cfg, fields, primary, self.editable_paths)
+        lasts = [_last_effective_origin(cfg, path) for path in fields]
+        location = _primary_origin(cfg, lasts, primary, self.editable_paths)
         related = []
-        for path in fields:
-            origin = _last_effective_origin(cfg, path)
-            if origin is None or origin == location:
+        for path, origin in zip(fields, lasts):
+            if origin is None or origin is location or origin == location:
                 continue
             text = (related_messages or {}).get(path) or f"{path} = {format_value(cfg.value(path))} is set here"
             related.append(Related(origin, text))
@@ -157,10 +157,10 @@ def _last_effective_origin(cfg: EffectiveConfig, path: str) -> Origin | None:
     return origins[-1] if origins else None
 
 
-def _primary_origin(cfg: EffectiveConfig, fields: Sequence[str], primary: str | None,
+def _primary_origin(cfg: EffectiveConfig, lasts: list[Origin | None], primary: str | None,
                     editable: frozenset[str] | None) -> Origin:
     """Where the edit belongs: never a file mblint must not edit (an installed base builder),
-    and never a default the recipe did not write."""
+    and never a default the recipe did not write. ``lasts`` holds each field's last origin."""
 
     def editable_place(origin: Origin | None) -> Origin | None:
         """The origin itself when mblint may edit its file, else the innermost call in an
@@ -187,7 +187,7 @@ def _primary_origin(cfg: EffectiveConfig, fields: Sequence[str], primary: str | 
             origin = usable(_last_effective_origin(cfg, primary), excluded)
             if origin is not None:
                 return origin
-        pool = [o for o in (usable(_last_effective_origin(cfg, path), excluded) for path in fields) if o is not None]
+        pool = [o for o in (usable(last, excluded) for last in lasts) if o is not None]
         if pool:
             return max(pool, key=lambda o: o.seq)
     return cfg.recipe.origin()
@@ -218,11 +218,8 @@ def format_value(value: Any) -> str:
 
 def known(*values: Any) -> bool:
     """True when every value is known and present (rules stay silent otherwise). Called for
-    almost every field a rule reads, hence one isinstance test per value."""
+    almost every field a rule reads, hence one set look-up of each value's type."""
     for value in values:
-        if value is ABSENT or isinstance(value, _NOT_PLAIN):
+        if type(value) in NOT_PLAIN_TYPES:
             return False
     return True
-
-
-_NOT_PLAIN = (Unknown, _NodeMarker)  # unknown values and object nodes

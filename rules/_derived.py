@@ -25,11 +25,15 @@ def per_config(helper):
     @functools.wraps(helper)
     def once(cfg: EffectiveConfig) -> Any:
         memo = cfg.derived
-        if name not in memo:
-            memo[name] = helper(cfg)
-        return memo[name]
+        found = memo.get(name, _NOT_YET)
+        if found is _NOT_YET:
+            found = memo[name] = helper(cfg)
+        return found
 
     return once
+
+
+_NOT_YET = object()  # per_config: no answer kept yet
 
 
 def per_schema(schema) -> dict:

@@ -120,3 +120,18 @@ def test_precondition_is_false_only_where_its_rules_report_nothing(line, mb_root
                     assert list(rule.check(cfg, ctx) or ()) == [], (rule_class.id, cfg.recipe.label)
                     checked += 1
     assert checked
+
+
+def test_known_is_false_for_unknown_absent_and_nodes_and_their_subclasses():
+    from mblint.model import ABSENT, Unknown, _NodeMarker
+    from mblint.rule import known
+
+    class Undecided(Unknown):
+        pass
+
+    class Section(_NodeMarker):
+        pass
+
+    assert known() and known(0, None, "", False, 1.5, (), {})
+    for silent in (UNKNOWN, ABSENT, _NodeMarker("DatasetConfig"), Undecided("why"), Section("X")):
+        assert not known(silent) and not known(1, silent) and not known(silent, 1)

@@ -124,6 +124,28 @@ def test_world_size_and_version_settings(tmp_path: Path, monkeypatch) -> None:
     assert probe(tmp_path, monkeypatch, "r.py", world_size=8, version="0.6") == ["world=8/option line=0.6"]
 
 
+def test_world_size_is_kept_per_recipe_function(tmp_path: Path, monkeypatch) -> None:
+    from integration_support import recipe
+
+    text = recipe(1, "pretrain_8gpus_config") + recipe(1, "pretrain_16gpus_config").split("\n\n", 1)[1]
+    (tmp_path / "r.py").write_text(text)
+    assert sorted(probe(tmp_path, monkeypatch, "r.py")) == ["world=16/name line=0.6", "world=8/name line=0.6"]
+
+
+def test_rule_plans_follow_the_rules_in_force() -> None:
+    from mblint.engine import CheckOptions, Engine
+    from mblint.plugins import LoadedPlugins
+
+    first, second = _Probe.make(), _Probe.make()
+    engine = Engine(CheckOptions(), LoadedPlugins(rules=[first, second]))
+    engine.rules = [first]
+    plan = engine.config_rules("0.6", None, "")
+    engine.rules = [second]
+    assert [type(rule) for rule, _ in engine.config_rules("0.6", None, "").pairs] == [second]
+    engine.rules = [first]
+    assert engine.config_rules("0.6", None, "") is plan
+
+
 def test_search_paths_relative_to_settings_file(tmp_path: Path) -> None:
     (tmp_path / "shared").mkdir()
     (tmp_path / "shared" / "helpers.py").write_text(GOOD_RECIPE.replace("def sft_config", "def base"))
