@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from mblint.extract import modules
-from mblint.extract.interpreter import MAX_INT_BITS, MAX_VALUE_SIZE, Interpreter, _oversized
+from mblint.extract.interpreter import MAX_INT_BITS, MAX_VALUE_SIZE, Interpreter, _oversized, _walked_oversized
 from mblint.extract.modules import ModuleFinder, RealPaths
 from mblint.extract.values import Obj
 from mblint.resolve import Project
@@ -175,27 +175,6 @@ def test_child_keys_kept_by_merges_havoc_and_hf_providers_are_true(tmp_path):
     assert any(obj.label == "HFModelProvider" for obj in kept)
 
 
-def _oversized_by_walk(value) -> bool:
-    budget, stack = MAX_VALUE_SIZE, [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, int) and not isinstance(item, bool):
-            if item.bit_length() > MAX_INT_BITS:
-                return True
-            budget -= 1
-        elif isinstance(item, str):
-            budget -= len(item)
-        elif isinstance(item, (list, tuple, set, frozenset)):
-            budget -= len(item)
-            if budget >= 0:
-                stack.extend(item)
-        else:
-            budget -= 1
-        if budget < 0:
-            return True
-    return False
-
-
 def test_the_size_check_of_flat_lists_agrees_with_the_walk():
     rng = random.Random(3)
     scalars = [0, 1, True, None, 2.5, "", "ab", "x" * 4_000, 2 ** MAX_INT_BITS, 2 ** (MAX_INT_BITS - 1), -(2 ** 5000)]
@@ -207,4 +186,4 @@ def test_the_size_check_of_flat_lists_agrees_with_the_walk():
             items.insert(rng.randrange(len(items) + 1), rng.choice([["a"], ("b", 2), {3}, Obj(None)]))
         values.append(items if rng.random() < 0.5 else tuple(items))
     for value in values:
-        assert _oversized(value) is _oversized_by_walk(value), value
+        assert _oversized(value) is _walked_oversized(value), value

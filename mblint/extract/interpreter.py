@@ -1722,6 +1722,11 @@ def _oversized(value: Any) -> bool:
         flat = _flat_oversized(value)
         if flat is not None:
             return flat
+    return _walked_oversized(value)
+
+
+def _walked_oversized(value: Any) -> bool:
+    """``_oversized`` by walking every nested element until the limit is reached."""
     budget = MAX_VALUE_SIZE
     stack = [value]
     while stack:
