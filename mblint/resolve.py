@@ -211,16 +211,22 @@ class ResolvedRecipe:
 _MISSING = object()
 
 
-class _Answers(dict):
-    """``GraphView.lookup`` answers by path. A known answer is a dict look-up in C with no
-    Python call; one not asked before is worked out by ``__missing__`` (and kept unless it
-    is a list, which a caller may change)."""
+class _ViewAnswers(dict):
+    """Answers of a ``GraphView`` question by path: a known answer is a dict look-up in C;
+    a subclass's ``__missing__`` works out one not asked before."""
 
     __slots__ = ("view",)
 
     def __init__(self, view: "GraphView") -> None:
         super().__init__()
         self.view = view
+
+
+class _Answers(_ViewAnswers):
+    """``GraphView.lookup`` answers by path (an answer is kept unless it is a list, which a
+    caller may change)."""
+
+    __slots__ = ()
 
     def __missing__(self, path: str) -> Any:
         view = self.view
@@ -248,14 +254,10 @@ class _Answers(dict):
         return found
 
 
-class _TypeAnswers(dict):
+class _TypeAnswers(_ViewAnswers):
     """``GraphView.type_of`` answers by path, worked out on first use (as ``_Answers``)."""
 
-    __slots__ = ("view",)
-
-    def __init__(self, view: "GraphView") -> None:
-        super().__init__()
-        self.view = view
+    __slots__ = ()
 
     def __missing__(self, path: str) -> str | None:
         value = self.view._walk_to(path)[0]
@@ -263,14 +265,10 @@ class _TypeAnswers(dict):
         return found
 
 
-class _OriginAnswers(dict):
+class _OriginAnswers(_ViewAnswers):
     """``GraphView.origins`` answers by path, worked out on first use (as ``_Answers``)."""
 
-    __slots__ = ("view",)
-
-    def __init__(self, view: "GraphView") -> None:
-        super().__init__()
-        self.view = view
+    __slots__ = ()
 
     def __missing__(self, path: str) -> tuple:
         found = self[path] = tuple(self.view._walk_to(path)[1])
