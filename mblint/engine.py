@@ -810,11 +810,10 @@ def _at_most(count: int, units: list[list]) -> list[list]:
 
 
 def _work_groups(paths: list[Path], jobs: int, sizes: dict[Path, int]) -> list[list[Path]]:
-    """Work units for the workers. Files are grouped by their folder two levels below the folder
-    common to all of them (a model family, whose recipes read the same modules: one worker then
-    parses and interprets those once); a group much bigger than an even share is cut in
-    contiguous pieces. Biggest first, by bytes, so that the work left at the end is small and
-    both workers finish together."""
+    """Work units for the workers. Files are grouped by model family (``_family_groups``), whose
+    recipes read the same modules: one worker then parses and interprets those once; a group
+    much bigger than an even share is cut in contiguous pieces. Biggest first, by bytes, so
+    that the work left at the end is small and both workers finish together."""
     share = max(1, sum(sizes.values()) // max(1, jobs * 4))
     units = []
     for group in _family_groups(paths):
@@ -826,6 +825,10 @@ def _work_groups(paths: list[Path], jobs: int, sizes: dict[Path, int]) -> list[l
 
 
 def _family_groups(paths: list[Path]) -> list[list[Path]]:
+    """Files grouped by the name of their folder one level below the top folders under the
+    folder common to all of them: ``recipes/llama/...`` and ``perf_recipes/llama/...`` are one
+    family (performance recipes call the family's base recipes). A file less deep is grouped
+    by its top folder."""
     cwd = os.getcwd()
     absolute = {path: os.path.normpath(os.path.join(cwd, path)) for path in paths}
     try:
@@ -835,7 +838,7 @@ def _family_groups(paths: list[Path]) -> list[list[Path]]:
     groups: dict[tuple, list[Path]] = {}
     for path in sorted(paths, key=str):
         parts = _below(absolute[path], common).split(os.sep) if common else [absolute[path]]
-        groups.setdefault(tuple(parts[:min(2, len(parts) - 1)]), []).append(path)
+        groups.setdefault((parts[1],) if len(parts) > 2 else tuple(parts[:len(parts) - 1]), []).append(path)
     return list(groups.values())
 
 

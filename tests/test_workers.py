@@ -192,3 +192,19 @@ def test_a_finding_the_recipes_of_a_file_share_is_sent_once(tmp_path, monkeypatc
     result, _ = engine.check_file(Path("myrecipes/shared.py"))
     identities = [finding.identity()[:4] for finding in result.findings]
     assert identities == [("CP002", "myrecipes/shared.py", 6, 5), ("PK007", "myrecipes/shared.py", 5, 5)]
+
+
+def test_a_family_spread_over_sibling_trees_is_one_group(tmp_path, monkeypatch):
+    """Performance recipes call their family's base recipes: one worker should parse both."""
+    from mblint.engine import _family_groups
+
+    monkeypatch.chdir(tmp_path)
+    files = ["recipes/llama/llama3.py", "recipes/llama/h100/llama3.py", "perf_recipes/llama/b200/llama3.py",
+             "recipes/qwen/qwen3.py", "perf_recipes/qwen/qwen3.py", "recipes/common.py", "perf_recipes/_common.py"]
+    groups = {tuple(sorted(str(p) for p in group)) for group in _family_groups([Path(f) for f in files])}
+    assert groups == {
+        ("perf_recipes/llama/b200/llama3.py", "recipes/llama/h100/llama3.py", "recipes/llama/llama3.py"),
+        ("perf_recipes/qwen/qwen3.py", "recipes/qwen/qwen3.py"),
+        ("recipes/common.py",),
+        ("perf_recipes/_common.py",),
+    }
