@@ -224,7 +224,7 @@ class SettingsResolver:
         answered from memory after the first time."""
         raw = os.fspath(path)
         cwd = "" if os.path.isabs(raw) else os.getcwd()
-        key = (cwd, raw) if cwd else raw  # as _exact_key(path)
+        key = _exact_key(raw, cwd)
         found = self._by_path.get(key)
         if found is None:
             found = self._by_path[key] = self._find(raw, cwd)
@@ -244,7 +244,7 @@ class SettingsResolver:
             return self._nearest(self._real_folder(raw, mode))
         # A file's settings are those of the folder holding it: one answer per folder
         folder = os.path.dirname(raw)
-        key = (cwd, folder) if cwd else folder  # as _exact_key(folder)
+        key = _exact_key(folder, cwd)
         found = self._by_folder.get(key)
         if found is None:
             found = self._by_folder[key] = self._nearest(self._real_folder(raw, mode, key))
@@ -316,11 +316,14 @@ def _is_file(path: str) -> bool:
     return os.access(path, os.F_OK) and os.path.isfile(path)
 
 
-def _exact_key(path: Path | str) -> str | tuple[str, str]:
+def _exact_key(path: Path | str, cwd: str | None = None) -> str | tuple[str, str]:
     """A memo key for ``path`` as given: no normalisation across symbolic links; a relative
-    path also depends on the working folder."""
+    path also depends on the working folder (``cwd`` when the caller has it: "" for an
+    absolute path)."""
     raw = os.fspath(path)
-    return raw if os.path.isabs(raw) else (os.getcwd(), raw)
+    if cwd is None:
+        cwd = "" if os.path.isabs(raw) else os.getcwd()
+    return (cwd, raw) if cwd else raw
 
 
 def render_settings(settings: Settings, path: str) -> str:
