@@ -10,11 +10,13 @@ from mblint.findings import Finding, Severity
 
 
 def render(report: Report, show_source: bool = True) -> str:
+    sources = source_lines(report.findings) if show_source else {}
     lines: list[str] = []
-    cache: dict[str, list[str]] = {}
     for finding in report.findings:
-        lines.extend(render_finding(finding, cache, show_source))
+        lines.extend(_render_finding(finding, sources, show_source))
     lines.append(summary_line(report))
+    if not "".join(lines).isprintable():  # one test of the whole text (every line, most often)
+        lines = [printable(line) for line in lines]
     return "\n".join(lines) + "\n"
 
 
@@ -30,14 +32,10 @@ def printable(text: str) -> str:
                         text)
 
 
-def render_finding(finding: Finding, cache: dict, show_source: bool) -> list[str]:
-    return [printable(line) for line in _render_finding(finding, cache, show_source)]
-
-
-def _render_finding(finding: Finding, cache: dict, show_source: bool) -> list[str]:
+def _render_finding(finding: Finding, sources: dict[str, dict[int, str]], show_source: bool) -> list[str]:
     loc = finding.location
     out = [f"{loc.path}:{loc.line}:{loc.column}: {finding.rule_id} [{finding.severity.label}] {finding.message}"]
-    source = _line(loc.path, loc.line, cache) if show_source else None
+    source = sources[loc.path].get(loc.line) if show_source else None
     if source is not None:
         gutter = " " * len(str(loc.line))
         start = max(loc.column - 1, 0)
@@ -83,14 +81,24 @@ def _hidden(report: Report) -> str:
     return f"; {', '.join(parts)}" if parts else ""
 
 
-def _line(path: str, number: int, cache: dict) -> str | None:
-    if path not in cache:
-        from mblint.extract.modules import SourceError, read_regular_file
+def source_lines(findings: list[Finding]) -> dict[str, dict[int, str]]:
+    """The text of each line that ``findings`` point at, by path and line number. Each file is
+    read once, and its other lines are dropped before the next file is read."""
+    wanted: dict[str, set[int]] = {}
+    for finding in findings:
+        wanted.setdefault(finding.location.path, set()).add(finding.location.line)
+    found: dict[str, dict[int, str]] = {}
+    for path, numbers in wanted.items():
+        lines = _file_lines(path)
+        found[path] = {number: lines[number - 1] for number in numbers if 0 < number <= len(lines)}
+    return found
 
-        try:
-            data = read_regular_file(Path(path))
-            cache[path] = [] if b"\x00" in data else data.decode("utf-8-sig", errors="replace").splitlines()
-        except SourceError:
-            cache[path] = []
-    lines = cache[path]
-    return lines[number - 1] if 0 < number <= len(lines) else None
+
+def _file_lines(path: str) -> list[str]:
+    from mblint.extract.modules import SourceError, read_regular_file
+
+    try:
+        data = read_regular_file(Path(path))
+    except SourceError:
+        return []
+    return [] if b"\x00" in data else data.decode("utf-8-sig", errors="replace").splitlines()
