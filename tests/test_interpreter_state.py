@@ -11,6 +11,7 @@ from mblint.extract import modules
 from mblint.extract.interpreter import MAX_INT_BITS, MAX_VALUE_SIZE, Interpreter, _oversized, _walked_oversized
 from mblint.extract.modules import ModuleFinder, RealPaths
 from mblint.extract.values import Obj
+from mblint.model import Unknown
 from mblint.resolve import Project
 from mblint.schema import load_schema
 
@@ -185,5 +186,46 @@ def test_the_size_check_of_flat_lists_agrees_with_the_walk():
         if rng.random() < 0.2:
             items.insert(rng.randrange(len(items) + 1), rng.choice([["a"], ("b", 2), {3}, Obj(None)]))
         values.append(items if rng.random() < 0.5 else tuple(items))
+    values += scalars + ["x" * MAX_VALUE_SIZE, "x" * (MAX_VALUE_SIZE + 1), 2 ** MAX_INT_BITS - 1, -(2 ** MAX_INT_BITS)]
     for value in values:
         assert _oversized(value) is _walked_oversized(value), value
+
+
+def _resolved_root(tmp_path: Path, body: str) -> tuple:
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text("from megatron.bridge.training.config import ConfigContainer, TrainingConfig\n\n\n" + body)
+    project = Project([], "0.6", tmp_path)
+    resolved = project.resolve_graph(recipe, "recipe_config")
+    return resolved.root, project.interpreter_for(recipe)
+
+
+def test_field_assignments_store_as_store_does(tmp_path):
+    root, interp = _resolved_root(tmp_path, (
+        "def recipe_config(n):\n"
+        "    cfg = ConfigContainer(train=TrainingConfig(micro_batch_size=1))\n"
+        "    cfg.train.global_batch_size = 8\n"
+        "    name = 'x'\n"
+        "    name.upper = 3\n"
+        "    cfg.train.train_iters = 5\n"
+        "    for i in range(n):\n"
+        "        cfg.train.train_iters = 5\n"
+        "    return cfg\n"))
+    train = root.fields["train"][0]
+    assert train.fields["global_batch_size"][0] == 8
+    assert train.fields["global_batch_size"][1][-1].line == 6
+    assert isinstance(train.fields["train_iters"][0], Unknown)  # set in a loop (to the value it had)
+    assert [(error[1], error[3]) for error in interp.attribute_errors] == [("name", "upper")]
+
+
+def test_constructed_objects_get_their_own_default_tables(tmp_path):
+    root, interp = _resolved_root(tmp_path, (
+        "def recipe_config():\n"
+        "    first = TrainingConfig()\n"
+        "    second = TrainingConfig()\n"
+        "    first.train_iters = 3\n"
+        "    return ConfigContainer(train=second)\n"))
+    train = root.fields["train"][0]
+    spec = interp.schema.find_class("TrainingConfig")
+    assert list(train.fields) == list(spec.fields)
+    assert train.fields["train_iters"][0] == spec.fields["train_iters"].default_value()
+    assert train.fields["train_iters"][1][-1].kind == "default"
