@@ -588,6 +588,30 @@ class Interpreter:
         for name in _ordered_union(frame.locals, other["locals"]):
             frame.locals[name] = merge_values(other["locals"].get(name, UNKNOWN), frame.locals.get(name, UNKNOWN))
 
+    def merge_start_into_current(self, start: dict, frame: Frame) -> None:
+        """The state that ``restore(start)`` then ``merge_into_current(current, start)`` leave
+        (a path that changed nothing merged with the current one), without the snapshot of the
+        current state: a table only this path wrote is merged in place."""
+        states = zip(start["objects"], start["fields"], start["open"], start["versions"], start["children"])
+        for obj, fields, is_open, version, children in states:
+            if obj.version == version or (obj.fields is fields and obj.open == is_open):
+                continue
+            current = obj.fields
+            obj.open = is_open or obj.open
+            if obj.shared:
+                obj.fields = merged = _merge_tables(current, fields)
+            else:  # only this object holds it
+                obj.fields = merged = _merge_into_first(current, fields)
+                obj.declared = None  # not a table its class declares after merging, as a new table is not
+            obj._children = children_among(merged, children[1]) if children and children[0] is fields else None
+            obj.shared = False
+            obj.version = next(_versions)
+        current_locals = dict(frame.locals)
+        frame.locals.clear()
+        frame.locals.update(start["locals"])
+        for name in _ordered_union(frame.locals, current_locals):
+            frame.locals[name] = merge_values(current_locals.get(name, UNKNOWN), frame.locals.get(name, UNKNOWN))
+
     # ----- functions -----------------------------------------------------------------------
 
     def call_function(self, func: FuncRef, args: list, kwargs: dict, site: ast.AST | None) -> Any:
@@ -863,6 +887,13 @@ class Interpreter:
     def exec_both(self, first: list[ast.stmt], second: list[ast.stmt], frame: Frame) -> None:
         start = self.snapshot(frame)
         first_open = self.exec_block(first, frame)
+        if not second:  # most branches: an `if` without `else`, a loop body
+            self.charge(len(self.objects) + self.uncopied)  # as the snapshot after the first path did
+            if first_open:
+                self.merge_start_into_current(start, frame)
+            else:
+                self.restore(start, frame)
+            return
         after_first = self.snapshot(frame)
         self.restore(start, frame)
         second_open = self.exec_block(second, frame)
@@ -1721,6 +1752,17 @@ def _merge_tables(other: dict, current: dict) -> dict:
     for key in current.keys() - other.keys():
         merged[key] = _merge_slots(None, current[key])
     return merged
+
+
+def _merge_into_first(other: dict, current: dict) -> dict:
+    """``_merge_tables(other, current)``, written into ``other`` when it holds ``current``'s keys
+    in their order, then its new keys (the merged table's order)."""
+    keys = list(other)
+    if keys[:len(current)] != list(current):
+        return _merge_tables(other, current)
+    for key in list(compress(keys, map(operator.is_not, other.values(), map(current.get, keys)))):
+        other[key] = _merge_slots(other[key], current.get(key))
+    return other
 
 
 def _merge_slots(left: tuple | None, right: tuple | None) -> tuple:
