@@ -11,7 +11,28 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 
-@dataclass(frozen=True)
+class _OriginDraft:
+    """An ``Origin`` being made: its slots are filled with plain stores, then it becomes an
+    ``Origin`` (a class with the same slots can take another's place). The frozen dataclass's
+    ``__init__`` costs an ``object.__setattr__`` per field, and the interpreter makes an
+    origin for every assignment it reads."""
+
+    __slots__ = ("path", "line", "column", "end_line", "end_column", "kind", "seq", "via")
+
+    def __init__(self, path: str, line: int, column: int, end_line: int, end_column: int, kind: str = "set",
+                 seq: int = 0, via: tuple = ()) -> None:
+        self.path = path
+        self.line = line
+        self.column = column
+        self.end_line = end_line
+        self.end_column = end_column
+        self.kind = kind
+        self.seq = seq
+        self.via = via
+        self.__class__ = Origin
+
+
+@dataclass(frozen=True, slots=True)
 class Origin:
     """A place in a file that set a value. Lines are 1-based; columns are 1-based characters,
     and ``end_column`` is exclusive (SARIF's convention)."""
@@ -27,22 +48,11 @@ class Origin:
     # an ``origin()``: where a value set inside a library helper shows in the recipe.
     via: tuple = field(default=(), compare=False, repr=False)
 
-    @classmethod
-    def at(cls, path: str, line: int, column: int, end_line: int, end_column: int, kind: str = "set",
-           seq: int = 0, via: tuple = ()) -> "Origin":
-        """``Origin(...)`` without the frozen dataclass's ``object.__setattr__`` per field: the
-        interpreter makes one for every assignment it reads."""
-        origin = object.__new__(cls)
-        fields = origin.__dict__
-        fields["path"] = path
-        fields["line"] = line
-        fields["column"] = column
-        fields["end_line"] = end_line
-        fields["end_column"] = end_column
-        fields["kind"] = kind
-        fields["seq"] = seq
-        fields["via"] = via
-        return origin
+    at = _OriginDraft  # Origin.at(path, line, column, end_line, end_column, kind="set", seq=0, via=())
+
+    def __reduce__(self) -> tuple:
+        return (Origin.at, (self.path, self.line, self.column, self.end_line, self.end_column, self.kind, self.seq,
+                            self.via))
 
     def to_json(self) -> dict:
         return {

@@ -8,9 +8,10 @@ import random
 from pathlib import Path
 
 from mblint.extract import modules
-from mblint.extract.interpreter import MAX_INT_BITS, MAX_VALUE_SIZE, Interpreter, _oversized, _walked_oversized
+from mblint.extract.interpreter import MAX_INT_BITS, MAX_VALUE_SIZE, Frame, Interpreter, _oversized, _walked_oversized
 from mblint.extract.modules import ModuleFinder, RealPaths
 from mblint.extract.values import Obj
+from mblint.model import UNKNOWN, Origin, Unknown
 from mblint.resolve import Project
 from mblint.schema import load_schema
 
@@ -185,5 +186,94 @@ def test_the_size_check_of_flat_lists_agrees_with_the_walk():
         if rng.random() < 0.2:
             items.insert(rng.randrange(len(items) + 1), rng.choice([["a"], ("b", 2), {3}, Obj(None)]))
         values.append(items if rng.random() < 0.5 else tuple(items))
+    values += scalars + ["x" * MAX_VALUE_SIZE, "x" * (MAX_VALUE_SIZE + 1), 2 ** MAX_INT_BITS - 1, -(2 ** MAX_INT_BITS)]
     for value in values:
         assert _oversized(value) is _walked_oversized(value), value
+
+
+def _resolved_root(tmp_path: Path, body: str) -> tuple:
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text("from megatron.bridge.training.config import ConfigContainer, TrainingConfig\n\n\n" + body)
+    project = Project([], "0.6", tmp_path)
+    resolved = project.resolve_graph(recipe, "recipe_config")
+    return resolved.root, project.interpreter_for(recipe)
+
+
+def test_field_assignments_store_as_store_does(tmp_path):
+    root, interp = _resolved_root(tmp_path, (
+        "def recipe_config(n):\n"
+        "    cfg = ConfigContainer(train=TrainingConfig(micro_batch_size=1))\n"
+        "    cfg.train.global_batch_size = 8\n"
+        "    name = 'x'\n"
+        "    name.upper = 3\n"
+        "    cfg.train.train_iters = 5\n"
+        "    for i in range(n):\n"
+        "        cfg.train.train_iters = 5\n"
+        "    return cfg\n"))
+    train = root.fields["train"][0]
+    assert train.fields["global_batch_size"][0] == 8
+    assert train.fields["global_batch_size"][1][-1].line == 6
+    assert isinstance(train.fields["train_iters"][0], Unknown)  # set in a loop (to the value it had)
+    assert [(error[1], error[3]) for error in interp.attribute_errors] == [("name", "upper")]
+
+
+def test_constructed_objects_get_their_own_default_tables(tmp_path):
+    root, interp = _resolved_root(tmp_path, (
+        "def recipe_config():\n"
+        "    first = TrainingConfig()\n"
+        "    second = TrainingConfig()\n"
+        "    first.train_iters = 3\n"
+        "    return ConfigContainer(train=second)\n"))
+    train = root.fields["train"][0]
+    spec = interp.schema.find_class("TrainingConfig")
+    assert list(train.fields) == list(spec.fields)
+    assert train.fields["train_iters"][0] == spec.fields["train_iters"].default_value()
+    assert train.fields["train_iters"][1][-1].kind == "default"
+
+
+def _after_one_sided_branch(seed: int, merged_with_the_start: bool) -> list:
+    """Objects and locals after a path of random writes is merged with the state before it
+    (an `if` without `else`), by merge_start_into_current or by the general snapshot,
+    restore and merge."""
+    rng = random.Random(seed)
+    interp = Interpreter(load_schema("0.6"), ModuleFinder([]))
+    frame = Frame(None, locals={"x": 1, "y": 2})  # type: ignore[arg-type]
+    objects = [interp.new_obj(None, None) for _ in range(4)]
+    values = [0, 1, "a", UNKNOWN, *objects[2:]]
+    for number, obj in enumerate(objects):
+        for key in rng.sample("abcdefgh", rng.randrange(6)):
+            obj.set(key, rng.choice(values), Origin.at("r.py", number, 1, number, 2))
+    start = interp.snapshot(frame)
+    held = []  # (table of a snapshot, its items then): never written afterwards
+    for step in range(rng.randrange(12)):
+        obj = rng.choice(objects)
+        action = rng.randrange(6)
+        if action == 0:
+            obj.writable().pop(rng.choice("abcdefgh"), None)
+        elif action == 1:
+            obj.mark_open()
+        elif action == 2:
+            frame.locals[rng.choice("xyz")] = rng.choice(values)
+        elif action == 3:
+            held += [(table, list(table.items())) for table in interp.snapshot(frame)["fields"]]  # as a return does
+        else:
+            obj.set(rng.choice("abcdefghij"), rng.choice(values), Origin.at("r.py", 10 + step, 1, 10 + step, 2))
+    if merged_with_the_start:
+        interp.merge_start_into_current(start, frame)
+    else:
+        current = interp.snapshot(frame)
+        interp.restore(start, frame)
+        interp.merge_into_current(current, frame, start)
+    assert all(list(table.items()) == items for table, items in held)
+
+    def shown(value):  # the objects of the two runs compared by their place in the list
+        return f"object {objects.index(value)}" if type(value) is Obj else value
+
+    tables = [([(key, shown(value), origins) for key, (value, origins) in obj.fields.items()], obj.open,
+               obj.child_keys()) for obj in objects]
+    return tables + [[(name, shown(value)) for name, value in frame.locals.items()]]
+
+
+def test_a_one_sided_branch_merges_as_snapshot_restore_and_merge_do():
+    for seed in range(400):
+        assert _after_one_sided_branch(seed, True) == _after_one_sided_branch(seed, False), seed

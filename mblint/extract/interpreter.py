@@ -7,6 +7,7 @@ objects handed to calls it cannot follow become unknown.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 import re
@@ -175,6 +176,7 @@ COMPARE_OPS = {
     ast.IsNot: operator.is_not,
 }
 SCALARS = (int, float, str, bool, type(None))
+_PLAIN_TYPES = frozenset(SCALARS)  # exact types (no subclass) of the arguments of memoized calls
 
 
 def _known_seq(values: Iterable[Any]) -> bool:
@@ -586,6 +588,30 @@ class Interpreter:
         for name in _ordered_union(frame.locals, other["locals"]):
             frame.locals[name] = merge_values(other["locals"].get(name, UNKNOWN), frame.locals.get(name, UNKNOWN))
 
+    def merge_start_into_current(self, start: dict, frame: Frame) -> None:
+        """The state that ``restore(start)`` then ``merge_into_current(current, start)`` leave
+        (a path that changed nothing merged with the current one), without the snapshot of the
+        current state: a table only this path wrote is merged in place."""
+        states = zip(start["objects"], start["fields"], start["open"], start["versions"], start["children"])
+        for obj, fields, is_open, version, children in states:
+            if obj.version == version or (obj.fields is fields and obj.open == is_open):
+                continue
+            current = obj.fields
+            obj.open = is_open or obj.open
+            if obj.shared:
+                obj.fields = merged = _merge_tables(current, fields)
+            else:  # only this object holds it
+                obj.fields = merged = _merge_into_first(current, fields)
+                obj.declared = None  # not a table its class declares after merging, as a new table is not
+            obj._children = children_among(merged, children[1]) if children and children[0] is fields else None
+            obj.shared = False
+            obj.version = next(_versions)
+        current_locals = dict(frame.locals)
+        frame.locals.clear()
+        frame.locals.update(start["locals"])
+        for name in _ordered_union(frame.locals, current_locals):
+            frame.locals[name] = merge_values(current_locals.get(name, UNKNOWN), frame.locals.get(name, UNKNOWN))
+
     # ----- functions -----------------------------------------------------------------------
 
     def call_function(self, func: FuncRef, args: list, kwargs: dict, site: ast.AST | None) -> Any:
@@ -602,8 +628,14 @@ class Interpreter:
     def memo_key(self, func: FuncRef, args: list, kwargs: dict) -> tuple | None:
         """Calls whose arguments are all plain scalars cannot touch the caller's objects, and
         module-level objects are copied on read: their results can be reused."""
-        if self.havoc_depth or not all(type(v) in (int, float, str, bool, type(None)) for v in (*args, *kwargs.values())):
+        if self.havoc_depth:
             return None
+        for value in args:
+            if type(value) not in _PLAIN_TYPES:
+                return None
+        for value in kwargs.values():
+            if type(value) not in _PLAIN_TYPES:
+                return None
         return (id(func.node), tuple(args), tuple(sorted(kwargs.items())))
 
     def call_stack_clean(self) -> bool:
@@ -683,13 +715,14 @@ class Interpreter:
         spec = func.node.args
         positional = spec.posonlyargs + spec.args
         defaults = [None] * (len(positional) - len(spec.defaults)) + list(spec.defaults)
-        default_frame = Frame(func.module)
+        default_frame = None  # where defaults are evaluated: made for the first one
         for index, (param, default) in enumerate(zip(positional, defaults)):
             if index < len(args):
                 value = args[index]
             elif param.arg in kwargs:
                 value = kwargs.pop(param.arg)
             elif default is not None:
+                default_frame = default_frame or Frame(func.module)
                 value = self.eval(default, default_frame)
             else:
                 value = UNKNOWN
@@ -701,6 +734,7 @@ class Interpreter:
             if param.arg in kwargs:
                 frame.locals[param.arg] = kwargs.pop(param.arg)
             elif default is not None:
+                default_frame = default_frame or Frame(func.module)
                 frame.locals[param.arg] = self.eval(default, default_frame)
             else:
                 frame.locals[param.arg] = UNKNOWN
@@ -796,7 +830,25 @@ class Interpreter:
             value = self.eval(value_node, frame)
         self.clock += 1  # origin(), inlined: a statement has a position
         origin = _origin_at(stmt, frame.scope.source, self.clock, self.call_sites)
-        for target in stmt.targets:
+        targets = stmt.targets
+        target = targets[0]
+        if type(target) is ast.Attribute and len(targets) == 1 and not self.havoc_depth:  # store(), inlined: most lines
+            owner_node = target.value
+            owner = _NOT_FOUND
+            if type(owner_node) is ast.Attribute and self.expr_depth < _FAST_PATH_DEPTH:  # cfg.train: eval()'s fast path
+                holder = frame.locals.get(owner_node.value.id) if type(owner_node.value) is ast.Name else None
+                if type(holder) is Obj and holder.cls is not None:
+                    slot = holder.fields.get(owner_node.attr)
+                    if slot is not None:
+                        owner = slot[0]
+            if owner is _NOT_FOUND:
+                owner = self.eval(owner_node, frame)
+            if type(owner) is Obj and not self.field_aliases:
+                owner.set(target.attr, value, origin)
+            else:
+                self.store_attribute(owner, target, value, origin)
+            return
+        for target in targets:
             self.store(target, value, frame, origin)
 
     def stmt_AnnAssign(self, stmt: ast.AnnAssign, frame: Frame) -> None:
@@ -835,6 +887,13 @@ class Interpreter:
     def exec_both(self, first: list[ast.stmt], second: list[ast.stmt], frame: Frame) -> None:
         start = self.snapshot(frame)
         first_open = self.exec_block(first, frame)
+        if not second:  # most branches: an `if` without `else`, a loop body
+            self.charge(len(self.objects) + self.uncopied)  # as the snapshot after the first path did
+            if first_open:
+                self.merge_start_into_current(start, frame)
+            else:
+                self.restore(start, frame)
+            return
         after_first = self.snapshot(frame)
         self.restore(start, frame)
         second_open = self.exec_block(second, frame)
@@ -901,14 +960,7 @@ class Interpreter:
             value = UNKNOWN
         kind = type(target)
         if kind is ast.Attribute:
-            owner = self.eval(target.value, frame)
-            if type(owner) is Obj:
-                if self.field_aliases:
-                    self.store_attr(owner, target.attr, value, origin)
-                else:
-                    owner.set(target.attr, value, origin)
-            elif isinstance(owner, (str, int, float, bool)) or owner is None:
-                self.attribute_errors.append((origin, ast.unparse(target.value), owner, target.attr))
+            self.store_attribute(self.eval(target.value, frame), target, value, origin)
         elif kind is ast.Name:
             frame.locals[target.id] = value
         elif isinstance(target, ast.Subscript):
@@ -923,6 +975,16 @@ class Interpreter:
             self.store_sequence(target, value, frame, origin)
         elif isinstance(target, ast.Starred):
             self.store(target.value, UNKNOWN, frame, origin)
+
+    def store_attribute(self, owner: Any, target: ast.Attribute, value: Any, origin: Origin | None) -> None:
+        """``target`` (``owner.name``) set to ``value``, ``owner`` being the value of ``target.value``."""
+        if type(owner) is Obj:
+            if self.field_aliases:
+                self.store_attr(owner, target.attr, value, origin)
+            else:
+                owner.set(target.attr, value, origin)
+        elif isinstance(owner, (str, int, float, bool)) or owner is None:
+            self.attribute_errors.append((origin, ast.unparse(target.value), owner, target.attr))
 
     def store_sequence(self, target: ast.Tuple | ast.List, value: Any, frame: Frame, origin: Origin | None) -> None:
         items = list(value) if isinstance(value, (tuple, list)) else None
@@ -1034,11 +1096,7 @@ class Interpreter:
             value = frame.scope.lookup(name)
             if value is not _NOT_FOUND:
                 return self.copy_obj(value, {}) if isinstance(value, Obj) else value
-        if name in ("True", "False", "None"):
-            return {"True": True, "False": False, "None": None}[name]
-        if name in PURE_BUILTINS or name in BUILTIN_SPECIALS:
-            return External(f"builtins.{name}")
-        return UNKNOWN
+        return _BUILTIN_NAMES.get(name, UNKNOWN)
 
     def expr_Attribute(self, node: ast.Attribute, frame: Frame) -> Any:
         owner = self.eval(node.value, frame)
@@ -1439,13 +1497,11 @@ class Interpreter:
 
     def call_external(self, func: External, args: list, kwargs: dict, node: ast.AST, frame: Frame, kw_origins: dict) -> Any:
         qualname = func.qualname
-        short = qualname[len("builtins."):] if qualname.startswith("builtins.") else qualname
-        if short.startswith("math.") or (short.rsplit(".", 1)[-1] in MATH_NAMES and "math" in short):
-            short = "math." + short.rsplit(".", 1)[-1]
-        if short in PURE_BUILTINS:
-            return PURE_BUILTINS[short](args, kwargs)
-        if short in BUILTIN_SPECIALS:
-            return BUILTIN_SPECIALS[short](self, args, kwargs, node, frame)
+        pure, special = _external_builtin(qualname)
+        if pure is not None:
+            return pure(args, kwargs)
+        if special is not None:
+            return special(self, args, kwargs, node, frame)
         tail = ".".join(qualname.rsplit(".", 2)[-2:])
         if tail in self.hf_factories:
             return HFBridge(args[0] if args else kwargs.get("hf_path", UNKNOWN))
@@ -1525,7 +1581,7 @@ class Interpreter:
                 kwargs.setdefault(init_fields[index], value)
                 kw_origins.setdefault(init_fields[index], call_origin)
         # Every field in the class's order, then the slots that are not plain defaults.
-        obj.fields = fields = dict(zip(table.names, zip(table.values, repeat(defaults))))
+        obj.fields = fields = table.slots(defaults)
         for name, fspec in table.built:
             if name not in kwargs:
                 fields[name] = (self.default_for(fspec, default_origin), defaults)
@@ -1591,7 +1647,7 @@ class Interpreter:
         defaults = (default_origin,)
         table = self.default_table(spec, hf_provider=True)
         # Every field in the class's order, then the slots that are not plain defaults.
-        obj.fields = fields = dict(zip(table.names, zip(table.values, repeat(defaults))))
+        obj.fields = fields = table.slots(defaults)
         fields.update(zip(table.derived, repeat((Unknown("from the Hugging Face config"), unknown_origin))))
         for name, fspec in table.built:
             fields[name] = (self.default_for(fspec, default_origin), defaults)
@@ -1624,7 +1680,7 @@ class _DefaultTable:
     ``_BUILT_PER_OBJECT`` and ``_HF_DERIVED`` stand for the defaults of the fields listed in
     ``built`` ((name, field spec)) and ``derived``."""
 
-    __slots__ = ("init_fields", "names", "values", "built", "derived")
+    __slots__ = ("init_fields", "names", "values", "built", "derived", "_keys")
 
     def __init__(self, rows: tuple, init_fields: list) -> None:
         self.init_fields = init_fields
@@ -1632,6 +1688,14 @@ class _DefaultTable:
         self.values = tuple(default for _, _, default in rows)
         self.built = tuple((name, fspec) for name, fspec, default in rows if default is _BUILT_PER_OBJECT)
         self.derived = tuple(name for name, _, default in rows if default is _HF_DERIVED)
+        self._keys = dict.fromkeys(self.names)
+
+    def slots(self, origins: tuple) -> dict:
+        """A field table: every field in the class's order with its default and ``origins``.
+        Filling a copy of a table of the keys costs less than building one (no resizes)."""
+        table = self._keys.copy()
+        table.update(zip(self.names, zip(self.values, repeat(origins))))
+        return table
 
 
 def _handlers(prefix: str) -> dict[type, Any]:
@@ -1690,6 +1754,17 @@ def _merge_tables(other: dict, current: dict) -> dict:
     return merged
 
 
+def _merge_into_first(other: dict, current: dict) -> dict:
+    """``_merge_tables(other, current)``, written into ``other`` when it holds ``current``'s keys
+    in their order, then its new keys (the merged table's order)."""
+    keys = list(other)
+    if keys[:len(current)] != list(current):
+        return _merge_tables(other, current)
+    for key in list(compress(keys, map(operator.is_not, other.values(), map(current.get, keys)))):
+        other[key] = _merge_slots(other[key], current.get(key))
+    return other
+
+
 def _merge_slots(left: tuple | None, right: tuple | None) -> tuple:
     if left is None or right is None:
         present = left or right
@@ -1718,6 +1793,10 @@ def _oversized(value: Any) -> bool:
     """Over ``MAX_VALUE_SIZE`` (nested elements counted) or ``MAX_INT_BITS``; stops counting
     at the limit, so the check costs at most the limit."""
     kind = type(value)
+    if kind is int:
+        return value.bit_length() > MAX_INT_BITS
+    if kind is str:
+        return len(value) > MAX_VALUE_SIZE
     if (kind is list or kind is tuple) and len(value) <= MAX_VALUE_SIZE:  # most values checked
         flat = _flat_oversized(value)
         if flat is not None:
@@ -1942,3 +2021,16 @@ BUILTIN_SPECIALS = {
     "setattr": _setattr,
     "dict": _dict,
 }
+# What a name no scope defines stands for (each builtin's External made once).
+_BUILTIN_NAMES = {"True": True, "False": False, "None": None,
+                  **{name: External(f"builtins.{name}") for name in (*PURE_BUILTINS, *BUILTIN_SPECIALS)}}
+
+
+@functools.lru_cache(maxsize=None)
+def _external_builtin(qualname: str) -> tuple:
+    """(pure function, special handler) that ``Interpreter.call_external`` applies to an
+    External of this name; None where there is none."""
+    short = qualname[len("builtins."):] if qualname.startswith("builtins.") else qualname
+    if short.startswith("math.") or (short.rsplit(".", 1)[-1] in MATH_NAMES and "math" in short):
+        short = "math." + short.rsplit(".", 1)[-1]
+    return PURE_BUILTINS.get(short), None if short in PURE_BUILTINS else BUILTIN_SPECIALS.get(short)
