@@ -213,13 +213,16 @@ _MISSING = object()
 
 class _ViewAnswers(dict):
     """Answers of a ``GraphView`` question by path: a known answer is a dict look-up in C;
-    a subclass's ``__missing__`` works out one not asked before."""
+    a subclass's ``__missing__`` works out one not asked before. They hold the view's graph
+    and walk memo, not the view: the view holds them, and a reference cycle would keep every
+    configuration's graph and answers until the run ends (the cyclic collector is off)."""
 
-    __slots__ = ("view",)
+    __slots__ = ("root", "memo")
 
-    def __init__(self, view: "GraphView") -> None:
+    def __init__(self, root: Obj, memo: dict) -> None:
         super().__init__()
-        self.view = view
+        self.root = root
+        self.memo = memo
 
 
 class _Answers(_ViewAnswers):
@@ -229,8 +232,7 @@ class _Answers(_ViewAnswers):
     __slots__ = ()
 
     def __missing__(self, path: str) -> Any:
-        view = self.view
-        memo = view._memo
+        memo = self.memo
         found = memo.get(path)
         if found is None:
             # _walk_to's usual case inlined: a field of an object already walked.
@@ -239,7 +241,7 @@ class _Answers(_ViewAnswers):
             if above is not None and type(above[0]) is Obj:
                 found = memo[path] = above[0].fields.get(leaf) or _missing_field(above[0], leaf)
             else:
-                found = view._walk_to(path)
+                found = _walk_to(self.root, memo, path)
         value = found[0]
         kind = type(value)
         if kind in _SCALARS or value is ABSENT or kind is Unknown:
@@ -260,7 +262,7 @@ class _TypeAnswers(_ViewAnswers):
     __slots__ = ()
 
     def __missing__(self, path: str) -> str | None:
-        value = self.view._walk_to(path)[0]
+        value = _walk_to(self.root, self.memo, path)[0]
         found = self[path] = value.type_name if isinstance(value, Obj) else None
         return found
 
@@ -271,8 +273,33 @@ class _OriginAnswers(_ViewAnswers):
     __slots__ = ()
 
     def __missing__(self, path: str) -> tuple:
-        found = self[path] = tuple(self.view._walk_to(path)[1])
+        found = self[path] = tuple(_walk_to(self.root, self.memo, path)[1])
         return found
+
+
+def _walk_to(root: Obj, memo: dict, path: str) -> tuple[Any, tuple]:
+    """(value, origins) at ``path`` below ``root``; value may be an Obj, ABSENT or UNKNOWN.
+    Rules only read a built configuration, so answers are kept in ``memo``; a path is one
+    step from its parent's (kept) answer, since rules read many fields of one node."""
+    found = memo.get(path)
+    if found is not None:
+        return found
+    split = _SPLITS.get(path) or _split(path)
+    if split[0]:
+        parent, leaf = split
+        node = (memo.get(parent) or _walk_to(root, memo, parent))[0]
+        if isinstance(node, Obj):
+            found = node.fields.get(leaf)
+            if found is None:
+                found = _missing_field(node, leaf)
+        else:
+            found = _BELOW_UNKNOWN if isinstance(node, Unknown) else _BELOW_ABSENT
+    else:
+        found = (root, ())
+        for part in path.split(".") if path else ():
+            found = _step(found[0], part)
+    memo[path] = found
+    return found
 
 
 class GraphView:
@@ -281,36 +308,15 @@ class GraphView:
     def __init__(self, root: Obj) -> None:
         self.root = root
         self._memo: dict[str, tuple[Any, tuple]] = {}
-        self._values = _Answers(self)  # lookup() answers
+        self._values = _Answers(root, self._memo)  # lookup() answers
         self.lookup = self._values.__getitem__  # the method below, without its Python call
-        self._types = _TypeAnswers(self)  # type_of() answers
+        self._types = _TypeAnswers(root, self._memo)  # type_of() answers
         self.type_of = self._types.__getitem__  # likewise
-        self._origins = _OriginAnswers(self)  # origins() answers
+        self._origins = _OriginAnswers(root, self._memo)  # origins() answers
         self.origins = self._origins.__getitem__  # likewise
 
     def _walk_to(self, path: str) -> tuple[Any, tuple]:
-        """(value, origins) at ``path``; value may be an Obj, ABSENT or UNKNOWN. Rules only
-        read a built configuration, so answers are kept; a path is one step from its parent's
-        (kept) answer, since rules read many fields of one node."""
-        found = self._memo.get(path)
-        if found is not None:
-            return found
-        split = _SPLITS.get(path) or _split(path)
-        if split[0]:
-            parent, leaf = split
-            node = (self._memo.get(parent) or self._walk_to(parent))[0]
-            if isinstance(node, Obj):
-                found = node.fields.get(leaf)
-                if found is None:
-                    found = _missing_field(node, leaf)
-            else:
-                found = _BELOW_UNKNOWN if isinstance(node, Unknown) else _BELOW_ABSENT
-        else:
-            found = (self.root, ())
-            for part in path.split(".") if path else ():
-                found = _step(found[0], part)
-        self._memo[path] = found
-        return found
+        return _walk_to(self.root, self._memo, path)
 
     def lookup(self, path: str) -> Any:
         return self._values[path]
@@ -340,23 +346,7 @@ class GraphView:
         """Paths of attributes set on config objects whose class has no such field (objects
         with unknown extra fields, and everything below them, are skipped)."""
         found: list[str] = []
-
-        def visit(obj: Obj, prefix: str, active: set) -> None:
-            if obj.open or obj.oid in active:
-                return
-            marked = _marked_keys(obj)
-            if not marked:
-                return
-            active.add(obj.oid)
-            for key, is_extra in marked:
-                path = f"{prefix}.{key}" if prefix else str(key)
-                if is_extra:
-                    found.append(path)
-                else:
-                    visit(obj.fields[key][0], path, active)
-            active.discard(obj.oid)
-
-        visit(self.root, "", set())
+        _collect_extra_fields(self.root, "", set(), found)
         return found
 
     def flatten(self) -> tuple[dict, dict, frozenset]:
@@ -410,6 +400,24 @@ def _marked_keys(obj: Obj) -> tuple:
         _MARKED.clear()
     _MARKED[id(fields)] = (fields, obj.cls, marked)
     return marked
+
+
+def _collect_extra_fields(obj: Obj, prefix: str, active: set, found: list) -> None:
+    """``GraphView.extra_fields`` below ``obj`` (at ``prefix``) appended to ``found``; a
+    function of its own, as a nested one that calls itself is a reference cycle."""
+    if obj.open or obj.oid in active:
+        return
+    marked = _marked_keys(obj)
+    if not marked:
+        return
+    active.add(obj.oid)
+    for key, is_extra in marked:
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if is_extra:
+            found.append(path)
+        else:
+            _collect_extra_fields(obj.fields[key][0], path, active, found)
+    active.discard(obj.oid)
 
 
 def _step(current: Any, part: str) -> tuple[Any, tuple]:

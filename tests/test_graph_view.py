@@ -109,8 +109,8 @@ def test_types_and_origins_are_answered_from_memory(monkeypatch):
     train.set("iters", 3, set_at)
     view = GraphView(container(train))
     walked = []
-    walk = view._walk_to
-    monkeypatch.setattr(view, "_walk_to", lambda path: walked.append(path) or walk(path))
+    walk = resolve._walk_to
+    monkeypatch.setattr(resolve, "_walk_to", lambda root, memo, path: walked.append(path) or walk(root, memo, path))
     cfg = EffectiveConfig(RecipeRef("r.py", "f"), graph=view)
     for _ in range(3):
         assert cfg.type_of("train") == "TrainingConfig"
@@ -118,3 +118,28 @@ def test_types_and_origins_are_answered_from_memory(monkeypatch):
         assert cfg.origins("train.iters") == (set_at,)
         assert cfg.origins("train.nothing") == ()
     assert sorted(walked) == ["train", "train.iters", "train.iters", "train.nothing"]
+
+
+def test_a_used_view_is_freed_without_the_cyclic_collector():
+    """The checking run turns the cyclic collector off: a view (and the graph and answers it
+    holds) in a reference cycle would stay until the run ends, one per configuration."""
+    import gc
+    import weakref
+
+    from mblint.model import EffectiveConfig, RecipeRef
+
+    train = Obj(spec("TrainingConfig", "iters"))
+    train.set("iters", 3, None)
+    view = GraphView(container(train))
+    cfg = EffectiveConfig(RecipeRef("r.py", "f"), graph=view)
+    assert cfg.value("train.iters") == 3 and cfg.type_of("train") == "TrainingConfig"
+    assert cfg.origins("train.iters") == () and view.extra_fields() == []
+    gone = weakref.ref(view)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del view, cfg
+        assert gone() is None
+    finally:
+        if was_enabled:
+            gc.enable()
