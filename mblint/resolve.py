@@ -145,7 +145,7 @@ class Project:
             raise LookupError(f"{path}: no function named {function!r}")
         interp.start_recipe()
         try:
-            result = interp.call_function(func, [], {}, None)
+            result = interp.call_recipe(func)
         except (BudgetExceeded, Return) as error:
             interp.notes.append(f"{function}: left unresolved ({type(error).__name__})")
             return None

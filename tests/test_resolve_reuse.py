@@ -110,3 +110,29 @@ def test_the_first_call_gets_the_result_itself_and_the_step_budget_counts_its_co
     assert interp.steps == 9 + 4 + 1 + 3
     again = project.resolve_function(recipes, "again_config")
     assert again.value("train.micro_batch_size") == 0, "the first caller's write is not in the copy"
+
+
+def test_only_the_latest_unused_recipe_results_stay_memoized(tmp_path, monkeypatch):
+    """A recipe's result stays memoized for another recipe to reuse; unused ones are dropped,
+    oldest first, beyond MAX_UNUSED_RECIPE_RESULTS; a reused one stays."""
+    from mblint.extract import interpreter
+
+    monkeypatch.setattr(interpreter, "MAX_UNUSED_RECIPE_RESULTS", 1)
+    recipes = write_team(tmp_path,
+                         "def base_config():\n"
+                         "    return ConfigContainer(train=TrainingConfig(micro_batch_size=1))\n\n\n"
+                         "def user_config():\n"
+                         "    cfg = base_config()\n"
+                         "    cfg.train.micro_batch_size = 2\n"
+                         "    return cfg\n\n\n"
+                         "def other_config():\n"
+                         "    return ConfigContainer(train=TrainingConfig(micro_batch_size=3))\n")
+    project = Project([], "0.6", tmp_path)
+    for name, size in (("base_config", 1), ("user_config", 2), ("other_config", 3)):
+        assert project.resolve_function(recipes, name).value("train.micro_batch_size") == size
+    interp = project.interpreter_for(recipes)
+    scope = interp.scope_for(recipes)
+    memoized = {name for name in ("base_config", "user_config", "other_config")
+                if interp.memo_key(scope.lookup(name), [], {}) in interp.memo}
+    assert memoized == {"base_config", "other_config"}
+    assert project.resolve_function(recipes, "user_config").value("train.micro_batch_size") == 2

@@ -45,6 +45,10 @@ MAX_VALUE_SIZE = 10_000  # characters of a string, elements of a list or tuple (
 MAX_INT_BITS = 4_096
 MAX_RECIPES_PER_FILE = 500
 MAX_FILE_STEPS = 2_000_000
+# Results of recipes that mblint called (not code it reads) stay memoized until a call reuses
+# them, but only the latest this many: most recipes are called by no other, and each kept
+# result holds its whole configuration. Reuse comes soon (the same file, a sibling file).
+MAX_UNUSED_RECIPE_RESULTS = 64
 HF_PROVIDER_LABEL = "HFModelProvider"
 # torch dtypes are values in configs, spelled as Megatron-Bridge's schema spells defaults.
 TORCH_DTYPES = {"float32", "float", "float16", "half", "bfloat16", "float64", "double", "int8", "uint8",
@@ -272,6 +276,7 @@ class Interpreter:
         self.steps = 0
         self.budget_hit = False
         self.memo: dict = {}
+        self.unused_recipe_results: dict[tuple, None] = {}  # memo keys, oldest first
         self.clock = 0
         self.default_tables: dict[tuple, tuple] = {}  # (ClassSpec, for an HF provider) -> default_table()
         self.expr_depth = 0
@@ -614,9 +619,25 @@ class Interpreter:
 
     # ----- functions -----------------------------------------------------------------------
 
+    def call_recipe(self, func: FuncRef) -> Any:
+        """The result of a recipe function that mblint calls. Memoized as any call's, but
+        dropped from the memo when ``MAX_UNUSED_RECIPE_RESULTS`` later ones are kept unused."""
+        key = self.memo_key(func, [], {})
+        new = key is not None and key not in self.memo
+        result = self.call_function(func, [], {}, None)
+        if new and key in self.memo:
+            unused = self.unused_recipe_results
+            unused[key] = None
+            if len(unused) > MAX_UNUSED_RECIPE_RESULTS:
+                oldest = next(iter(unused))
+                del unused[oldest]
+                del self.memo[oldest]
+        return result
+
     def call_function(self, func: FuncRef, args: list, kwargs: dict, site: ast.AST | None) -> Any:
         key = self.memo_key(func, args, kwargs)
         if key is not None and key in self.memo:
+            self.unused_recipe_results.pop(key, None)
             return self.copy_result(*self.memo[key])
         hits = self.limit_hits
         result = self.call_function_uncached(func, args, kwargs, site)
