@@ -377,7 +377,9 @@ def _split(path: str) -> tuple[str, str]:
 
 
 _MARKED: dict[int, tuple] = {}  # id(field table) -> (table, class, marked keys)
-MAX_MARKED = 4096
+# An entry keeps its table, and the objects below it, alive: configurations done with stay
+# until the next clear (4096 entries kept ~8 MB of them on 0.6.2; 512 costs +0.1 % instructions).
+MAX_MARKED = 512
 
 
 def _marked_keys(obj: Obj) -> tuple:
