@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -340,23 +341,8 @@ class GraphView:
         """Paths of attributes set on config objects whose class has no such field (objects
         with unknown extra fields, and everything below them, are skipped)."""
         found: list[str] = []
-
-        def visit(obj: Obj, prefix: str, active: set) -> None:
-            if obj.open or obj.oid in active:
-                return
-            marked = _marked_keys(obj)
-            if not marked:
-                return
-            active.add(obj.oid)
-            for key, is_extra in marked:
-                path = f"{prefix}.{key}" if prefix else str(key)
-                if is_extra:
-                    found.append(path)
-                else:
-                    visit(obj.fields[key][0], path, active)
-            active.discard(obj.oid)
-
-        visit(self.root, "", set())
+        if not self.root.open:
+            _collect_extra(self.root, "", set(), found)
         return found
 
     def flatten(self) -> tuple[dict, dict, frozenset]:
@@ -388,6 +374,36 @@ def _split(path: str) -> tuple[str, str]:
 
 _MARKED: dict[int, tuple] = {}  # id(field table) -> (table, class, marked keys)
 MAX_MARKED = 4096
+
+
+def _collect_extra(obj: Obj, prefix: str, active: set, found: list[str]) -> None:
+    """``extra_fields`` below the closed object ``obj`` at ``prefix``, in field order. A table
+    whose keys its class declares (or a dict's) holds no extra key: its objects are entered
+    without ``_marked_keys``, and none that is a childless such table (most are)."""
+    fields = obj.fields
+    if obj.declared is fields or obj.cls is None:
+        children = obj._children
+        keys = children[1] if children is not None and children[0] is fields else obj.child_keys()
+        marked = zip(keys, repeat(False))
+    else:
+        marked = keys = _marked_keys(obj)
+    if not keys:
+        return
+    active.add(obj.oid)
+    for key, is_extra in marked:
+        if is_extra:
+            found.append(f"{prefix}.{key}" if prefix else str(key))
+            continue
+        child = fields[key][0]
+        if child.open or child.oid in active:
+            continue
+        table = child.fields
+        children = child._children
+        if children is not None and children[0] is table and not children[1] \
+                and (child.declared is table or child.cls is None):
+            continue
+        _collect_extra(child, f"{prefix}.{key}" if prefix else str(key), active, found)
+    active.discard(obj.oid)
 
 
 def _marked_keys(obj: Obj) -> tuple:
