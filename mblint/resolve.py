@@ -232,20 +232,20 @@ class _Answers(_ViewAnswers):
     def __missing__(self, path: str) -> Any:
         view = self.view
         memo = view._memo
-        found = memo.get(path)
-        if found is None:
-            # _walk_to's usual case inlined: a field of an object already walked.
-            parent, leaf = _SPLITS.get(path) or _split(path)
-            above = memo.get(parent) if parent else None
-            if above is not None and type(above[0]) is Obj:
-                found = memo[path] = above[0].fields.get(leaf) or _missing_field(above[0], leaf)
-            else:
-                found = view._walk_to(path)
+        # _walk_to's usual case inlined: a field of an object already walked (the field's own
+        # slot is kept by _walk_to only if it is an object: few paths are asked both ways).
+        parent, leaf = _SPLITS.get(path) or _split(path)
+        above = memo.get(parent) if parent else None
+        if above is not None and type(above[0]) is Obj:
+            found = above[0].fields.get(leaf) or _missing_field(above[0], leaf)
+        else:
+            found = view._walk_to(path)
         value = found[0]
         kind = type(value)
         if kind in _SCALARS or value is ABSENT or kind is Unknown:
             found = value
         elif kind is Obj:
+            memo[path] = found
             found = _NodeMarker(value.type_name)
         else:
             found = _plain(value)
