@@ -575,12 +575,7 @@ class Engine:
 
     def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult) -> None:
         world_size, source = self.world_size_for(cfg, text)
-        add_findings = report.findings.extend
-        for rule, ctx in self.config_rules(cfg.schema_version, world_size, source).runnable(cfg):
-            try:
-                add_findings(rule.check(cfg, ctx) or ())
-            except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others
-                report.notes.append(f"internal error in rule {rule.id} on {cfg.recipe.label}: {type(error).__name__}: {error}")
+        self.config_rules(cfg.schema_version, world_size, source).calls(cfg).run(cfg, report.findings, report.notes)
 
     def config_rules(self, line: str, world_size: int | None, source: str) -> RulePlan:
         """The plan of each enabled rule that checks a configuration of schema line ``line``,

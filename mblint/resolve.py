@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -233,20 +234,21 @@ class _Answers(_ViewAnswers):
 
     def __missing__(self, path: str) -> Any:
         memo = self.memo
-        found = memo.get(path)
-        if found is None:
-            # _walk_to's usual case inlined: a field of an object already walked.
-            parent, leaf = _SPLITS.get(path) or _split(path)
-            above = memo.get(parent) if parent else None
-            if above is not None and type(above[0]) is Obj:
-                found = memo[path] = above[0].fields.get(leaf) or _missing_field(above[0], leaf)
-            else:
-                found = _walk_to(self.root, memo, path)
+        # _walk_to's usual case inlined: a field of an object already walked. The walk memo
+        # keeps the field only if it is an object (a parent of later paths): few leaves are
+        # asked both for their value and their origins.
+        parent, leaf = _SPLITS.get(path) or _split(path)
+        above = memo.get(parent) if parent else None
+        if above is not None and type(above[0]) is Obj:
+            found = above[0].fields.get(leaf) or _missing_field(above[0], leaf)
+        else:
+            found = _walk_to(self.root, memo, path)
         value = found[0]
         kind = type(value)
         if kind in _SCALARS or value is ABSENT or kind is Unknown:
             found = value
         elif kind is Obj:
+            memo[path] = found
             found = _NodeMarker(value.type_name)
         else:
             found = _plain(value)
@@ -346,7 +348,8 @@ class GraphView:
         """Paths of attributes set on config objects whose class has no such field (objects
         with unknown extra fields, and everything below them, are skipped)."""
         found: list[str] = []
-        _collect_extra_fields(self.root, "", set(), found)
+        if not self.root.open:
+            _collect_extra(self.root, "", set(), found)
         return found
 
     def flatten(self) -> tuple[dict, dict, frozenset]:
@@ -382,6 +385,36 @@ _MARKED: dict[int, tuple] = {}  # id(field table) -> (table, class, marked keys)
 MAX_MARKED = 512
 
 
+def _collect_extra(obj: Obj, prefix: str, active: set, found: list[str]) -> None:
+    """``extra_fields`` below the closed object ``obj`` at ``prefix``, in field order. A table
+    whose keys its class declares (or a dict's) holds no extra key: its objects are entered
+    without ``_marked_keys``, and none that is a childless such table (most are)."""
+    fields = obj.fields
+    if obj.declared is fields or obj.cls is None:
+        children = obj._children
+        keys = children[1] if children is not None and children[0] is fields else obj.child_keys()
+        marked = zip(keys, repeat(False))
+    else:
+        marked = keys = _marked_keys(obj)
+    if not keys:
+        return
+    active.add(obj.oid)
+    for key, is_extra in marked:
+        if is_extra:
+            found.append(f"{prefix}.{key}" if prefix else str(key))
+            continue
+        child = fields[key][0]
+        if child.open or child.oid in active:
+            continue
+        table = child.fields
+        children = child._children
+        if children is not None and children[0] is table and not children[1] \
+                and (child.declared is table or child.cls is None):
+            continue
+        _collect_extra(child, f"{prefix}.{key}" if prefix else str(key), active, found)
+    active.discard(obj.oid)
+
+
 def _marked_keys(obj: Obj) -> tuple:
     """(key, True) for each key of ``obj`` that its class does not declare, (key, False) for
     each other key holding an object, in field order. Kept per field table: configurations
@@ -402,24 +435,6 @@ def _marked_keys(obj: Obj) -> tuple:
         _MARKED.clear()
     _MARKED[id(fields)] = (fields, obj.cls, marked)
     return marked
-
-
-def _collect_extra_fields(obj: Obj, prefix: str, active: set, found: list) -> None:
-    """``GraphView.extra_fields`` below ``obj`` (at ``prefix``) appended to ``found``; a
-    function of its own, as a nested one that calls itself is a reference cycle."""
-    if obj.open or obj.oid in active:
-        return
-    marked = _marked_keys(obj)
-    if not marked:
-        return
-    active.add(obj.oid)
-    for key, is_extra in marked:
-        path = f"{prefix}.{key}" if prefix else str(key)
-        if is_extra:
-            found.append(path)
-        else:
-            _collect_extra_fields(obj.fields[key][0], path, active, found)
-    active.discard(obj.oid)
 
 
 def _step(current: Any, part: str) -> tuple[Any, tuple]:
