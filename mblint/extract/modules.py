@@ -186,12 +186,13 @@ class ModuleFinder:
         self._found: dict[str, Path | None] = {}
         self._beside: dict[tuple, Path | None] = {}  # (folder, module name) -> find_beside()
         self._texts = texts if texts is not None else {}  # texts read before by the Project, parsed here
+        self.folders = FolderEntries()
 
     def find_beside(self, from_file: Path, name: str) -> Path | None:
         """A top-level import resolved next to the importing file, as when it runs as a script."""
         key = (from_file.parent, name)
         if key not in self._beside:
-            self._beside[key] = _module_file(from_file.parent, name.split("."))
+            self._beside[key] = _module_file(from_file.parent, name.split("."), self.folders)
         return self._beside[key]
 
     def find(self, name: str) -> Path | None:
@@ -200,7 +201,7 @@ class ModuleFinder:
         parts = name.split(".")
         found = None
         for root in self.roots:
-            found = _module_file(root, parts)
+            found = _module_file(root, parts, self.folders)
             if found is not None:
                 break
         self._found[name] = found
@@ -213,7 +214,7 @@ class ModuleFinder:
         if not name:
             init = base / "__init__.py"
             return init if init.is_file() else None
-        return _module_file(base, name.split("."))
+        return _module_file(base, name.split("."), self.folders)
 
     def is_package_dir(self, from_file: Path, level: int, name: str | None) -> Path | None:
         base = from_file.parent
@@ -253,7 +254,42 @@ def display_path(path: Path, root: Path) -> str:
     return absolute[len(base):] if absolute.startswith(base) else str(path)
 
 
-def _module_file(root: Path, parts: list[str]) -> Path | None:
+class FolderEntries:
+    """The entries of each folder, listed once: most module look-ups miss (a name is tried
+    under every import root and beside the importing file), and one read of a folder answers
+    every try in it, where each try cost two ``stat`` calls. Names match exactly, as Python's
+    own importer matches them."""
+
+    UNLISTED = object()  # a folder that exists but cannot be listed: ask the file system
+
+    def __init__(self) -> None:
+        self._listed: dict[str, dict[str, os.DirEntry] | object] = {}
+
+    def entry(self, folder: str, name: str) -> os.DirEntry | None | object:
+        """The entry ``name`` of ``folder``, None when there is none, ``UNLISTED``."""
+        listed = self._listed.get(folder)
+        if listed is None:
+            listed = self._listed[folder] = self._list(folder)
+        if listed is self.UNLISTED:
+            return listed
+        return listed.get(name)
+
+    def _list(self, folder: str) -> dict[str, os.DirEntry] | object:
+        try:
+            with os.scandir(folder) as entries:
+                return {entry.name: entry for entry in entries}
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+        except (OSError, ValueError):
+            return self.UNLISTED
+
+
+def _module_file(root: Path, parts: list[str], folders: FolderEntries | None = None) -> Path | None:
+    """``root/a/b.py`` or ``root/a/b/__init__.py`` for ``parts`` ``["a", "b"]``."""
+    if folders is not None and all(part.isidentifier() for part in parts):
+        found = _listed_module_file(root, parts, folders)
+        if found is not FolderEntries.UNLISTED:
+            return found
     target = root.joinpath(*parts)
     candidate = target.with_name(target.name + ".py")
     if candidate.is_file():
@@ -262,6 +298,31 @@ def _module_file(root: Path, parts: list[str]) -> Path | None:
     if init.is_file():
         return init
     return None
+
+
+def _listed_module_file(root: Path, parts: list[str], folders: FolderEntries) -> Path | None | object:
+    """``_module_file`` answered from folder listings (``UNLISTED`` when one is missing)."""
+    folder = os.fspath(root)
+    for part in parts[:-1]:
+        entry = folders.entry(folder, part)
+        if entry is None or entry is FolderEntries.UNLISTED:
+            return entry
+        if not entry.is_dir():
+            return None
+        folder = os.path.join(folder, part)
+    name = parts[-1]
+    module = folders.entry(folder, name + ".py")
+    if module is FolderEntries.UNLISTED:
+        return module
+    if module is not None and module.is_file():
+        return root.joinpath(*parts[:-1], name + ".py")
+    package = folders.entry(folder, name)
+    if package is None or package is FolderEntries.UNLISTED or not package.is_dir():
+        return package if package is FolderEntries.UNLISTED else None
+    init = folders.entry(os.path.join(folder, name), "__init__.py")
+    if init is None or init is FolderEntries.UNLISTED:
+        return init
+    return root.joinpath(*parts, "__init__.py") if init.is_file() else None
 
 
 def _unique(paths: list[Path], real_paths: RealPaths) -> list[Path]:

@@ -1,0 +1,64 @@
+"""Module look-ups answered from folder listings give the files that ``stat`` calls give."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mblint.extract.modules import FolderEntries, ModuleFinder, _module_file
+
+NAMES = [["pkg"], ["pkg", "mod"], ["pkg", "sub", "deep"], ["pkg", "sub"], ["top"], ["missing"], ["pkg", "missing"],
+         ["notpkg", "mod"], ["fake"], ["linked", "mod"], ["dangling"], ["pkg", "fake"], ["plain_dir"], ["file_dir", "x"],
+         [""], ["pkg", ""], ["a-b"], ["pkg", "mod", "more"]]
+
+
+@pytest.fixture()
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "mod.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "deep.py").write_text("")
+    (tmp_path / "top.py").write_text("")
+    (tmp_path / "notpkg").write_text("a file where a folder is expected")
+    (tmp_path / "fake.py").mkdir()  # a folder named like a module file
+    (tmp_path / "pkg" / "fake").mkdir()  # a folder without __init__.py
+    (tmp_path / "plain_dir").mkdir()
+    (tmp_path / "file_dir.py").write_text("")
+    (tmp_path / "a-b.py").write_text("")
+    (tmp_path / "linked").symlink_to(tmp_path / "pkg")
+    (tmp_path / "dangling.py").symlink_to(tmp_path / "nowhere.py")
+    return tmp_path
+
+
+@pytest.mark.parametrize("parts", NAMES, ids=[".".join(p) or "empty" for p in NAMES])
+def test_listings_answer_as_stat_does(tree: Path, parts: list[str]) -> None:
+    for root in (tree, tree / "pkg", tree / "nowhere", tree / "top.py"):
+        assert _module_file(root, parts, FolderEntries()) == _module_file(root, parts)
+
+
+def test_a_folder_is_listed_once(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def counting_scandir(folder):
+        listed.append(folder)
+        return real_scandir(folder)
+
+    monkeypatch.setattr(os, "scandir", counting_scandir)
+    finder = ModuleFinder([tree, tree / "pkg"], tree)
+    for name in ("pkg.mod", "missing", "pkg.sub.deep", "other", "more.names"):
+        finder.find(name)
+    assert sorted(listed) == sorted(set(listed))
+    assert finder.find("pkg.sub.deep") == tree / "pkg" / "sub" / "deep.py"
+
+
+def test_an_unlistable_folder_is_asked_by_stat(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refusing_scandir(folder):
+        raise PermissionError(13, "Permission denied", folder)
+
+    monkeypatch.setattr(os, "scandir", refusing_scandir)
+    assert _module_file(tree, ["pkg", "mod"], FolderEntries()) == tree / "pkg" / "mod.py"
+    assert _module_file(tree, ["pkg", "sub"], FolderEntries()) == tree / "pkg" / "sub" / "__init__.py"
