@@ -32,13 +32,18 @@ def test_every_unit_is_answered_once():
     assert no_children_left()
 
 
-def test_this_process_and_the_workers_share_the_units():
+def test_this_process_and_the_workers_share_the_units(tmp_path):
     import time
 
     parent = os.getpid()
 
     def work(unit):
-        time.sleep(0.02)
+        # Each process waits, in its first unit, until all three have taken one: on a loaded
+        # machine a worker that starts late would otherwise find no unit left.
+        (tmp_path / str(os.getpid())).touch()
+        deadline = time.monotonic() + 30
+        while len(list(tmp_path.iterdir())) < 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
         return os.getpid(), "sent"
 
     answers = dict(workers.run_units(work, list(range(12)), jobs=3, local_work=lambda unit: (work(unit)[0], "here")))
