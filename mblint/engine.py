@@ -543,8 +543,6 @@ class Engine:
 
     def check_recipe(self, path: Path, function: str, text: str, report: FileResult,
                      overrides: Iterable = (), dotlist: tuple[str, ...] = ()) -> EffectiveConfig | None:
-        from mblint.overrides import DotlistError, apply_dotlist, apply_yaml_file
-
         try:
             graph = self.project.resolve_graph(path, function)
         except SourceError as error:
@@ -557,6 +555,20 @@ class Engine:
         self.report_limits(interp.limits, path, function, report)
         if graph is None:
             return None
+        overrides = tuple(overrides)
+        if (overrides or dotlist) and not self.apply_overrides(graph, overrides, dotlist, report):
+            return None
+        cfg = graph.build()
+        report.resolved += 1
+        self.run_rules(cfg, text, report)
+        return cfg
+
+    def apply_overrides(self, graph, overrides: tuple, dotlist: tuple[str, ...], report: FileResult) -> bool:
+        """Apply YAML override files, then ``--set`` items, to a recipe's graph; False (and
+        the error reported) when one cannot be applied. Imported only for a recipe that has
+        overrides: most runs have none."""
+        from mblint.overrides import DotlistError, apply_dotlist, apply_yaml_file
+
         try:
             for override in overrides:
                 apply_yaml_file(graph, override)
@@ -564,14 +576,11 @@ class Engine:
                 apply_dotlist(graph, list(dotlist))
         except SourceError as error:
             self.syntax_finding(error, report)
-            return None
+            return False
         except DotlistError as error:
             report.errors.append(FileError("--set", str(error)))
-            return None
-        cfg = graph.build()
-        report.resolved += 1
-        self.run_rules(cfg, text, report)
-        return cfg
+            return False
+        return True
 
     def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult) -> None:
         world_size, source = self.world_size_for(cfg, text)
