@@ -165,3 +165,21 @@ def test_display_paths_follow_the_working_folder(tmp_path, monkeypatch):
     assert engine.project_display(path) == "r.py"
     monkeypatch.chdir(tmp_path / "a")
     assert engine.project_display(path) == "a/r.py"
+
+
+def test_overrides_are_imported_only_for_a_run_with_overrides(tmp_path):
+    import subprocess
+    import sys
+
+    write(tmp_path)
+    probe = ("import sys; from mblint.cli import main\n"
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+             "print('overrides imported:', 'mblint.overrides' in sys.modules, file=sys.stderr)\n")
+
+    def imported(*options: str) -> str:
+        done = subprocess.run([sys.executable, "-c", probe, "check", "--no-cache", *options, "recipe.py"],
+                              cwd=tmp_path, capture_output=True, text=True, check=True)
+        return done.stderr.strip().splitlines()[-1]
+
+    assert imported() == "overrides imported: False"
+    assert imported("--set", "train.train_iters=10") == "overrides imported: True"
