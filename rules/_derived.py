@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, is_known, is_node
+from mblint.model import ABSENT, NOT_PLAIN_TYPES, UNKNOWN, EffectiveConfig, is_known, is_node
 from mblint.rule import known
 from mblint.schema import load_schema
 
@@ -543,7 +543,10 @@ def min_gpus(par: Parallel) -> Any:
 
 def int_values(*values: Any) -> bool:
     """Known, present, and plain ints (bool excluded)."""
-    return known(*values) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    for v in values:
+        if type(v) in NOT_PLAIN_TYPES or not isinstance(v, int) or isinstance(v, bool):
+            return False
+    return True
 
 
 # ----- general helpers (rules-general: OT, PR, RC, OF) ------------------------------------

@@ -135,3 +135,13 @@ def test_known_is_false_for_unknown_absent_and_nodes_and_their_subclasses():
     assert known() and known(0, None, "", False, 1.5, (), {})
     for silent in (UNKNOWN, ABSENT, _NodeMarker("DatasetConfig"), Undecided("why"), Section("X")):
         assert not known(silent) and not known(1, silent) and not known(silent, 1)
+        assert not known(1, 2, silent) and not known(1, 2, 3, 4, 5, 6, 7, silent)
+
+
+def test_int_values_needs_every_value_a_known_plain_int():
+    from mblint.model import ABSENT, _NodeMarker
+    from rules._derived import int_values
+
+    assert int_values() and int_values(1) and int_values(1, 0, -3, 2, 4, 8, 16, 32, 64)
+    for wrong in (UNKNOWN, ABSENT, _NodeMarker("X"), True, 1.0, "1", None):
+        assert not int_values(wrong) and not int_values(1, wrong) and not int_values(wrong, 1)
