@@ -1,9 +1,18 @@
-"""Real paths of folders, kept for a run."""
+"""Absolute paths, and real paths of folders kept for a run."""
 
 from __future__ import annotations
 
 import os
 import stat
+
+
+def absolute(path, cwd: str | None = None) -> str:
+    """``os.path.abspath(path)``; ``cwd``: the working folder when the caller already has it
+    (each ``os.getcwd`` is a system call)."""
+    raw = os.fspath(path)
+    if cwd is None:
+        return os.path.abspath(raw)
+    return os.path.normpath(raw if os.path.isabs(raw) else os.path.join(cwd, raw))
 
 
 class RealFolders:
