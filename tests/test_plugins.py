@@ -199,3 +199,17 @@ def test_built_in_pack_lists_lone_sources(tmp_path):
         (tmp_path / file).write_text("")
     assert rules._folder_modules(str(tmp_path)) == [
         ("a", False, str(tmp_path / "a.py")), ("b", False, None), ("c", False, None), ("pkg", True, None)]
+
+
+def test_loading_the_rules_leaves_run_time_helpers_unimported(tmp_path):
+    """The command line, the engine, the worker pool and the built-in rules import no module
+    that only some runs use (suggestions for unknown names, example bodies, killing workers):
+    a cold run pays for every import before it forks its workers."""
+    import rules
+
+    script = ("import sys, mblint.cli, mblint.engine, mblint.workers, rules\n"
+              "rules.mblint_rules()\n"
+              "print(sorted({'difflib', 'textwrap', 'signal'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, check=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(rules.__file__).parent.parent)})
+    assert done.stdout.strip() == "[]"
