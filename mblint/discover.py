@@ -84,7 +84,16 @@ def _folder_excluded(folder: str, plain: tuple[str, ...]) -> bool:
 def _name_excluded(name: str, plain: tuple[str, ...]) -> bool:
     """One path component against the patterns without a slash; the same folder names recur
     on every path."""
-    return any(fnmatch.fnmatch(name, pattern) for pattern in plain)
+    literal, wild = _literal_patterns(plain)
+    return os.path.normcase(name) in literal or any(fnmatch.fnmatch(name, pattern) for pattern in wild)
+
+
+@functools.lru_cache(maxsize=64)
+def _literal_patterns(patterns: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(the patterns without ``*``, ``?`` or ``[``, which match only their own text, as
+    ``fnmatch`` compares them; the others)."""
+    wild = tuple(p for p in patterns if any(c in p for c in "*?["))
+    return frozenset(os.path.normcase(p) for p in patterns if p not in wild), wild
 
 
 def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[str], cwd: str | None) -> None:
