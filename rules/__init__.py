@@ -12,6 +12,7 @@ from importlib.machinery import SourceFileLoader, all_suffixes
 from importlib.util import module_from_spec, spec_from_file_location
 from typing import Iterator
 
+from mblint.paths import read_bytes
 from mblint.plugins import hookimpl
 from mblint.rule import Rule
 
@@ -93,14 +94,7 @@ class _SourceLoader(SourceFileLoader):
     file of ``io.open_code`` takes eight."""
 
     def get_data(self, path: str) -> bytes:
-        handle = os.open(path, os.O_RDONLY)
-        try:
-            chunks = [os.read(handle, os.fstat(handle).st_size + 1)]
-            while chunks[-1]:
-                chunks.append(os.read(handle, 1 << 16))
-        finally:
-            os.close(handle)
-        return b"".join(chunks)
+        return read_bytes(path)
 
 
 # inspect.getmodulename's test: the longest suffix first

@@ -178,15 +178,17 @@ def test_built_in_pack_loads_its_modules_from_the_files_it_lists(tmp_path):
     assert loaded == expected
 
 
-def test_built_in_pack_reads_files_whole(tmp_path):
-    """The pack's loader reads a file as ``io.open_code`` would, whatever its size."""
+def test_files_are_read_whole(tmp_path):
+    """``read_bytes`` (the pack's loader, the entry-point scan) reads a file as a buffered
+    ``open`` would, whatever its size."""
     import rules
+    from mblint.paths import read_bytes
 
     loader = rules._SourceLoader("x", str(tmp_path / "x.py"))
     for size in (0, 1, 65535, 65536, 200_001):
         target = tmp_path / f"data{size}"
         target.write_bytes(bytes(range(256)) * (size // 256) + b"z" * (size % 256))
-        assert loader.get_data(str(target)) == target.read_bytes()
+        assert read_bytes(str(target)) == loader.get_data(str(target)) == target.read_bytes()
 
 
 def test_built_in_pack_lists_lone_sources(tmp_path):
