@@ -9,6 +9,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mblint.paths import absolute
+
 PYTHON_SUFFIXES = (".py",)
 YAML_SUFFIXES = (".yaml", ".yml")
 READABLE_SUFFIXES = PYTHON_SUFFIXES + YAML_SUFFIXES
@@ -30,7 +32,9 @@ class Discovered:
     sizes: dict[Path, int] = field(default_factory=dict)  # bytes of each file found, when stat gave them
 
 
-def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bool = True) -> Discovered:
+def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bool = True,
+             cwd: str | None = None) -> Discovered:
+    """``cwd``: the working folder, when the caller has it."""
     found = Discovered()
     patterns = DEFAULT_EXCLUDES + tuple(excludes)
     seen: set[str] = set()
@@ -44,9 +48,9 @@ def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bo
             found.missing.append(raw)
             continue
         if stat.S_ISDIR(status.st_mode) if status is not None else path.is_dir():
-            _walk(path, patterns, found, seen)
+            _walk(path, patterns, found, seen, cwd)
         elif not (force_exclude and is_excluded(path, patterns)):
-            _add(path, found, seen, explicit=True, status=status)
+            _add(path, found, seen, explicit=True, status=status, cwd=cwd)
     return found
 
 
@@ -80,10 +84,19 @@ def _folder_excluded(folder: str, plain: tuple[str, ...]) -> bool:
 def _name_excluded(name: str, plain: tuple[str, ...]) -> bool:
     """One path component against the patterns without a slash; the same folder names recur
     on every path."""
-    return any(fnmatch.fnmatch(name, pattern) for pattern in plain)
+    literal, wild = _literal_patterns(plain)
+    return os.path.normcase(name) in literal or any(fnmatch.fnmatch(name, pattern) for pattern in wild)
 
 
-def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[str]) -> None:
+@functools.lru_cache(maxsize=64)
+def _literal_patterns(patterns: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(the patterns without ``*``, ``?`` or ``[``, which match only their own text, as
+    ``fnmatch`` compares them; the others)."""
+    wild = tuple(p for p in patterns if any(c in p for c in "*?["))
+    return frozenset(os.path.normcase(p) for p in patterns if p not in wild), wild
+
+
+def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[str], cwd: str | None) -> None:
     visited_dirs: set[tuple[int, int]] = set()
     for folder, dirs, files in os.walk(root, followlinks=False, onerror=lambda e: found.problems.append(f"{e.filename}: {e.strerror}")):
         folder_path = Path(folder)
@@ -100,12 +113,13 @@ def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[st
         for name in sorted(files):
             path = folder_path / name
             if not is_excluded(path, patterns):
-                _add(path, found, seen, explicit=False)
+                _add(path, found, seen, explicit=False, cwd=cwd)
 
 
-def _add(path: Path, found: Discovered, seen: set[str], explicit: bool, status: os.stat_result | None = None) -> None:
+def _add(path: Path, found: Discovered, seen: set[str], explicit: bool, status: os.stat_result | None = None,
+         cwd: str | None = None) -> None:
     """``status``: ``os.stat(path)`` when already asked."""
-    key = os.path.abspath(path)
+    key = absolute(path, cwd)
     if key in seen:
         return
     suffix = path.suffix

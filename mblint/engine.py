@@ -196,6 +196,7 @@ class Engine:
         self._displays_root = self._displays_cwd = None
         self._plugins = None
         self._known_sizes: dict[Path, int] = {}  # bytes per file, as discovery found them
+        self._run_cwd: str | None = None  # the working folder, asked once per run
         self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
         if plugins is not None or not options.use_cache:
             self.use_plugins(plugins)
@@ -286,7 +287,7 @@ class Engine:
         from mblint.settings import SettingsError
 
         try:
-            return resolver.for_path(path), True
+            return resolver.for_path(path, self._run_cwd), True
         except SettingsError as error:
             self.settings_errors.add(str(error))
             return None, False
@@ -331,6 +332,7 @@ class Engine:
 
             self._project = Project(list(self.options.search_paths), self.options.version, self.display_root)
         self._project.display_root = self.display_root
+        self._project.real_paths.cwd = self._run_cwd
         return self._project
 
     def rule_enabled(self, rule: type[Rule]) -> bool:
@@ -342,15 +344,17 @@ class Engine:
         the collector's rescans of them cost a third of the time."""
         was_enabled = gc.isenabled()
         gc.disable()
+        self._run_cwd = os.getcwd()  # fixed during a run; in-process callers may change it between runs
         try:
             return self._check_paths(paths)
         finally:
+            self._run_cwd = None
             if was_enabled:
                 gc.enable()
 
     def _check_paths(self, paths: list[str]) -> Report:
         report = Report()
-        found = discover(paths, self.options.excludes, self.options.force_exclude)
+        found = discover(paths, self.options.excludes, self.options.force_exclude, self._run_cwd)
         self._known_sizes = found.sizes
         explicit = _ExplicitFiles(paths)
         found.python = [p for p in found.python if self.settings_readable(p)]
@@ -506,14 +510,14 @@ class Engine:
 
     def project_display(self, path: Path) -> str:
         """How findings name ``path``; asked several times per checked file."""
-        root, cwd = self.display_root, os.getcwd()
+        root, cwd = self.display_root, self._run_cwd or os.getcwd()
         if root is not self._displays_root or cwd != self._displays_cwd:  # answers made for others
             self._displays, self._displays_root, self._displays_cwd = {}, root, cwd
         display = self._displays.get(path)
         if display is None:
             from mblint.extract.modules import display_path
 
-            display = self._displays[path] = display_path(path, root)
+            display = self._displays[path] = display_path(path, root, cwd)
         return display
 
     # ----- python ------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from importlib.machinery import PathFinder
 import pluggy
 
 from mblint.catalog import LoadedPlugins  # noqa: F401 - defined beside the catalog, imported from here
+from mblint.paths import read_bytes
 
 PROJECT = "mblint"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -100,8 +101,7 @@ def scan_entry_points(group: str) -> list[tuple[str, str, str]] | None:
 
 def _entry_points_of(info: str, group: str) -> list[tuple[str, str, str]]:
     try:
-        with open(os.path.join(info, "entry_points.txt"), encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+        lines = read_bytes(os.path.join(info, "entry_points.txt")).decode("utf-8").splitlines()
     except OSError:
         return []
     section = None

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mblint.paths import RealFolders
+from mblint.paths import RealFolders, absolute
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -219,11 +219,12 @@ class SettingsResolver:
             self._default = Settings(root=Path.cwd().resolve())
         return self._default
 
-    def for_path(self, path: Path | str) -> Settings:
+    def for_path(self, path: Path | str, cwd: str | None = None) -> Settings:
         """Asked many times per file in a run (rules, world size, suppressions, fail-on):
-        answered from memory after the first time."""
+        answered from memory after the first time. ``cwd``: the working folder, when the
+        caller has it."""
         raw = os.fspath(path)
-        cwd = "" if os.path.isabs(raw) else os.getcwd()
+        cwd = "" if os.path.isabs(raw) else cwd or os.getcwd()
         key = _exact_key(raw, cwd)
         found = self._by_path.get(key)
         if found is None:
@@ -297,7 +298,7 @@ class SettingsResolver:
         real = self._real_folders.get(key)
         if real is None:
             real = self._real_folders[key] = (os.path.realpath(parent) if ".." in parent.split(os.sep)
-                                              else self._real_folders_of(os.path.abspath(parent)))
+                                              else self._real_folders_of(absolute(parent, _cwd_of(key))))
         return real
 
     def _load(self, path: Path, required: bool = False) -> Settings | None:
@@ -324,6 +325,11 @@ def _exact_key(path: Path | str, cwd: str | None = None) -> str | tuple[str, str
     if cwd is None:
         cwd = "" if os.path.isabs(raw) else os.getcwd()
     return (cwd, raw) if cwd else raw
+
+
+def _cwd_of(key: str | tuple[str, str]) -> str | None:
+    """The working folder an ``_exact_key`` holds: None for an absolute path's key."""
+    return key[0] if isinstance(key, tuple) else None
 
 
 def render_settings(settings: Settings, path: str) -> str:

@@ -5,7 +5,6 @@ use, so ``cfg = _sft_common()`` works when Megatron-Bridge's sources are on the 
 from __future__ import annotations
 
 import re
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -55,6 +54,8 @@ class Example:
 
 
 def example_source(example: Example) -> str:
+    import textwrap  # for the tests and rule packs that run examples, not for a lint run
+
     header = HEADER_03 if example.version == "0.3" else HEADER_06
     body = textwrap.indent(textwrap.dedent(example.code).strip("\n"), "    ")
     return f"{header}\n\ndef {example.function}():\n{body}\n    return cfg\n"
@@ -89,6 +90,8 @@ def run_example(rule_class, example: Example, workdir: Path, search_paths: Seque
     paths = [str(recipe_file)]
     yaml_file = None
     if example.yaml is not None:
+        import textwrap
+
         yaml_file = workdir / "example_override.yaml"
         yaml_text = f"# mblint: recipe={recipe_file.name}::{example.function}\n" + textwrap.dedent(example.yaml).lstrip("\n")
         yaml_file.write_text(yaml_text, encoding="utf-8")

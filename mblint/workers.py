@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import pickle
 import select
-import signal
 from typing import Any, Callable, Iterator
 
 try:
@@ -166,6 +165,8 @@ def _stop(workers: dict[int, int], kill: bool) -> None:
         os.close(fd)
         try:
             if kill:
+                import signal  # only an interrupted run needs it
+
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         except (ChildProcessError, ProcessLookupError):

@@ -153,6 +153,31 @@ def test_path_arguments_answer_as_click_path_with_one_question(tmp_path, monkeyp
     assert answer == values[0] and values[0] not in asked
 
 
+def test_a_run_asks_the_working_folder_once(tmp_path, monkeypatch):
+    """Discovery, the settings look-ups and the display paths of a run use the working
+    folder asked when the run starts, not one system call per file."""
+    import os
+
+    from mblint.engine import CheckOptions, Engine
+    from mblint.settings import SettingsResolver
+
+    (tmp_path / "pkg").mkdir()
+    for index in range(8):
+        (tmp_path / "pkg" / f"r{index}.py").write_text("x = 1\n")
+    (tmp_path / "mblint.toml").write_text("select = ['OT']\n")
+    monkeypatch.chdir(tmp_path)
+    engine = Engine(CheckOptions(settings=SettingsResolver(), jobs=1))
+    asked = []
+    real_getcwd = os.getcwd
+    monkeypatch.setattr(os, "getcwd", lambda: asked.append(1) or real_getcwd())
+    monkeypatch.setattr(Engine, "check_files", lambda self, paths: iter(()))
+    report = engine.check_paths(["pkg/r0.py", "pkg"])
+    assert report.checked == [f"pkg/r{index}.py" for index in range(8)]
+    assert len(asked) == 1
+    monkeypatch.chdir(tmp_path / "pkg")
+    assert engine.check_paths(["r1.py"]).checked == ["pkg/r1.py"]
+
+
 def test_display_paths_follow_the_working_folder(tmp_path, monkeypatch):
     """A relative path's display is kept per working folder: asked again from another
     folder, the same path object names another file."""

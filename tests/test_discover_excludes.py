@@ -23,9 +23,10 @@ def _every_component(path: Path, patterns: tuple[str, ...]) -> bool:
 def test_excludes_match_the_plain_definition() -> None:
     paths = ["a.py", "./a.py", "build/a.py", "src/build/x/a.py", "src/builder/a.py", "/abs/a.py", "/a.py",
              "//a.py", ".", "..", "../x/a.py", "x/../a.py", "pkg.egg-info/a.py", "gen/a.py", "x/gen",
-             "conf/sub/a.yaml", "conf/a.yaml", "a/.venv", "dist", "*", "s p/a b.py"]
+             "conf/sub/a.yaml", "conf/a.yaml", "a/.venv", "dist", "*", "s p/a b.py", "[x]/a.py", "x/a]b/c.py",
+             "ab.py", "A.PY"]
     pattern_sets = [DEFAULT_EXCLUDES, ("gen",), ("conf/**",), ("conf/*.yaml", "gen*"), ("*",), ("",),
-                    ("a.py",), ("*.py", "x/*"), DEFAULT_EXCLUDES + ("src/*", "gen")]
+                    ("a.py",), ("*.py", "x/*"), DEFAULT_EXCLUDES + ("src/*", "gen"), ("[x]", "a]b", "a?.py", "A.PY")]
     for patterns in pattern_sets:
         for raw in paths:
             path = Path(raw)

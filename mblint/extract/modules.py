@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from mblint.paths import RealFolders
+from mblint.paths import RealFolders, absolute
 
 
 # Larger files are not read: the biggest Megatron-Bridge module is about 170 kB, and parsing
@@ -153,14 +153,15 @@ class RealPaths:
     def __init__(self) -> None:
         self._files: dict[str, Path] = {}  # absolute path -> real path
         self.folder = RealFolders().of  # real path of an absolute folder
+        self.cwd: str | None = None  # the working folder during a run (None: ask for it)
 
     def of(self, path: Path) -> Path:
         if ".." in os.fspath(path):  # resolved whole: a ".." after a symbolic link leaves the link's target
             return path.resolve()
-        absolute = os.path.abspath(path)
-        found = self._files.get(absolute)
+        full = absolute(path, self.cwd)
+        found = self._files.get(full)
         if found is None:
-            found = self._files[absolute] = self._resolve(path, absolute)
+            found = self._files[full] = self._resolve(path, full)
         return found
 
     def _resolve(self, path: Path, absolute: str) -> Path:
@@ -244,14 +245,15 @@ class ModuleFinder:
             return error
 
     def display(self, path: Path) -> str:
-        return display_path(path, self.display_root)
+        return display_path(path, self.display_root, self.real_paths.cwd)
 
 
-def display_path(path: Path, root: Path) -> str:
-    """How findings name a file: relative to ``root`` when below it, else as given."""
-    absolute = os.path.abspath(path)
-    base = os.path.abspath(root).rstrip(os.sep) + os.sep
-    return absolute[len(base):] if absolute.startswith(base) else str(path)
+def display_path(path: Path, root: Path, cwd: str | None = None) -> str:
+    """How findings name a file: relative to ``root`` when below it, else as given. ``cwd``:
+    the working folder, when the caller has it."""
+    full = absolute(path, cwd)
+    base = absolute(root, cwd).rstrip(os.sep) + os.sep
+    return full[len(base):] if full.startswith(base) else str(path)
 
 
 class FolderEntries:

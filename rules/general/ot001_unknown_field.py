@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import difflib
 import functools
 
 from mblint.findings import FixIntent, Severity
@@ -184,6 +183,8 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
 # difflib's answers, which depend only on their arguments, are kept.
 @functools.lru_cache(maxsize=1024)
 def _closest(word: str, choices: tuple[str, ...], cutoff: float) -> str | None:
+    import difflib  # imported when a field is unknown, not by every run
+
     close = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
     return close[0] if close else None
 
@@ -194,6 +195,8 @@ def _on_sibling(leaf: str, siblings: tuple[tuple[str, tuple[str, ...]], ...]) ->
     for node, names in siblings:
         if leaf in names:
             return f"{node}.{leaf}"
+    import difflib
+
     best = None
     for node, names in siblings:
         for name in difflib.get_close_matches(leaf, names, n=1, cutoff=0.8):

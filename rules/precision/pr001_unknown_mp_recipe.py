@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import difflib
-
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
@@ -70,6 +68,8 @@ megatron/bridge/training/mixed_precision.py:406-422, config.py:1860-1864.
         canonical = sorted({n.replace("-", "_") for n in names})
         if value.replace("-", "_") in canonical:
             return
+        import difflib  # imported when a recipe name is unknown, not by every run
+
         close = difflib.get_close_matches(value.replace("-", "_"), canonical, n=1, cutoff=0.6)
         message = f"mixed_precision = {value!r} is not a registered mixed-precision recipe; " \
                   f"get_mixed_precision_config() raises ValueError at job start"
