@@ -1062,12 +1062,16 @@ class Interpreter:
         obj.mark_open()
         fields = obj.writable()
         children = []
+        # A run of fields with the same origins (a constructor's defaults) shares one new slot.
+        origins_before = slot = None
         for key, (value, origins) in list(fields.items()):
             if isinstance(value, Obj):
                 children.append(key)
                 self.havoc_obj(value, origin, seen)
             else:
-                fields[key] = (UNKNOWN, origins + ((origin,) if origin else ()))
+                if origins is not origins_before:
+                    origins_before, slot = origins, (UNKNOWN, origins + ((origin,) if origin else ()))
+                fields[key] = slot
         obj._children = (fields, tuple(children))
 
     # ----- expressions ---------------------------------------------------------------------
