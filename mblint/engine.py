@@ -496,7 +496,7 @@ class Engine:
         """No "mblint" in the file's text; a Python file's text is the one already read."""
         if path.suffix == ".py":
             try:
-                return "mblint" not in self.project.interpreter_for(path).finder.load(path).text
+                return not self.project.interpreter_for(path).finder.load(path).mblint_text
             except SourceError:
                 return False
         return _directive_free(path)
@@ -532,7 +532,7 @@ class Engine:
         from mblint.extract.interpreter import MAX_FILE_STEPS, MAX_RECIPES_PER_FILE
 
         interp = self.project.interpreter_for(path)
-        text = interp.finder.load(path).text
+        text = interp.finder.load(path).mblint_text
         steps = 0
         for index, node in enumerate(functions):
             if index == MAX_RECIPES_PER_FILE or steps > MAX_FILE_STEPS:
@@ -702,7 +702,7 @@ class Engine:
             return set()
         recipe_path, function = target
         try:
-            text = self.project.interpreter_for(recipe_path).finder.load(recipe_path).text
+            text = self.project.interpreter_for(recipe_path).finder.load(recipe_path).mblint_text
         except SourceError as error:
             self.syntax_finding(error, report)
             return set()

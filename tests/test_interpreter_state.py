@@ -277,3 +277,19 @@ def _after_one_sided_branch(seed: int, merged_with_the_start: bool) -> list:
 def test_a_one_sided_branch_merges_as_snapshot_restore_and_merge_do():
     for seed in range(400):
         assert _after_one_sided_branch(seed, True) == _after_one_sided_branch(seed, False), seed
+
+
+def test_havoc_gives_fields_that_shared_their_origins_one_new_slot(tmp_path):
+    interp = Interpreter(load_schema("0.6"), ModuleFinder([tmp_path]))
+    defaults, own, at = (Origin("r.py", 1, 1, 1, 2),), (Origin("r.py", 2, 1, 2, 2),), Origin("r.py", 3, 1, 3, 2)
+    inner = Obj(None)
+    inner.fields = {"x": (1, defaults)}
+    obj = Obj(None)
+    obj.fields = {"a": (1, defaults), "b": ("s", defaults), "c": (2, own), "d": (inner, own), "e": (3, ())}
+    interp.havoc_obj(obj, at)
+    fields = obj.fields
+    assert fields == {"a": (UNKNOWN, defaults + (at,)), "b": (UNKNOWN, defaults + (at,)), "c": (UNKNOWN, own + (at,)),
+                      "d": (inner, own), "e": (UNKNOWN, (at,))}
+    assert fields["a"] is fields["b"]  # one slot for a run of fields with one origins tuple
+    assert inner.fields == {"x": (UNKNOWN, defaults + (at,))} and obj.open and inner.open
+    assert obj.child_keys() == ("d",)

@@ -1062,12 +1062,16 @@ class Interpreter:
         obj.mark_open()
         fields = obj.writable()
         children = []
+        # A run of fields with the same origins (a constructor's defaults) shares one new slot.
+        origins_before = slot = None
         for key, (value, origins) in list(fields.items()):
             if isinstance(value, Obj):
                 children.append(key)
                 self.havoc_obj(value, origin, seen)
             else:
-                fields[key] = (UNKNOWN, origins + ((origin,) if origin else ()))
+                if origins is not origins_before:
+                    origins_before, slot = origins, (UNKNOWN, origins + ((origin,) if origin else ()))
+                fields[key] = slot
         obj._children = (fields, tuple(children))
 
     # ----- expressions ---------------------------------------------------------------------
@@ -1733,9 +1737,9 @@ def _origin_at(node: ast.AST, source: ModuleSource, seq: int, via: tuple) -> Ori
     line, column = node.lineno, node.col_offset
     end_line = node.end_lineno or line
     end_column = node.end_col_offset or column
-    if source.is_ascii:  # UTF-8 byte offsets are character columns
+    wide_lines = source.wide_lines
+    if not wide_lines:  # UTF-8 byte offsets are character columns
         return _new_origin(source.display_path, line, column + 1, end_line, end_column + 1, "set", seq, via)
-    wide_lines = source.non_ascii_lines
     return _new_origin(source.display_path, line,
                        source.char_column(line, column) if line in wide_lines else column + 1, end_line,
                        source.char_column(end_line, end_column) if end_line in wide_lines else end_column + 1,

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import stat
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,38 +33,34 @@ class SourceLimit(SourceError):
     reported as SY002 (a limit of mblint), not SY001 (a broken file)."""
 
 
-@dataclass(eq=False, repr=False)
 class ModuleSource:
-    """A parsed source file."""
+    """A parsed source file. Its text is not kept (a run keeps hundreds of parsed files to the
+    end): only what is asked of it after parsing, the non-ASCII lines for ``char_column`` and
+    the text of a file that mentions mblint (directives, world-size comments)."""
 
-    path: Path
-    display_path: str
-    text: str
-    tree: ast.Module
+    __slots__ = ("path", "display_path", "tree", "mblint_text", "wide_lines")
 
-    @functools.cached_property
-    def lines(self) -> list[str]:
-        """The text's lines, split only for a file with non-ASCII text (``char_column``)."""
-        return self.text.splitlines()
+    def __init__(self, path: Path, display_path: str, text: str, tree: ast.Module) -> None:
+        self.path = path
+        self.display_path = display_path
+        self.tree = tree
+        # What a search for "mblint" comments finds in the text: nothing when it is "".
+        self.mblint_text = text if "mblint" in text else ""
+        # The (1-based) lines where ``char_column`` is not ``byte_offset + 1``, numbered as
+        # ``str.splitlines`` numbers them.
+        self.wide_lines: dict[int, str] = {} if text.isascii() else {
+            number: line for number, line in enumerate(text.splitlines(), 1) if not line.isascii()}
 
-    @functools.cached_property
+    @property
     def is_ascii(self) -> bool:
-        return self.text.isascii()
-
-    @functools.cached_property
-    def non_ascii_lines(self) -> frozenset[int]:
-        """The (1-based) lines where ``char_column`` is not ``byte_offset + 1``."""
-        return frozenset(number for number, text in enumerate(self.lines, 1) if not text.isascii())
+        return not self.wide_lines
 
     def char_column(self, line: int, byte_offset: int) -> int:
         """ast gives UTF-8 byte offsets; findings want 1-based character columns."""
-        if self.is_ascii:  # bytes are characters (most recipe files)
+        text = self.wide_lines.get(line)
+        if text is None:  # bytes are characters (most lines, every line of most recipe files)
             return byte_offset + 1
-        if 0 < line <= len(self.lines):
-            text = self.lines[line - 1]
-            if not text.isascii():
-                return len(text.encode("utf-8")[:byte_offset].decode("utf-8", "replace")) + 1
-        return byte_offset + 1
+        return len(text.encode("utf-8")[:byte_offset].decode("utf-8", "replace")) + 1
 
 
 # Texts that stand in for files on disk while ``mblint.fix`` checks its edits before writing
@@ -232,6 +226,8 @@ class ModuleFinder:
             if cached is None:
                 cached = self._parse(path)
                 self._parsed[resolved] = cached
+            else:  # parsed before by another name: a text read for it by this name is not needed
+                self._texts.pop(path, None)
             self._parsed[path] = cached
         if isinstance(cached, SourceError):
             raise cached
