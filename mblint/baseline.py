@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
@@ -32,15 +31,17 @@ def finding_key(finding: Finding, relative_path: str) -> tuple[str, str, tuple[s
     return (relative_path, finding.rule_id, tuple(sorted(finding.fields)), recipe_function(finding))
 
 
-@dataclass(eq=False, repr=False)
 class StaleEntry:
     """A baseline entry that no current finding matches."""
 
-    path: str
-    rule: str
-    fields: tuple[str, ...]
-    recipe: str
-    count: int
+    __slots__ = ("path", "rule", "fields", "recipe", "count")
+
+    def __init__(self, path: str, rule: str, fields: tuple[str, ...], recipe: str, count: int) -> None:
+        self.path = path
+        self.rule = rule
+        self.fields = fields
+        self.recipe = recipe
+        self.count = count
 
     def __str__(self) -> str:
         where = f" in {self.recipe}" if self.recipe else ""

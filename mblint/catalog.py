@@ -16,7 +16,6 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +27,20 @@ RACY_WINDOW_NS = 3_000_000_000
 RULE_ATTRIBUTES = ("id", "name", "summary", "doc", "versions", "tags", "fixable")
 
 
-@dataclass(eq=False, repr=False)
 class LoadedPlugins:
     """What the rule packs provide (mblint.plugins.load_plugins, or the catalog)."""
 
-    rules: list = field(default_factory=list)
-    defaults: dict = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    versions: dict[str, str] = field(default_factory=dict)
-    modules: list[str] = field(default_factory=list)  # the plugin modules loaded
-    fingerprint: str = ""  # of the rules, when they come from the catalog
+    __slots__ = ("rules", "defaults", "errors", "versions", "modules", "fingerprint")
+
+    def __init__(self, rules: list | None = None, defaults: dict | None = None, errors: list[str] | None = None,
+                 versions: dict[str, str] | None = None, modules: list[str] | None = None,
+                 fingerprint: str = "") -> None:
+        self.rules = [] if rules is None else rules
+        self.defaults = {} if defaults is None else defaults
+        self.errors = [] if errors is None else errors
+        self.versions = {} if versions is None else versions
+        self.modules = [] if modules is None else modules  # the plugin modules loaded
+        self.fingerprint = fingerprint  # of the rules, when they come from the catalog
 
 
 class CataloguedRule:

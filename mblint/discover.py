@@ -6,7 +6,6 @@ import fnmatch
 import functools
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from mblint.paths import absolute
@@ -20,16 +19,21 @@ DEFAULT_EXCLUDES = (
 )
 
 
-@dataclass
 class Discovered:
-    python: list[Path] = field(default_factory=list)
-    yaml: list[Path] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    # (path, reason): named like a Python or YAML file but not a readable regular file
-    # (a symlink loop, a dangling link, a FIFO or device); never opened, reported as SY001
-    unreadable: list[tuple[Path, str]] = field(default_factory=list)
-    sizes: dict[Path, int] = field(default_factory=dict)  # bytes of each file found, when stat gave them
+    """What discovery found. ``unreadable``: (path, reason) of files named like a Python or
+    YAML file but not a readable regular file (a symlink loop, a dangling link, a FIFO or
+    device); never opened, reported as SY001. ``sizes``: bytes of each file found, when stat
+    gave them."""
+
+    __slots__ = ("python", "yaml", "missing", "problems", "unreadable", "sizes")
+
+    def __init__(self) -> None:
+        self.python: list[Path] = []
+        self.yaml: list[Path] = []
+        self.missing: list[str] = []
+        self.problems: list[str] = []
+        self.unreadable: list[tuple[Path, str]] = []
+        self.sizes: dict[Path, int] = {}
 
 
 def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bool = True,

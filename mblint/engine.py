@@ -6,7 +6,7 @@ import ast
 import gc
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -98,32 +98,35 @@ class CheckOptions:
     force_exclude: bool = True  # excludes apply to explicitly passed files too
 
 
-@dataclass(eq=False, repr=False)
 class FileError:
     """A file (or setting) that could not be checked, and why."""
 
-    path: str
-    message: str
-    line: int = 0
-    column: int = 0
+    def __init__(self, path: str, message: str, line: int = 0, column: int = 0) -> None:
+        self.path = path
+        self.message = message
+        self.line = line
+        self.column = column
 
     def __str__(self) -> str:
         where = f":{self.line}:{self.column}" if self.line else ""
         return f"{self.path}{where}: {self.message}"
 
 
-@dataclass(eq=False, repr=False)
 class FileResult:
-    """What linting one file produced; cached and sent between worker processes as JSON."""
+    """What linting one file produced; cached and sent between worker processes as JSON.
 
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[FileError] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    recipes: int = 0
-    resolved: int = 0
-    # The file's text does not mention "mblint": no suppression comment can be in it, so a
-    # cached result spares reading the file again for suppressions.
-    directive_free: bool = False
+    ``directive_free``: the file's text does not mention "mblint": no suppression comment can
+    be in it, so a cached result spares reading the file again for suppressions."""
+
+    def __init__(self, findings: list[Finding] | None = None, errors: list[FileError] | None = None,
+                 notes: list[str] | None = None, recipes: int = 0, resolved: int = 0,
+                 directive_free: bool = False) -> None:
+        self.findings = [] if findings is None else findings
+        self.errors = [] if errors is None else errors
+        self.notes = [] if notes is None else notes
+        self.recipes = recipes
+        self.resolved = resolved
+        self.directive_free = directive_free
 
     def to_dict(self) -> dict:
         return {"findings": [finding_to_dict(f) for f in self.findings],
@@ -139,22 +142,25 @@ class FileResult:
                    list(data["notes"]), data["recipes"], data["resolved"], data.get("directive_free", False))
 
 
-@dataclass(eq=False, repr=False)
 class Report:
     """Everything a run found, merged over its files."""
 
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[FileError] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    files: int = 0
-    recipes: int = 0
-    resolved: int = 0
-    cache_hits: int = 0
-    suppressed: int = 0  # findings dropped by suppression comments and per-file-ignores
-    baselined: int = 0  # findings dropped because the baseline holds them
-    stale_baseline: list = field(default_factory=list)  # mblint.baseline.StaleEntry
-    rules: list = field(default_factory=list)  # every rule enabled for some checked file
-    checked: list[str] = field(default_factory=list)  # display paths of the checked files
+    def __init__(self, findings: list[Finding] | None = None, errors: list[FileError] | None = None,
+                 notes: list[str] | None = None, files: int = 0, recipes: int = 0, resolved: int = 0,
+                 cache_hits: int = 0, suppressed: int = 0, baselined: int = 0, stale_baseline: list | None = None,
+                 rules: list | None = None, checked: list[str] | None = None) -> None:
+        self.findings = [] if findings is None else findings
+        self.errors = [] if errors is None else errors
+        self.notes = [] if notes is None else notes
+        self.files = files
+        self.recipes = recipes
+        self.resolved = resolved
+        self.cache_hits = cache_hits
+        self.suppressed = suppressed  # findings dropped by suppression comments and per-file-ignores
+        self.baselined = baselined  # findings dropped because the baseline holds them
+        self.stale_baseline = [] if stale_baseline is None else stale_baseline  # mblint.baseline.StaleEntry
+        self.rules = [] if rules is None else rules  # every rule enabled for some checked file
+        self.checked = [] if checked is None else checked  # display paths of the checked files
 
     def add(self, result: FileResult) -> None:
         self.findings.extend(result.findings)

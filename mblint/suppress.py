@@ -12,7 +12,6 @@ import ast
 import io
 import re
 import tokenize
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
@@ -96,16 +95,20 @@ mblint's suppression syntax.
 SUPPRESSION_RULES: tuple[type[Rule], ...] = (UnusedSuppressionRule, InvalidSuppressionRule)
 
 
-@dataclass(eq=False, repr=False)
 class Directive:
-    """One ``# mblint: ignore`` / ``ignore-file`` comment and the codes it names."""
+    """One ``# mblint: ignore`` / ``ignore-file`` comment and the codes it names (``codes``
+    empty: every rule, ignore-file only)."""
 
-    line: int
-    column: int
-    end_column: int
-    file_level: bool
-    codes: tuple[str, ...]  # empty: every rule (ignore-file only)
-    used: set[str] = field(default_factory=set)
+    __slots__ = ("line", "column", "end_column", "file_level", "codes", "used")
+
+    def __init__(self, line: int, column: int, end_column: int, file_level: bool, codes: tuple[str, ...],
+                 used: set[str] | None = None) -> None:
+        self.line = line
+        self.column = column
+        self.end_column = end_column
+        self.file_level = file_level
+        self.codes = codes
+        self.used = set() if used is None else used
 
     def covers(self, finding: Finding, aliases: dict[str, str]) -> str | None:
         if not self.codes:
@@ -116,13 +119,17 @@ class Directive:
         return None
 
 
-@dataclass(eq=False, repr=False)
 class FileDirectives:
     """A file's suppression comments, the malformed ones, and its statement line ranges."""
 
-    directives: list[Directive] = field(default_factory=list)
-    invalid: list[tuple[int, int, int, str]] = field(default_factory=list)  # line, col, end, message
-    ranges: list[tuple[int, int]] = field(default_factory=list)  # statement line ranges (Python)
+    __slots__ = ("directives", "invalid", "ranges")
+
+    def __init__(self, directives: list[Directive] | None = None,
+                 invalid: list[tuple[int, int, int, str]] | None = None,
+                 ranges: list[tuple[int, int]] | None = None) -> None:
+        self.directives = [] if directives is None else directives
+        self.invalid = [] if invalid is None else invalid  # line, col, end, message
+        self.ranges = [] if ranges is None else ranges  # statement line ranges (Python)
 
     def statement_range(self, line: int) -> tuple[int, int]:
         best = (line, line)

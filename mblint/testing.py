@@ -65,15 +65,18 @@ def marked_lines(text: str) -> list[int]:
     return [number for number, line in enumerate(text.splitlines(), start=1) if MARKER.search(line)]
 
 
-@dataclass(eq=False, repr=False)
 class ExampleRun:
     """A rule's findings on one example, and the lines its markers expect them on."""
 
-    findings: list[Finding]
-    recipe_file: Path
-    yaml_file: Path | None
-    expected_lines: list[tuple[str, int]]
-    notes: list[str]
+    __slots__ = ("findings", "recipe_file", "yaml_file", "expected_lines", "notes")
+
+    def __init__(self, findings: list[Finding], recipe_file: Path, yaml_file: Path | None,
+                 expected_lines: list[tuple[str, int]], notes: list[str]) -> None:
+        self.findings = findings
+        self.recipe_file = recipe_file
+        self.yaml_file = yaml_file
+        self.expected_lines = expected_lines
+        self.notes = notes
 
 
 def run_example(rule_class, example: Example, workdir: Path, search_paths: Sequence[Path]) -> ExampleRun:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from mblint.model import ABSENT, NOT_PLAIN_TYPES, UNKNOWN, EffectiveConfig, is_known, is_node
@@ -105,17 +104,19 @@ def pad_to_max_length(cfg: EffectiveConfig) -> tuple[Any, str]:
     return False, field
 
 
-@dataclass(frozen=True, eq=False, repr=False)
 class Parallel:
     """The effective parallel sizes of a configuration (``parallel``)."""
 
-    tp: Any
-    pp: Any
-    cp: Any
-    ep: Any
-    etp: Any
-    vpp: Any
-    sp: Any
+    __slots__ = ("tp", "pp", "cp", "ep", "etp", "vpp", "sp")
+
+    def __init__(self, tp: Any, pp: Any, cp: Any, ep: Any, etp: Any, vpp: Any, sp: Any) -> None:
+        self.tp = tp
+        self.pp = pp
+        self.cp = cp
+        self.ep = ep
+        self.etp = etp
+        self.vpp = vpp
+        self.sp = sp
 
 
 @per_config
@@ -200,7 +201,6 @@ def _graph_names(raw: Any) -> Any:
     return UNKNOWN
 
 
-@dataclass(frozen=True, eq=False, repr=False)
 class CudaGraphs:
     """The effective CUDA graph setup of the model, per Megatron-Bridge line.
 
@@ -211,10 +211,13 @@ class CudaGraphs:
     0.3.x: ``model.cuda_graph_impl`` in none/local/transformer_engine and ``model.cuda_graph_scope``;
     full-iteration capture is ``local`` with "full_iteration" in the scope."""
 
-    impl: Any
-    raw_names: Any  # every name in modules and scope, including full_iteration
-    impl_path: str
-    modules_paths: tuple[str, ...]
+    __slots__ = ("impl", "raw_names", "impl_path", "modules_paths")
+
+    def __init__(self, impl: Any, raw_names: Any, impl_path: str, modules_paths: tuple[str, ...]) -> None:
+        self.impl = impl
+        self.raw_names = raw_names  # every name in modules and scope, including full_iteration
+        self.impl_path = impl_path
+        self.modules_paths = modules_paths
 
     @property
     def on(self) -> Any:
@@ -383,15 +386,18 @@ def eval_context_parallel_size(cfg: EffectiveConfig) -> Any:
     return result if not is_node(result) else UNKNOWN
 
 
-@dataclass(frozen=True, eq=False, repr=False)
 class Alignment:
     """lcm of the CP and SP multiples over the training and eval CP sizes (0.6.2
-    ``ConfigContainer.validate``). ``cp_required`` is the lcm of the CP parts alone."""
+    ``ConfigContainer.validate``). ``cp_required`` is the lcm of the CP parts alone; ``text``
+    e.g. "CP=2 and TP=8 with sequence parallelism need a multiple of lcm(4, 16) = 16"."""
 
-    required: int
-    cp_required: int
-    text: str  # e.g. "CP=2 and TP=8 with sequence parallelism need a multiple of lcm(4, 16) = 16"
-    fields: tuple[str, ...]
+    __slots__ = ("required", "cp_required", "text", "fields")
+
+    def __init__(self, required: int, cp_required: int, text: str, fields: tuple[str, ...]) -> None:
+        self.required = required
+        self.cp_required = cp_required
+        self.text = text
+        self.fields = fields
 
 
 def cp_sp_alignment_all(cfg: EffectiveConfig) -> Any:

@@ -34,7 +34,6 @@ Optional per-field keys: ``"enums"`` (enum qualnames the annotation mentions), `
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -45,17 +44,20 @@ DATA_DIR = Path(__file__).parent / "data"
 DEFAULT_LINE = "0.6"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
 class FieldSpec:
     """One field of a config class, as the schema records it."""
 
-    name: str
-    annotation: str
-    classes: tuple[str, ...]
-    default_kind: str
-    default: Any
-    factory_class: str | None = None
-    init: bool = True
+    __slots__ = ("name", "annotation", "classes", "default_kind", "default", "factory_class", "init")
+
+    def __init__(self, name: str, annotation: str, classes: tuple[str, ...], default_kind: str, default: Any,
+                 factory_class: str | None = None, init: bool = True) -> None:
+        self.name = name
+        self.annotation = annotation
+        self.classes = classes
+        self.default_kind = default_kind
+        self.default = default
+        self.factory_class = factory_class
+        self.init = init
 
     def default_value(self) -> Any:
         if self.default_kind == "value":
@@ -87,22 +89,30 @@ class ClassSpec:
         return f"ClassSpec({self.qualname})"
 
 
-@dataclass(eq=False, repr=False)
 class Schema:
     """The config classes, enums and field facts of one Megatron-Bridge line."""
 
-    line: str
-    megatron_bridge_version: str
-    classes: dict[str, ClassSpec]
-    root_qualname: str
-    enums: dict[str, dict[str, Any]] = field(default_factory=dict)
-    hf_derived_fields: frozenset[str] = frozenset()
-    hf_provider: str | None = None
-    deprecated_fields: dict[str, dict] = field(default_factory=dict)
-    mixed_precision_recipes: tuple[str, ...] = ()
-    mixed_precision_lookup: dict | None = None  # where a recipe name is turned into a config
-    overlay: dict = field(default_factory=dict)
-    by_name: dict[str, list[str]] = field(default_factory=dict)
+    __slots__ = ("line", "megatron_bridge_version", "classes", "root_qualname", "enums", "hf_derived_fields",
+                 "hf_provider", "deprecated_fields", "mixed_precision_recipes", "mixed_precision_lookup", "overlay",
+                 "by_name")
+
+    def __init__(self, line: str, megatron_bridge_version: str, classes: dict[str, ClassSpec], root_qualname: str,
+                 enums: dict[str, dict[str, Any]] | None = None, hf_derived_fields: frozenset[str] = frozenset(),
+                 hf_provider: str | None = None, deprecated_fields: dict[str, dict] | None = None,
+                 mixed_precision_recipes: tuple[str, ...] = (), mixed_precision_lookup: dict | None = None,
+                 overlay: dict | None = None, by_name: dict[str, list[str]] | None = None) -> None:
+        self.line = line
+        self.megatron_bridge_version = megatron_bridge_version
+        self.classes = classes
+        self.root_qualname = root_qualname
+        self.enums = {} if enums is None else enums
+        self.hf_derived_fields = hf_derived_fields
+        self.hf_provider = hf_provider
+        self.deprecated_fields = {} if deprecated_fields is None else deprecated_fields
+        self.mixed_precision_recipes = mixed_precision_recipes
+        self.mixed_precision_lookup = mixed_precision_lookup  # where a recipe name is turned into a config
+        self.overlay = {} if overlay is None else overlay
+        self.by_name = {} if by_name is None else by_name
 
     @property
     def root(self) -> ClassSpec:
