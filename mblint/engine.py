@@ -19,7 +19,7 @@ from mblint.rule import Rule, RuleContext, RulePlan
 if TYPE_CHECKING:
     from mblint.plugins import LoadedPlugins
 
-WORLD_SIZE_COMMENT = re.compile(r"#\s*mblint:\s*world[-_]size\s*=\s*(\d+)")
+WORLD_SIZE_COMMENT = r"#\s*mblint:\s*world[-_]size\s*=\s*(\d+)"  # compiled by re when a file mentions mblint
 WORLD_SIZE_NAME = re.compile(r"_(\d+)gpus?_")
 
 
@@ -647,7 +647,7 @@ class Engine:
     def world_size_comment(self, recipe_path: str, text: str) -> int | None:
         """The ``# mblint: world-size=N`` comment of the recipe's file (searched once per file)."""
         if recipe_path not in self._world_size_comments:
-            match = WORLD_SIZE_COMMENT.search(text)
+            match = re.search(WORLD_SIZE_COMMENT, text) if "mblint" in text else None  # else never compiled
             self._world_size_comments[recipe_path] = int(match.group(1)) if match else None
         return self._world_size_comments[recipe_path]
 

@@ -22,11 +22,12 @@ from mblint.rule import Rule
 if TYPE_CHECKING:
     from mblint.engine import Engine, Report
 
-DIRECTIVE = re.compile(r"#\s*mblint\s*:\s*(?P<body>.*?)\s*$")
-YAML_COMMENT = re.compile(r"(?:^|\s)(#\s*mblint\s*:.*?)\s*$")
-KNOWN_OTHER = re.compile(r"^(world[-_]size\s*=\s*\d+|recipe\s*=\s*\S+)\s*$")
-IGNORE = re.compile(r"^(?P<kind>ignore-file|ignore)(?P<after>.*)$")
-RULE_ID = re.compile(r"^[A-Z]{2,4}\d{3}$")
+# Patterns, compiled (and kept) by the re module on first use: only files that mention
+# "mblint" are searched for directives, most runs never need them.
+DIRECTIVE = r"#\s*mblint\s*:\s*(?P<body>.*?)\s*$"
+YAML_COMMENT = r"(?:^|\s)(#\s*mblint\s*:.*?)\s*$"
+KNOWN_OTHER = r"^(world[-_]size\s*=\s*\d+|recipe\s*=\s*\S+)\s*$"
+IGNORE = r"^(?P<kind>ignore-file|ignore)(?P<after>.*)$"
 COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
             ast.With, ast.AsyncWith, ast.Try) + ((ast.Match,) if hasattr(ast, "Match") else ()) + (
             (ast.TryStar,) if hasattr(ast, "TryStar") else ())
@@ -155,7 +156,7 @@ def parse_directives(path: Path, aliases: dict[str, str]) -> FileDirectives:
     else:
         comments = _yaml_comments(text)
     for line, column, comment in comments:
-        match = DIRECTIVE.search(comment)
+        match = re.search(DIRECTIVE, comment)
         if match is None:
             continue
         column += match.start()
@@ -168,9 +169,9 @@ def _parse_one(body: str, line: int, column: int, end: int, aliases: dict, resul
     def invalid(message: str) -> None:
         result.invalid.append((line, column, end, message))
 
-    if KNOWN_OTHER.match(body):
+    if re.match(KNOWN_OTHER, body):
         return
-    match = IGNORE.match(body)
+    match = re.match(IGNORE, body)
     if match is None:
         invalid(f"unknown mblint directive '{body.split()[0] if body.split() else ''}'; expected "
                 "ignore[ID, ...], ignore-file[ID, ...], world-size=N or recipe=PATH::FUNCTION")
@@ -218,7 +219,7 @@ def _yaml_comments(text: str) -> list[tuple[int, int, str]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if "mblint" not in line:
             continue
-        match = YAML_COMMENT.search(line)
+        match = re.search(YAML_COMMENT, line)
         if match:
             found.append((number, match.start(1) + 1, match.group(1)))
     return found
