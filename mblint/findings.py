@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from mblint.model import Origin
+from mblint.model import FrozenRecord, Origin, Record
 
 
 class Severity(IntEnum):
@@ -42,25 +42,35 @@ class FixIntent:
     alternative: bool = False
 
 
-@dataclass(frozen=True)
-class Related:
-    origin: Origin
-    message: str
+class Related(FrozenRecord):
+    """Another place that takes part in a finding, and what it does there."""
+
+    _fields = ("origin", "message")
+
+    def __init__(self, origin: Origin, message: str) -> None:
+        self.__dict__.update(origin=origin, message=message)
 
 
-@dataclass
-class Finding:
-    rule_id: str
-    rule_name: str
-    severity: Severity
-    message: str
-    location: Origin
-    related: tuple[Related, ...] = ()
-    fields: tuple[str, ...] = ()
-    recipe: str = ""
-    fixes: tuple[FixIntent, ...] = ()
-    suppressed: bool = False
-    extra: dict = field(default_factory=dict)
+class Finding(Record):
+    """What a rule reports: where (``location``), about which fields, with the fixes it proposes."""
+
+    _fields = ("rule_id", "rule_name", "severity", "message", "location", "related", "fields", "recipe", "fixes",
+               "suppressed", "extra")
+
+    def __init__(self, rule_id: str, rule_name: str, severity: Severity, message: str, location: Origin,
+                 related: tuple[Related, ...] = (), fields: tuple[str, ...] = (), recipe: str = "",
+                 fixes: tuple[FixIntent, ...] = (), suppressed: bool = False, extra: dict | None = None) -> None:
+        self.rule_id = rule_id
+        self.rule_name = rule_name
+        self.severity = severity
+        self.message = message
+        self.location = location
+        self.related = related
+        self.fields = fields
+        self.recipe = recipe
+        self.fixes = fixes
+        self.suppressed = suppressed
+        self.extra = {} if extra is None else extra
 
     @property
     def applicable_fixes(self) -> tuple[FixIntent, ...]:
@@ -81,8 +91,8 @@ def origin_from_dict(data: dict) -> Origin:
 
 
 def _frozen(cls: type, **values: Any) -> Any:
-    """A frozen dataclass instance without its ``__init__`` (one ``object.__setattr__`` per
-    field): a warm run decodes every cached finding. ``values`` must name every field."""
+    """A frozen record (dataclass or ``FrozenRecord``) without its ``__init__``: a warm run
+    decodes every cached finding. ``values`` must name every field."""
     instance = object.__new__(cls)
     instance.__dict__.update(values)
     return instance

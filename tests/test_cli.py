@@ -236,11 +236,9 @@ rare = {"WORLD_SIZE_COMMENT": engine.WORLD_SIZE_COMMENT, "DIRECTIVE": suppress.D
 print(sorted(made), sorted(name for name, pattern in rare.items() if pattern in compiled), sep="\\n", file=sys.stderr)
 """
 
-# The record types whose generated equality, hash or repr are kept (public findings and
-# settings types); every other record class is a plain class, made without exec at import.
-KEPT_DATACLASSES = ["mblint.engine.CheckOptions", "mblint.findings.Finding", "mblint.findings.FixIntent",
-                    "mblint.findings.Related", "mblint.model.Origin", "mblint.model.RecipeRef",
-                    "mblint.settings.Settings", "mblint.testing.Example"]
+# The record types that stay dataclasses (dataclasses.replace makes changed copies of them);
+# every other record class is a plain class or a Record, made without exec at import.
+KEPT_DATACLASSES = ["mblint.engine.CheckOptions", "mblint.findings.FixIntent", "mblint.model.Origin"]
 
 
 def _start_probe(tmp_path: Path, text: str) -> list[str]:
