@@ -8,6 +8,7 @@ dict-valued fields (``dataset.dataset_kwargs``, ``env_vars``) continue the path.
 from __future__ import annotations
 
 from dataclasses import FrozenInstanceError, dataclass, field
+from operator import attrgetter
 from typing import Any, Iterator
 
 
@@ -19,12 +20,18 @@ class Record:
     __slots__ = ()
     _fields: tuple[str, ...] = ()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if len(cls._fields) > 1:  # attrgetter of several names answers their tuple, at C speed
+            cls._values = property(attrgetter(*cls._fields))
+
+    @property
     def _values(self) -> tuple:
         return tuple(getattr(self, name) for name in self._fields)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
-            return self._values() == other._values()
+            return self._values == other._values
         return NotImplemented
 
     def __repr__(self) -> str:
@@ -39,7 +46,7 @@ class FrozenRecord(Record):
     __slots__ = ()
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return hash(self._values)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
