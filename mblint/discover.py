@@ -23,9 +23,10 @@ class Discovered:
     """What discovery found. ``unreadable``: (path, reason) of files named like a Python or
     YAML file but not a readable regular file (a symlink loop, a dangling link, a FIFO or
     device); never opened, reported as SY001. ``sizes``: bytes of each file found, when stat
-    gave them."""
+    gave them. ``link_modes``: the ``os.lstat`` mode of each path given, when it could be read
+    (the settings look-up asks it of every file)."""
 
-    __slots__ = ("python", "yaml", "missing", "problems", "unreadable", "sizes")
+    __slots__ = ("python", "yaml", "missing", "problems", "unreadable", "sizes", "link_modes")
 
     def __init__(self) -> None:
         self.python: list[Path] = []
@@ -34,6 +35,7 @@ class Discovered:
         self.problems: list[str] = []
         self.unreadable: list[tuple[Path, str]] = []
         self.sizes: dict[Path, int] = {}
+        self.link_modes: dict[Path, int] = {}
 
 
 def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bool = True,
@@ -45,7 +47,10 @@ def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bo
     for raw in paths:
         path = Path(raw)
         try:
-            status = os.stat(path)
+            status = os.lstat(path)
+            found.link_modes[path] = status.st_mode
+            if stat.S_ISLNK(status.st_mode):
+                status = os.stat(path)
         except (OSError, ValueError):  # missing, a dangling link, a loop...: pathlib says which
             status = None
         if status is None and not path.exists() and not path.is_symlink():

@@ -202,6 +202,7 @@ class Engine:
         self._displays_root = self._displays_cwd = None
         self._plugins = None
         self._known_sizes: dict[Path, int] = {}  # bytes per file, as discovery found them
+        self._known_link_modes: dict[Path, int] = {}  # os.lstat modes of the paths given, as discovery found them
         self._run_cwd: str | None = None  # the working folder, asked once per run
         self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
         if plugins is not None or not options.use_cache:
@@ -293,7 +294,7 @@ class Engine:
         from mblint.settings import SettingsError
 
         try:
-            return resolver.for_path(path, self._run_cwd), True
+            return resolver.for_path(path, self._run_cwd, self._known_link_modes.get(path)), True
         except SettingsError as error:
             self.settings_errors.add(str(error))
             return None, False
@@ -362,6 +363,7 @@ class Engine:
         report = Report()
         found = discover(paths, self.options.excludes, self.options.force_exclude, self._run_cwd)
         self._known_sizes = found.sizes
+        self._known_link_modes = found.link_modes
         explicit = _ExplicitFiles(paths)
         found.python = [p for p in found.python if self.settings_readable(p)]
         found.yaml = [p for p in found.yaml if self.settings_readable(p)]

@@ -221,28 +221,30 @@ class SettingsResolver:
             self._default = Settings(root=Path.cwd().resolve())
         return self._default
 
-    def for_path(self, path: Path | str, cwd: str | None = None) -> Settings:
+    def for_path(self, path: Path | str, cwd: str | None = None, link_mode: int | None = None) -> Settings:
         """Asked many times per file in a run (rules, world size, suppressions, fail-on):
         answered from memory after the first time. ``cwd``: the working folder, when the
-        caller has it."""
+        caller has it; ``link_mode``: ``os.lstat(path).st_mode``, when the caller has it."""
         raw = os.fspath(path)
         cwd = "" if os.path.isabs(raw) else cwd or os.getcwd()
         key = _exact_key(raw, cwd)
         found = self._by_path.get(key)
         if found is None:
-            found = self._by_path[key] = self._find(raw, cwd)
+            found = self._by_path[key] = self._find(raw, cwd, link_mode)
         return found
 
-    def _find(self, raw: str, cwd: str) -> Settings:
-        """``cwd``: the working folder when ``raw`` is relative, else ""."""
+    def _find(self, raw: str, cwd: str, mode: int | None = None) -> Settings:
+        """``cwd``: the working folder when ``raw`` is relative, else ""; ``mode``: the lstat
+        mode of ``raw`` when known."""
         if self.isolated:
             return self.default()
         if self.config is not None:
             return self._load(self.config.resolve(), required=True) or self.default()
-        try:
-            mode = os.lstat(raw).st_mode
-        except OSError:
-            mode = 0
+        if mode is None:
+            try:
+                mode = os.lstat(raw).st_mode
+            except OSError:
+                mode = 0
         if stat.S_ISLNK(mode) or stat.S_ISDIR(mode):  # resolved on its own
             return self._nearest(self._real_folder(raw, mode))
         # A file's settings are those of the folder holding it: one answer per folder

@@ -506,8 +506,9 @@ def lint_subprocess(root: Path) -> str:
 
 
 def test_discovery_asks_one_stat_per_explicit_file_and_keeps_its_size(tmp_path, monkeypatch):
-    """An explicitly named file costs discovery one ``stat``; its size, kept for the work
-    grouping, is the file's; missing paths, dangling links and folders are told apart as before."""
+    """An explicitly named file costs discovery one ``lstat`` (and a ``stat`` when it is a
+    symbolic link); its size, kept for the work grouping, is the file's (the link target's);
+    missing paths, dangling links and folders are told apart as before."""
     import os
 
     from mblint import discover as discovery
@@ -517,11 +518,17 @@ def test_discovery_asks_one_stat_per_explicit_file_and_keeps_its_size(tmp_path, 
     (tmp_path / "sub" / "s.py").write_text("y = 22\n")
     (tmp_path / "dangling.py").symlink_to(tmp_path / "nowhere.py")
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "link.py").symlink_to(tmp_path / "sub" / "s.py")
     calls = []
-    real_stat = os.stat
-    monkeypatch.setattr(discovery.os, "stat", lambda path, *a, **k: calls.append(str(path)) or real_stat(path, *a, **k))
+    for name in ("stat", "lstat"):
+        real = getattr(os, name)
+        monkeypatch.setattr(discovery.os, name, lambda path, *a, _name=name, _real=real, **k:
+                            calls.append((_name, str(path))) or _real(path, *a, **k))
     found = discovery.discover(["r.py"])
-    assert calls == ["r.py"] and found.python == [Path("r.py")] and found.sizes == {Path("r.py"): 6}
+    assert calls == [("lstat", "r.py")] and found.python == [Path("r.py")] and found.sizes == {Path("r.py"): 6}
+    calls.clear()
+    found = discovery.discover(["link.py"])
+    assert calls == [("lstat", "link.py"), ("stat", "link.py")] and found.sizes == {Path("link.py"): 7}
     found = discovery.discover(["r.py", "sub", "missing.py", "dangling.py", "bad\0name.py"])
     assert found.python == [Path("r.py"), Path("sub/s.py")] and found.sizes[Path("sub/s.py")] == 7
     assert found.missing == ["missing.py", "bad\0name.py"]

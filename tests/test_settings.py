@@ -242,3 +242,36 @@ def test_settings_file_test_answers_as_isfile(tmp_path):
     (tmp_path / "dangling.toml").symlink_to(tmp_path / "nowhere.toml")
     for name in ("file.toml", "folder.toml", "link.toml", "dangling.toml", "missing.toml"):
         assert _is_file(str(tmp_path / name)) == os.path.isfile(tmp_path / name), name
+
+
+def test_a_run_asks_lstat_once_per_file_given_and_links_keep_their_own_settings(tmp_path, monkeypatch):
+    """Discovery's lstat of each path given is the settings look-up's: the look-up asks no
+    lstat of its own for them, and a symbolic link to a file in a folder with other settings
+    still gets that folder's settings."""
+    import os
+    import sys
+
+    from mblint.engine import CheckOptions, Engine
+    from mblint.settings import SettingsResolver
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "mblint.toml").write_text("select = ['PK']\n")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "mblint.toml").write_text("select = ['OT']\n")
+    (tmp_path / "b" / "target.py").write_text("")
+    (tmp_path / "a" / "r1.py").write_text("")
+    (tmp_path / "a" / "link.py").symlink_to(tmp_path / "b" / "target.py")
+    monkeypatch.chdir(tmp_path)
+    asked = []  # (function asking, path)
+    lstat = os.lstat
+
+    def recorded_lstat(path, *args, **kwargs):
+        asked.append((sys._getframe(1).f_code.co_name, os.fspath(path)))
+        return lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", recorded_lstat)
+    engine = Engine(CheckOptions(settings=SettingsResolver()))
+    engine.check_paths(["a/r1.py", "a/link.py"])
+    assert [(asker, path) for asker, path in asked if asker in ("discover", "_find")] == \
+        [("discover", "a/r1.py"), ("discover", "a/link.py")]
+    assert [engine.settings_for(Path(p)).select for p in ("a/r1.py", "a/link.py")] == [("PK",), ("OT",)]
