@@ -848,7 +848,7 @@ class Interpreter:
         value_node = stmt.value
         if type(value_node) is ast.Constant and self.expr_depth < MAX_EXPR_DEPTH:  # most recipe lines
             value = value_node.value
-            if not isinstance(value, SCALARS):
+            if type(value) not in _PLAIN_TYPES:  # a constant is of its exact type
                 value = UNKNOWN
         else:
             value = self.eval(value_node, frame)
@@ -857,9 +857,10 @@ class Interpreter:
         if source.wide_lines:
             origin = _origin_at(stmt, source, self.clock, self.call_sites)
         else:  # _origin_at(), inlined: UTF-8 byte offsets are character columns
-            line, column = stmt.lineno, stmt.col_offset
-            origin = _new_origin(source.display_path, line, column + 1, stmt.end_lineno or line,
-                                 (stmt.end_col_offset or column) + 1, "set", self.clock, self.call_sites)
+            place = stmt.__dict__  # one generic look-up for the four positions
+            line, column = place["lineno"], place["col_offset"]
+            origin = _new_origin(source.display_path, line, column + 1, place["end_lineno"] or line,
+                                 (place["end_col_offset"] or column) + 1, "set", self.clock, self.call_sites)
         targets = stmt.targets
         target = targets[0]
         if type(target) is ast.Attribute and len(targets) == 1 and not self.havoc_depth:  # store(), inlined: most lines
@@ -1094,7 +1095,7 @@ class Interpreter:
         if self.expr_depth < _FAST_PATH_DEPTH:
             if kind is ast.Constant:
                 value = node.value
-                return value if isinstance(value, SCALARS) else UNKNOWN
+                return value if type(value) in _PLAIN_TYPES else UNKNOWN
             if kind is ast.Name:
                 value = frame.locals.get(node.id, _NOT_FOUND)
                 if value is not _NOT_FOUND and type(value) is not LazyImport:
