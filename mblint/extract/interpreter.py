@@ -845,7 +845,8 @@ class Interpreter:
         raise Return(None, dead=True)
 
     def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
-        value_node = stmt.value
+        parts = stmt.__dict__  # one generic attribute look-up for the statement's six parts
+        value_node = parts["value"]
         if type(value_node) is ast.Constant and self.expr_depth < MAX_EXPR_DEPTH:  # most recipe lines
             value = value_node.value
             if type(value) not in _PLAIN_TYPES:  # a constant is of its exact type
@@ -857,11 +858,10 @@ class Interpreter:
         if source.wide_lines:
             origin = _origin_at(stmt, source, self.clock, self.call_sites)
         else:  # _origin_at(), inlined: UTF-8 byte offsets are character columns
-            place = stmt.__dict__  # one generic look-up for the four positions
-            line, column = place["lineno"], place["col_offset"]
-            origin = _new_origin(source.display_path, line, column + 1, place["end_lineno"] or line,
-                                 (place["end_col_offset"] or column) + 1, "set", self.clock, self.call_sites)
-        targets = stmt.targets
+            line, column = parts["lineno"], parts["col_offset"]
+            origin = _new_origin(source.display_path, line, column + 1, parts["end_lineno"] or line,
+                                 (parts["end_col_offset"] or column) + 1, "set", self.clock, self.call_sites)
+        targets = parts["targets"]
         target = targets[0]
         if type(target) is ast.Attribute and len(targets) == 1 and not self.havoc_depth:  # store(), inlined: most lines
             owner_node = target.value
