@@ -703,12 +703,13 @@ class Interpreter:
         return value
 
     def call_function_uncached(self, func: FuncRef, args: list, kwargs: dict, site: ast.AST | None) -> Any:
-        if any(node is func.node for node in self.call_stack):
-            self.limit(f"{self.where}: recursive call of {func.name}: its result is unknown")
-        elif len(self.call_stack) >= MAX_CALL_DEPTH:
-            self.limit(f"{self.where}: call depth limit ({MAX_CALL_DEPTH} nested calls) reached at "
-                       f"{func.name}: its result is unknown")
-        if len(self.call_stack) >= MAX_CALL_DEPTH or any(node is func.node for node in self.call_stack):
+        recursive = func.node in self.call_stack  # ast nodes compare by identity
+        if recursive or len(self.call_stack) >= MAX_CALL_DEPTH:
+            if recursive:
+                self.limit(f"{self.where}: recursive call of {func.name}: its result is unknown")
+            else:
+                self.limit(f"{self.where}: call depth limit ({MAX_CALL_DEPTH} nested calls) reached at "
+                           f"{func.name}: its result is unknown")
             self.havoc_values(args + list(kwargs.values()), None, None)
             return UNKNOWN
         frame = Frame(func.module, function=func.name)
@@ -812,9 +813,9 @@ class Interpreter:
             self.havoc_stmt(stmt, frame)
 
     def stmt_Expr(self, stmt: ast.Expr, frame: Frame) -> None:
-        if isinstance(stmt.value, ast.Constant):
-            return
-        self.eval(stmt.value, frame)
+        value_node = stmt.value
+        if type(value_node) is not ast.Constant:
+            self.eval(value_node, frame)
 
     def stmt_Pass(self, stmt: ast.Pass, frame: Frame) -> None:
         pass
@@ -837,27 +838,37 @@ class Interpreter:
         frame.locals[stmt.name] = UNKNOWN
 
     def stmt_Return(self, stmt: ast.Return, frame: Frame) -> None:
-        value = self.eval(stmt.value, frame) if stmt.value is not None else None
-        raise Return(value)
+        value_node = stmt.value
+        raise Return(self.eval(value_node, frame) if value_node is not None else None)
 
     def stmt_Raise(self, stmt: ast.Raise, frame: Frame) -> None:
         raise Return(None, dead=True)
 
     def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
-        value_node = stmt.value
+        parts = stmt.__dict__  # one generic attribute look-up for the statement's six parts
+        value_node = parts["value"]
         if type(value_node) is ast.Constant and self.expr_depth < MAX_EXPR_DEPTH:  # most recipe lines
-            value = value_node.value if isinstance(value_node.value, SCALARS) else UNKNOWN
+            value = value_node.value
+            if type(value) not in _PLAIN_TYPES:  # a constant is of its exact type
+                value = UNKNOWN
         else:
             value = self.eval(value_node, frame)
         self.clock += 1  # origin(), inlined: a statement has a position
-        origin = _origin_at(stmt, frame.scope.source, self.clock, self.call_sites)
-        targets = stmt.targets
+        source = frame.scope.source
+        if source.wide_lines:
+            origin = _origin_at(stmt, source, self.clock, self.call_sites)
+        else:  # _origin_at(), inlined: UTF-8 byte offsets are character columns
+            line, column = parts["lineno"], parts["col_offset"]
+            origin = _new_origin(source.display_path, line, column + 1, parts["end_lineno"] or line,
+                                 (parts["end_col_offset"] or column) + 1, "set", self.clock, self.call_sites)
+        targets = parts["targets"]
         target = targets[0]
         if type(target) is ast.Attribute and len(targets) == 1 and not self.havoc_depth:  # store(), inlined: most lines
             owner_node = target.value
             owner = _NOT_FOUND
             if type(owner_node) is ast.Attribute and self.expr_depth < _FAST_PATH_DEPTH:  # cfg.train: eval()'s fast path
-                holder = frame.locals.get(owner_node.value.id) if type(owner_node.value) is ast.Name else None
+                holder_node = owner_node.value
+                holder = frame.locals.get(holder_node.id) if type(holder_node) is ast.Name else None
                 if type(holder) is Obj and holder.cls is not None:
                     slot = holder.fields.get(owner_node.attr)
                     if slot is not None:
@@ -1083,13 +1094,14 @@ class Interpreter:
         # Fast paths: what cannot evaluate anything else, nor reach the depth limit.
         if self.expr_depth < _FAST_PATH_DEPTH:
             if kind is ast.Constant:
-                return node.value if isinstance(node.value, SCALARS) else UNKNOWN
+                value = node.value
+                return value if type(value) in _PLAIN_TYPES else UNKNOWN
             if kind is ast.Name:
                 value = frame.locals.get(node.id, _NOT_FOUND)
                 if value is not _NOT_FOUND and type(value) is not LazyImport:
                     return value
-            elif kind is ast.Attribute and type(node.value) is ast.Name:  # cfg.model
-                owner = frame.locals.get(node.value.id)
+            elif kind is ast.Attribute and type(owner_node := node.value) is ast.Name:  # cfg.model
+                owner = frame.locals.get(owner_node.id)
                 if type(owner) is Obj and owner.cls is not None:
                     slot = owner.fields.get(node.attr)
                     if slot is not None:
@@ -1446,11 +1458,12 @@ class Interpreter:
     # ----- calls ---------------------------------------------------------------------------
 
     def expr_Call(self, node: ast.Call, frame: Frame) -> Any:
-        if isinstance(node.func, ast.Attribute) and node.func.attr in LIST_MUTATORS:
-            holder = self.eval(node.func.value, frame)
+        func_node = node.func
+        if type(func_node) is ast.Attribute and func_node.attr in LIST_MUTATORS:
+            holder = self.eval(func_node.value, frame)
             if isinstance(holder, list):
                 return self.mutate_list(holder, node, frame)
-        func = self.eval(node.func, frame)
+        func = self.eval(func_node, frame)
         args: list = []
         for arg in node.args:
             if isinstance(arg, ast.Starred):
@@ -1466,7 +1479,8 @@ class Interpreter:
         kw_origins: dict = {}
         for keyword in node.keywords:
             value = self.eval(keyword.value, frame)
-            if keyword.arg is None:
+            name = keyword.arg
+            if name is None:
                 if isinstance(value, Obj) and value.is_dict and not value.open:
                     for key, (item, origins) in value.fields.items():
                         kwargs[key] = item
@@ -1474,8 +1488,8 @@ class Interpreter:
                 else:
                     return self.unmodelled_call(func, args, kwargs, node, frame)
             else:
-                kwargs[keyword.arg] = value
-                kw_origins[keyword.arg] = self.reserve_origin(keyword, frame)
+                kwargs[name] = value
+                kw_origins[name] = self.reserve_origin(keyword, frame)
         return self.call(func, args, kwargs, node, frame, kw_origins)
 
     def mutate_list(self, current: list, node: ast.Call, frame: Frame) -> Any:
