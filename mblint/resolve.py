@@ -233,22 +233,22 @@ class _Answers(_ViewAnswers):
     __slots__ = ()
 
     def __missing__(self, path: str) -> Any:
-        memo = self.memo
         # _walk_to's usual case inlined: a field of an object already walked. The walk memo
         # keeps the field only if it is an object (a parent of later paths): few leaves are
         # asked both for their value and their origins.
         parent, leaf = _SPLITS.get(path) or _split(path)
-        above = memo.get(parent) if parent else None
-        if above is not None and type(above[0]) is Obj:
-            found = above[0].fields.get(leaf) or _missing_field(above[0], leaf)
+        above = self.memo.get(parent) if parent else None
+        node = above[0] if above is not None else None
+        if type(node) is Obj:
+            found = node.fields.get(leaf) or _missing_field(node, leaf)
         else:
-            found = _walk_to(self.root, memo, path)
+            found = _walk_to(self.root, self.memo, path)
         value = found[0]
-        kind = type(value)
-        if kind in _SCALARS or value is ABSENT or kind is Unknown:
-            found = value
-        elif kind is Obj:
-            memo[path] = found
+        if type(value) in _AS_IS:
+            self[path] = value
+            return value
+        if type(value) is Obj:
+            self.memo[path] = found
             found = _NodeMarker(value.type_name)
         else:
             found = _plain(value)
@@ -277,6 +277,7 @@ class _OriginAnswers(_ViewAnswers):
     def __missing__(self, path: str) -> tuple:
         found = self[path] = tuple(_walk_to(self.root, self.memo, path)[1])
         return found
+
 
 
 def _walk_to(root: Obj, memo: dict, path: str) -> tuple[Any, tuple]:
@@ -362,6 +363,7 @@ class GraphView:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_AS_IS = _SCALARS | {Unknown, type(ABSENT)}  # value types that are their own answer (ABSENT is the only _Absent)
 _BELOW_UNKNOWN = (UNKNOWN, ())
 _BELOW_ABSENT = (ABSENT, ())
 

@@ -166,7 +166,7 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
             return f"{parent}.{close}" if parent else close
         # the same field (or a close one) on another top-level sub-config
         siblings = []
-        for node in sorted(p for p in cfg.types if p and "." not in p and p != top):
+        for node in sorted({key for key in cfg.keys("") if key and "." not in key and key != top}):
             spec = schema.find_class(cfg.type_of(node) or "")
             if spec is not None and cfg.type_of(node) != "dict":
                 siblings.append((node, tuple(sorted(spec.fields))))

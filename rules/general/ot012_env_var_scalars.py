@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from mblint.findings import Severity
+from mblint.model import is_node
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
 
@@ -55,13 +56,13 @@ by `runtime_config_update` (:1853).
             return
         for name in sorted(cfg.keys("env_vars")):
             path = f"env_vars.{name}"
-            if cfg.type_of(path) is not None:
+            value = cfg.value(path)
+            if is_node(value):  # a mapping (its type_of is not None)
                 leaf = next((f"{path}.{key}" for key in cfg.keys(path)), path)
                 yield ctx.report(cfg, f"env_vars[{name!r}] is a mapping; environment variable values must be "
                                       f"scalars (str, int, float, bool), apply_environment_variables() raises TypeError",
                                  [leaf], primary=leaf)
                 continue
-            value = cfg.value(path)
             if not known(value):
                 continue
             if name == "":
