@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from mblint.discover import discover
 from mblint.extract.modules import SourceError, SourceLimit
-from mblint.findings import Finding, Severity, finding_from_dict, finding_to_dict, identity_of
+from mblint.findings import TRANSFER_REDUCERS, Finding, Severity, finding_from_dict, finding_to_dict, identity_of
 from mblint.model import EffectiveConfig, Origin
 from mblint.rule import Rule, RuleContext, RulePlan
 
@@ -113,7 +113,8 @@ class FileError:
 
 
 class FileResult:
-    """What linting one file produced; cached and sent between worker processes as JSON.
+    """What linting one file produced; cached as JSON (``to_dict``), sent from a worker process
+    as a pickle (``dumps_for_transfer``).
 
     ``directive_free``: the file's text does not mention "mblint": no suppression comment can
     be in it, so a cached result spares reading the file again for suppressions."""
@@ -790,6 +791,8 @@ def _default_jobs(sizes: dict[Path, int]) -> int:
 
 
 def _check_in_workers(engine: Engine, paths: list[Path], groups: list[list[Path]], jobs: int):
+    import pickle
+
     from mblint import workers
 
     if not workers.can_fork():
@@ -797,12 +800,8 @@ def _check_in_workers(engine: Engine, paths: list[Path], groups: list[list[Path]
             yield (path, *engine.check_file_guarded(path))
         return
 
-    def check_unit(unit: list[str]) -> list[tuple[str, dict, list[str]]]:
-        answers = []
-        for raw in unit:
-            result, deps = engine.check_file_guarded(Path(raw))
-            answers.append((raw, result.to_dict(), [str(d) for d in deps]))
-        return answers
+    def check_unit(unit: list[str]) -> bytes:
+        return dumps_for_transfer([(raw, *engine.check_file_guarded(Path(raw))) for raw in unit])
 
     def check_unit_here(unit: list[str]) -> list[tuple[str, FileResult, set[Path]]]:
         return [(raw, *engine.check_file_guarded(Path(raw))) for raw in unit]
@@ -810,12 +809,42 @@ def _check_in_workers(engine: Engine, paths: list[Path], groups: list[list[Path]
     units = _at_most(workers.MAX_UNITS, [[str(p) for p in group] for group in groups])
     results = {}
     for _, answers in workers.run_units(check_unit, units, jobs, check_unit_here):
+        if isinstance(answers, bytes):  # from a worker
+            answers = pickle.loads(answers)
         for raw, result, deps in answers:
-            if isinstance(result, dict):  # from a worker
-                result, deps = FileResult.from_dict(result), {Path(d) for d in deps}
             results[raw] = (result, deps)
     for path in paths:  # in the given order, as a single process would report them
         yield (path, *results[str(path)])
+
+
+def _file_result_reduced(result: FileResult) -> tuple:
+    return FileResult, (result.findings, result.errors, result.notes, result.recipes, result.resolved,
+                        result.directive_free)
+
+
+def _file_error_reduced(error: FileError) -> tuple:
+    return FileError, (error.path, error.message, error.line, error.column)
+
+
+_TRANSFER_TABLE: dict | None = None
+
+
+def dumps_for_transfer(value: Any) -> bytes:
+    """``value`` (file results, the findings in them) pickled for another process of the same
+    run, each part rebuilt from a tuple of its values (see ``TRANSFER_REDUCERS``)."""
+    import copyreg
+    import io
+    import pickle
+
+    global _TRANSFER_TABLE
+    if _TRANSFER_TABLE is None:
+        _TRANSFER_TABLE = {**copyreg.dispatch_table, **TRANSFER_REDUCERS, FileResult: _file_result_reduced,
+                           FileError: _file_error_reduced}
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _TRANSFER_TABLE
+    pickler.dump(value)
+    return buffer.getvalue()
 
 
 def _at_most(count: int, units: list[list]) -> list[list]:

@@ -140,3 +140,40 @@ def finding_from_dict(data: dict) -> Finding:
 
 
 _SEVERITIES = {int(severity): severity for severity in Severity}
+
+
+# Findings sent to another process of the same run go as pickles in which every finding part
+# is rebuilt from a tuple of its values by one call (the unpickler's REDUCE), not from the dict
+# that ``finding_to_dict`` makes (a Python call per finding, origin, related place and fix on
+# both sides) nor from its ``__dict__`` (object.__reduce_ex__, and an interned key per field).
+# An origin goes as its place, kind and sequence, without ``via`` (the calls that reached it
+# hold whole syntax trees), as ``finding_to_dict`` keeps it.
+
+
+def _origin_reduced(origin: Origin) -> tuple:
+    return Origin.at, (origin.path, origin.line, origin.column, origin.end_line, origin.end_column, origin.kind,
+                       origin.seq)
+
+
+def _finding_reduced(finding: Finding) -> tuple:
+    return Finding, (finding.rule_id, finding.rule_name, finding.severity, finding.message, finding.location,
+                     tuple(finding.related), tuple(finding.fields), finding.recipe, tuple(finding.fixes), False,
+                     finding.extra)
+
+
+def _related_reduced(related: Related) -> tuple:
+    return Related, (related.origin, related.message)
+
+
+def _fix_reduced(fix: FixIntent) -> tuple:
+    return _fix, (fix.action, fix.field, fix.value, fix.new_field, fix.safe, fix.description, fix.alternative)
+
+
+def _fix(action: str, field: str, value: Any, new_field: str | None, safe: bool, description: str,
+         alternative: bool) -> FixIntent:
+    return _frozen(FixIntent, action=action, field=field, value=value, new_field=new_field, safe=safe,
+                   description=description, alternative=alternative)
+
+
+TRANSFER_REDUCERS = {Origin: _origin_reduced, Finding: _finding_reduced, Related: _related_reduced,
+                     FixIntent: _fix_reduced}

@@ -213,3 +213,44 @@ def test_a_family_spread_over_sibling_trees_is_one_group(tmp_path, monkeypatch):
         ("recipes/common.py",),
         ("perf_recipes/_common.py",),
     }
+
+
+def test_a_worker_sends_a_result_as_its_cached_form_keeps_it():
+    """The transfer pickle (dumps_for_transfer) rebuilds what ``FileResult.from_dict`` of the
+    cache's form rebuilds: every field, origins' kinds and sequence numbers, tuples where a rule
+    gave lists, no ``via`` (it holds syntax trees), nothing suppressed."""
+    import ast
+    import pickle
+
+    from mblint.engine import FileError, FileResult, dumps_for_transfer
+    from mblint.findings import Finding, FixIntent, Related, Severity, finding_to_dict
+    from mblint.model import Origin
+
+    class Call:
+        def __init__(self) -> None:
+            self.tree = ast.parse("x = 1\n" * 500)
+
+    via = (Call(),)
+    location = Origin.at("a.py", 3, 5, 3, 9, "override", 7, via)
+    related = Related(Origin.at("b.py", 1, 1, 1, 4, "default", 2, via), "set here")
+    fixes = (FixIntent("set", "train.x", [1, 2], None, False, "set x", True), FixIntent("remove", "train.y"))
+    finding = Finding("CP002", "cp-thing", Severity.ERROR, "message", location, [related], ["train.x"],
+                      "a.py::f", list(fixes), extra={"k": [1]})
+    result = FileResult([finding], [FileError("a.py", "bad", 2, 3)], ["a note"], 2, 1, True)
+    deps = {Path("/x/a.py"), Path("b.py")}
+
+    data = dumps_for_transfer([("a.py", result, deps)])
+    (raw, sent, sent_deps), = pickle.loads(data)
+    expected = FileResult.from_dict(result.to_dict())
+
+    assert len(data) < 2000, "no syntax tree travels with the origins"
+    assert (raw, sent_deps) == ("a.py", deps)
+    assert [vars(e) for e in sent.errors] == [vars(e) for e in expected.errors]
+    assert (sent.notes, sent.recipes, sent.resolved, sent.directive_free) == (["a note"], 2, 1, True)
+    got, want = sent.findings[0], expected.findings[0]
+    assert got == want and finding_to_dict(got) == finding_to_dict(want)
+    assert (type(got.related), type(got.fields), type(got.fixes), got.severity, got.suppressed) == \
+        (tuple, tuple, tuple, Severity.ERROR, False)
+    assert got.location.via == () and got.related[0].origin.via == ()
+    assert (got.location.kind, got.location.seq, got.related[0].origin.kind) == ("override", 7, "default")
+    assert got.fixes == fixes and isinstance(got.related[0], Related)

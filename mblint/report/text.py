@@ -15,7 +15,7 @@ def render(report: Report, show_source: bool = True) -> str:
     for finding in report.findings:
         lines.extend(_render_finding(finding, sources, show_source))
     lines.append(summary_line(report))
-    if not "".join(lines).isprintable():  # one test of the whole text (every line, most often)
+    if not _all_printable("".join(lines)):  # one test of the whole text (every line, most often)
         lines = [printable(line) for line in lines]
     return "\n".join(lines) + "\n"
 
@@ -23,6 +23,17 @@ def render(report: Report, show_source: bool = True) -> str:
 # Control characters from a linted file (a binary file, an escape sequence in a string) are
 # shown escaped, so a file cannot drive the terminal that shows the report.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+_ASCII_CONTROLS = tuple(chr(code) for code in [*range(0x20), 0x7F])
+
+
+def _all_printable(text: str) -> bool:
+    """``text.isprintable()``; an ASCII text (a report, most often) is searched for each of its
+    control characters (a memchr each) instead of looking every character up."""
+    if text.isascii():
+        return not any(control in text for control in _ASCII_CONTROLS)
+    return text.isprintable()
 
 
 def printable(text: str) -> str:
@@ -87,18 +98,50 @@ def source_lines(findings: list[Finding]) -> dict[str, dict[int, str]]:
     wanted: dict[str, set[int]] = {}
     for finding in findings:
         wanted.setdefault(finding.location.path, set()).add(finding.location.line)
-    found: dict[str, dict[int, str]] = {}
-    for path, numbers in wanted.items():
-        lines = _file_lines(path)
-        found[path] = {number: lines[number - 1] for number in numbers if 0 < number <= len(lines)}
-    return found
+    return {path: _file_lines(path, numbers) for path, numbers in wanted.items()}
 
 
-def _file_lines(path: str) -> list[str]:
+# What str.splitlines() breaks lines at besides "\n", in UTF-8: bytes of their own, and
+# sequences of characters beyond ASCII.
+_OTHER_BREAKS = tuple(char.encode() for char in "\r\x0b\x0c\x1c\x1d\x1e")
+_OTHER_BREAKS_BEYOND_ASCII = tuple(char.encode() for char in "\x85\u2028\u2029")
+_BOM = b"\xef\xbb\xbf"
+
+
+def _file_lines(path: str, numbers: set[int]) -> dict[int, str]:
+    """Lines ``numbers`` of the file, as ``splitlines`` of its text (UTF-8, a leading BOM
+    dropped, bad bytes replaced) numbers them. Where the file up to the last line wanted
+    breaks lines at b"\n" alone, only that part is split, as bytes, and only the lines wanted
+    are decoded (a bad UTF-8 sequence never spans b"\n", which no multi-byte sequence holds)."""
     from mblint.extract.modules import SourceError, read_regular_file
 
     try:
         data = read_regular_file(Path(path))
     except SourceError:
-        return []
-    return [] if b"\x00" in data else data.decode("utf-8-sig", errors="replace").splitlines()
+        return {}
+    if b"\x00" in data:
+        return {}
+    if data.startswith(_BOM):
+        data = data[len(_BOM):]
+    parts = _lines_up_to(data, max(numbers))
+    if parts is None:
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        return {number: lines[number - 1] for number in numbers if 0 < number <= len(lines)}
+    return {number: parts[number - 1].decode("utf-8", errors="replace")
+            for number in numbers if 0 < number <= len(parts)}
+
+
+def _lines_up_to(data: bytes, last: int) -> list[bytes] | None:
+    """Lines 1 to ``last`` of ``data`` split at b"\n" (fewer at its end); None when other
+    characters break lines there."""
+    parts = data.split(b"\n", max(last, 0))
+    end = len(data)  # of the part holding those lines
+    if len(parts) > last:  # the lines up to the last wanted, each ended by b"\n", and the rest
+        end -= len(parts[-1])
+        del parts[last:]
+    elif not parts[-1]:  # the whole file: an empty piece after its last b"\n" is no line
+        parts.pop()
+    breaks = _OTHER_BREAKS if data.isascii() else _OTHER_BREAKS + _OTHER_BREAKS_BEYOND_ASCII
+    if any(data.find(other, 0, end) >= 0 for other in breaks):
+        return None
+    return parts
