@@ -254,3 +254,27 @@ def test_a_worker_sends_a_result_as_its_cached_form_keeps_it():
     assert got.location.via == () and got.related[0].origin.via == ()
     assert (got.location.kind, got.location.seq, got.related[0].origin.kind) == ("override", 7, "default")
     assert got.fixes == fixes and isinstance(got.related[0], Related)
+
+
+def test_every_field_of_a_finding_part_travels_from_a_worker():
+    """A field added to Finding, Related, FixIntent or Origin must be added to its transfer
+    reducer too, or it is lost on the way from a worker (Origin's ``via`` stays behind on
+    purpose: it holds syntax trees)."""
+    import dataclasses
+
+    from mblint.findings import TRANSFER_REDUCERS, Finding, FixIntent, Related, Severity
+    from mblint.model import Origin
+
+    origin = Origin.at("a.py", 1, 1, 1, 2)
+    samples = {
+        Origin: origin,
+        Related: Related(origin, "set here"),
+        FixIntent: FixIntent("set", "train.x"),
+        Finding: Finding("CP002", "cp-thing", Severity.ERROR, "message", origin),
+    }
+    left_behind = {Origin: {"via"}}
+    assert set(samples) == set(TRANSFER_REDUCERS)
+    for cls, reducer in TRANSFER_REDUCERS.items():
+        names = getattr(cls, "_fields", None) or tuple(f.name for f in dataclasses.fields(cls))
+        _, values = reducer(samples[cls])
+        assert len(values) == len(names) - len(left_behind.get(cls, ())), cls.__name__
