@@ -114,3 +114,29 @@ def test_prepare_uses_wheels_dir_and_is_idempotent(tmp_path, monkeypatch):
     mtime = target.stat().st_mtime_ns
     prep.prepare(wheels_dir=None, root=root, quiet=True)  # already complete: nothing redone
     assert target.stat().st_mtime_ns == mtime
+
+
+def test_prefork_stops_where_the_worker_would_be_forked(tmp_path):
+    """benchmarks/prefork.py runs a cold check's start only: where the same check forks a
+    worker and reports findings, it prints nothing and exits 0."""
+    import subprocess
+
+    recipe = ("from megatron.bridge.training.config import ConfigContainer, TrainingConfig\n\n\n"
+              "def a_config() -> ConfigContainer:\n    cfg = ConfigContainer(train=TrainingConfig())\n"
+              "    cfg.train.eval_iters = 10\n    return cfg\n")
+    files = []
+    for family in ("llama", "qwen"):
+        path = tmp_path / "recipes" / family / "r.py"
+        path.parent.mkdir(parents=True)
+        path.write_text(recipe)
+        files.append(str(path.relative_to(tmp_path)))
+    (tmp_path / "pyproject.toml").write_text("# a project root\n")
+
+    def run(*command: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, *command, "-j", "2", *files], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+
+    full = run("-m", "mblint", "check", "--no-cache")
+    start_only = run(str(BENCH / "prefork.py"))
+    assert full.returncode == 1 and "OT008" in full.stdout
+    assert (start_only.returncode, start_only.stdout) == (0, "")
