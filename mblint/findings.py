@@ -103,9 +103,8 @@ def _related_from_dict(data: dict) -> Related:
 
 
 def _fix_from_dict(data: dict) -> FixIntent:
-    return _frozen(FixIntent, action=data["action"], field=data["field"], value=data.get("value"),
-                   new_field=data.get("new_field"), safe=data.get("safe", True),
-                   description=data.get("description", ""), alternative=data.get("alternative", False))
+    return _fix(data["action"], data["field"], data.get("value"), data.get("new_field"), data.get("safe", True),
+                data.get("description", ""), data.get("alternative", False))
 
 
 def finding_to_dict(finding: Finding) -> dict:

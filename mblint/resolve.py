@@ -279,7 +279,6 @@ class _OriginAnswers(_ViewAnswers):
         return found
 
 
-
 def _walk_to(root: Obj, memo: dict, path: str) -> tuple[Any, tuple]:
     """(value, origins) at ``path`` below ``root``; value may be an Obj, ABSENT or UNKNOWN.
     Rules only read a built configuration, so answers are kept in ``memo``; a path is one
