@@ -307,6 +307,14 @@ class EffectiveConfig:
         resolved = self.get(path)
         return resolved.origins if resolved else ()
 
+    def last_kind(self, path: str) -> str | None:
+        """The kind of the last origin at ``path`` ("set", "default", "override", ...), None
+        when it has none: ``origins(path)[-1].kind`` without working out where it is."""
+        if self._graph is not None:
+            return self._graph.last_kind(path)
+        origins = self.origins(path)
+        return origins[-1].kind if origins else None
+
     def keys(self, path: str) -> list[str]:
         """The keys directly below an object or dict node (empty for a leaf)."""
         if self._graph is not None:

@@ -24,7 +24,7 @@ from mblint.extract.modules import (
     installed_megatron_roots,
     read_source,
 )
-from mblint.extract.values import Obj
+from mblint.extract.values import Obj, true_origins
 from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, RecipeRef, ResolvedField, Unknown, _NodeMarker
 from mblint.schema import Schema, load_schema
 
@@ -201,10 +201,11 @@ class ResolvedRecipe:
         expanded = self.interp.named_mixed_precision(name)
         if expanded is None:
             return None
-        chosen_at = tuple(_with_kind(origin, "default") for origin in origins[-1:])
+        chosen_at = tuple(_with_kind(origin, "default") for origin in true_origins(origins, self.root.rebase)[-1:])
         fields = expanded.writable()
         for key, (value, _) in list(fields.items()):
             fields[key] = (value, chosen_at)
+        expanded.rebase = ()  # its origins were all just replaced
         self.root.writable()["mixed_precision"] = (expanded, origins)
         return name
 
@@ -275,8 +276,23 @@ class _OriginAnswers(_ViewAnswers):
     __slots__ = ()
 
     def __missing__(self, path: str) -> tuple:
-        found = self[path] = tuple(_walk_to(self.root, self.memo, path)[1])
+        memo = self.memo
+        origins = _walk_to(self.root, memo, path)[1]
+        if origins:  # as they read now: ``Obj.rebase`` of the object holding them
+            parent = (_SPLITS.get(path) or _split(path))[0]
+            holder = (memo.get(parent) or _walk_to(self.root, memo, parent))[0] if parent else _holder(self.root, path)
+            if type(holder) is Obj and holder.rebase:
+                origins = true_origins(origins, holder.rebase)
+        found = self[path] = tuple(origins)
         return found
+
+
+def _holder(root: Obj, path: str) -> Any:
+    """The value whose field or key ``path`` (a path without a parent to step from) names."""
+    found = (root, ())
+    for part in path.split(".")[:-1]:
+        found = _step(found[0], part)
+    return found[0]
 
 
 def _walk_to(root: Obj, memo: dict, path: str) -> tuple[Any, tuple]:
@@ -329,11 +345,16 @@ class GraphView:
             return None
         if isinstance(value, Unknown) and not origins:
             return None
-        return ResolvedField(path, _plain(value), origins)
+        return ResolvedField(path, _plain(value), self.origins(path))
 
     def origins(self, path: str) -> tuple:
         """Origins of a leaf, or of an object node (where the object was assigned)."""
         return self._origins[path]
+
+    def last_kind(self, path: str) -> str | None:
+        """``origins(path)[-1].kind``, read as stored: a rebase changes no origin's kind."""
+        origins = self._walk_to(path)[1]
+        return origins[-1].kind if origins else None
 
     def type_of(self, path: str) -> str | None:
         """Class name of the object node at ``path``; None when it is no object."""
@@ -466,13 +487,14 @@ def _walk(obj: Obj, prefix: str, types: dict, open_dicts: set, active: set) -> I
     active.add(obj.oid)
     if obj.open and (obj.is_dict or prefix):
         open_dicts.add(prefix)
+    rebase = obj.rebase
     for key, (value, origins) in obj.fields.items():
         path = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, Obj):
             types[path] = value.type_name
             yield from _walk(value, path, types, open_dicts, active)
         else:
-            yield path, value, origins
+            yield path, value, true_origins(origins, rebase) if rebase else origins
     active.discard(obj.oid)
 
 

@@ -568,8 +568,7 @@ def last_origin(cfg: EffectiveConfig, path: str):
 def assigned(cfg: EffectiveConfig, path: str) -> bool:
     """True when ``path`` was written by a recipe line or an override (not left at a
     dataclass default, and not only set by something mblint cannot follow)."""
-    origins = cfg.origins(path)
-    return bool(origins) and origins[-1].kind in SET_KINDS
+    return cfg.last_kind(path) in SET_KINDS
 
 
 def from_dotlist(cfg: EffectiveConfig, path: str) -> bool:

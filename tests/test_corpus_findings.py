@@ -14,10 +14,13 @@ was read against the recipe code (see the closing note of issue 3):
 from __future__ import annotations
 
 import collections
+from pathlib import Path
 
 import pytest
 
 from mblint.engine import CheckOptions, Engine
+from mblint.extract.interpreter import Interpreter
+from mblint.report.json_format import finding_json
 
 PINNED_ERRORS = {
     "0.3": {"SQ001": 2},
@@ -42,3 +45,27 @@ def test_corpus_error_findings_are_pinned(line, mb_roots, monkeypatch):
     for finding in report.findings:
         assert finding.location.path.startswith("megatron/bridge/"), finding
         assert finding.location.line >= 1
+
+
+def _reported(paths: list[str], order=list) -> list[dict]:
+    report = Engine(CheckOptions(jobs=1)).check_paths(order(paths))
+    return [finding_json(finding) for finding in report.findings]
+
+
+@pytest.mark.parametrize("line", ["0.3", "0.6"])
+def test_corpus_findings_do_not_depend_on_reused_results_or_file_order(line, mb_roots, monkeypatch):
+    """Calls with the same arguments are interpreted once and their results reused (the memo):
+    what is reported is what interpreting every call afresh reports, and a file's findings do
+    not depend on which files were linted before it in the same process."""
+    root = mb_roots[line]
+    monkeypatch.chdir(root)
+    files = sorted(str(path) for folder in FOLDERS[line] for path in Path("megatron/bridge", folder).rglob("*.py"))
+    reused = _reported(files)
+    reversed_order = _reported(files, order=lambda paths: paths[::-1])
+    monkeypatch.setattr(Interpreter, "memo_key", lambda self, func, args, kwargs: None)
+    afresh = _reported(files)
+    assert reused == afresh
+    places = collections.Counter((f["rule"], f["location"]["path"], f["location"]["line"], f["location"]["column"],
+                                  f["message"]) for f in reversed_order)
+    assert places == collections.Counter((f["rule"], f["location"]["path"], f["location"]["line"],
+                                          f["location"]["column"], f["message"]) for f in reused)

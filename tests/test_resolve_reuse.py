@@ -136,3 +136,52 @@ def test_only_the_latest_unused_recipe_results_stay_memoized(tmp_path, monkeypat
                 if interp.memo_key(scope.lookup(name), [], {}) in interp.memo}
     assert memoized == {"base_config", "other_config"}
     assert project.resolve_function(recipes, "user_config").value("train.micro_batch_size") == 2
+
+
+REUSED_HELPERS = (IMPORTS + "def make_train(size):\n"
+                  "    train = TrainingConfig(global_batch_size=8)\n"
+                  "    train.micro_batch_size = size\n"
+                  "    note = None\n"
+                  "    note.text = 'x'\n"
+                  "    from team import broken\n"
+                  "    train.exit_signal = broken.SIGNAL\n"
+                  "    return train\n")
+REUSING_RECIPES = ("from team.helpers import make_train\n\n\n"
+                   "def first_config():\n"
+                   "    return ConfigContainer(train=make_train(2))\n\n\n"
+                   "def second_config():\n"
+                   "    cfg = ConfigContainer(train=TrainingConfig(global_batch_size=16))\n"
+                   "    cfg.train.train_iters = 10\n"
+                   "    cfg.train = make_train(2)\n"
+                   "    cfg.train.eval_iters = 3\n"
+                   "    return cfg\n")
+
+
+def provenance(cfg) -> tuple:
+    """Every field's origins (place, kind, the lines of the calls that reached it) and the
+    fields ordered by when they were last set, which is what rules read of ``seq``."""
+    places = {path: [(o.path, o.line, o.column, o.kind, tuple(site.origin().line for site in o.via))
+                     for o in cfg.origins(path)] for path in cfg.fields}
+    order = sorted((path for path in cfg.fields if cfg.origins(path)), key=lambda p: (cfg.origins(p)[-1].seq, p))
+    errors = [(o.line, target, attr) for o, target, _, attr in cfg.attribute_errors]
+    return places, order, errors, cfg.notes
+
+
+def test_a_reused_result_reads_as_if_the_call_had_been_made_where_it_is_reused(tmp_path):
+    """A memoized result handed to a later recipe: its origins come after what that recipe set
+    before the call, are reached through that recipe's call line, and its attribute errors
+    and notes are recorded for that recipe too, as when the recipe is resolved on its own."""
+    recipes = write_team(tmp_path, REUSING_RECIPES, REUSED_HELPERS)
+    (recipes.parent / "broken.py").write_text("def (:\n")
+    alone = provenance(Project([], "0.6", tmp_path).resolve_function(recipes, "second_config"))
+    project = Project([], "0.6", tmp_path)
+    project.resolve_function(recipes, "first_config")  # computes and memoizes make_train(2)
+    reused = provenance(project.resolve_function(recipes, "second_config"))
+    assert reused == alone
+    places, order, errors, notes = reused
+    call_line = REUSING_RECIPES.splitlines().index("    cfg.train = make_train(2)") + 1 + IMPORTS.count("\n")
+    assert places["train.micro_batch_size"] == [("team/helpers.py", 5, 13, "default", (call_line,)),
+                                                ("team/helpers.py", 6, 5, "set", (call_line,))]
+    assert order.index("train.train_iters") < order.index("train.micro_batch_size") < order.index("train.eval_iters")
+    assert errors == [(8, "note", "text")]
+    assert len(notes) == 1 and "broken.py:1" in notes[0], notes

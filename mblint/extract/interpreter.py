@@ -27,10 +27,12 @@ from mblint.extract.values import (
     HFBridge,
     ModuleRef,
     Obj,
+    Rebase,
     children_among,
     is_missing,
     is_unknown,
     merge_values,
+    true_slots,
 )
 from mblint.model import UNKNOWN, Origin, Unknown
 from mblint.schema import ClassSpec, Schema
@@ -258,6 +260,21 @@ class CallSite:
                                   end_line, source.char_column(end_line, getattr(node, "end_col_offset", None)
                                                                or node.col_offset))
         return self._origin
+
+
+class _CallTrace:
+    """What a memoized call did besides returning its result: the clock before and after it
+    (its origins' ``seq`` lie between), the call chain it was made through, and the notes and
+    attribute errors it recorded."""
+
+    __slots__ = ("low", "high", "entry", "notes", "attribute_errors")
+
+    def __init__(self, low: int, high: int, entry: tuple, notes: list, attribute_errors: list) -> None:
+        self.low = low
+        self.high = high
+        self.entry = entry
+        self.notes = notes
+        self.attribute_errors = attribute_errors
 
 
 class Interpreter:
@@ -516,16 +533,17 @@ class Interpreter:
         self.objects.append(obj)
         return obj
 
-    def copy_obj(self, obj: Obj, memo: dict, frozen: dict | None = None) -> Obj:
+    def copy_obj(self, obj: Obj, memo: dict, frozen: dict | None = None, rebase: Rebase | None = None) -> Obj:
         """A module-level object read from a recipe, or a memoized result: each call gets its
-        own copy. ``frozen``: the states a result's objects were frozen in (``freeze_result``)."""
+        own copy. ``frozen``: the states a result's objects were frozen in (``freeze_result``);
+        ``rebase``: how the origins of a reused result read in the call reusing it."""
         copy = memo.get(obj.oid)
         if copy is not None:
             return copy
         if frozen is None:
             fields = obj.fields
         else:
-            fields, is_open, children, declared = frozen[obj.oid]
+            fields, is_open, children, declared, stored = frozen[obj.oid]
         size = len(fields)
         if size >= 100:
             self.charge(size)
@@ -534,7 +552,9 @@ class Interpreter:
             copy = obj.twin()
         else:
             keys = children[1]
-            copy = obj.twin_in(fields, is_open, children, declared)
+            copy = obj.twin_in(fields, is_open, children, declared, stored)
+        if rebase is not None:
+            copy.rebase += (rebase,)
         memo[obj.oid] = copy
         self.objects.append(copy)
         if not keys:
@@ -545,7 +565,7 @@ class Interpreter:
             copy.declared = table
         for key in keys:
             value, origins = table[key]
-            table[key] = (self.copy_obj(value, memo, frozen), origins)
+            table[key] = (self.copy_obj(value, memo, frozen, rebase), origins)
         copy._children = (table, keys)
         return copy
 
@@ -638,12 +658,15 @@ class Interpreter:
         key = self.memo_key(func, args, kwargs)
         if key is not None and key in self.memo:
             self.unused_recipe_results.pop(key, None)
-            return self.copy_result(*self.memo[key])
+            return self.reuse(*self.memo[key])
         hits = self.limit_hits
+        start, notes, errors = self.clock, len(self.notes), len(self.attribute_errors)
+        entry = self.call_sites
         result = self.call_function_uncached(func, args, kwargs, site)
         # A result cut short by a limit depends on the calls around it: not reused.
         if key is not None and self.call_stack_clean() and self.limit_hits == hits:
-            self.remember(key, result)
+            trace = _CallTrace(start, self.clock, entry, self.notes[notes:], self.attribute_errors[errors:])
+            self.remember(key, result, trace)
         return result
 
     def memo_key(self, func: FuncRef, args: list, kwargs: dict) -> tuple | None:
@@ -662,20 +685,32 @@ class Interpreter:
     def call_stack_clean(self) -> bool:
         return self.steps < MAX_STEPS and not self.budget_hit
 
-    def remember(self, key: tuple, result: Any) -> None:
+    def remember(self, key: tuple, result: Any, trace: "_CallTrace") -> None:
         """Memoize a result that this call hands out as it is: later calls get copies of the
         state it is in now. The copy this call once handed out instead is still charged."""
         try:
             frozen = self.freeze_result(result)
         except RecursionError:  # too deep, as copying it was: not handed out, copied as it is
-            self.memo[key] = (result, None)
+            self.memo[key] = (result, None, trace)
             raise
-        self.memo[key] = (result, frozen)
+        self.memo[key] = (result, frozen, trace)
         self.charge_first_copy(frozen)
+
+    def reuse(self, result: Any, frozen: dict | None, trace: "_CallTrace") -> Any:
+        """A memoized call's result (a copy), with all the call left behind, as if the call
+        were made now: its origins numbered from now on and reached through the current call
+        chain, its notes and attribute errors recorded again."""
+        self.notes.extend(trace.notes)
+        rebase = Rebase(trace.low, trace.high, self.clock - trace.low, trace.entry, self.call_sites)
+        self.clock += trace.high - trace.low
+        for origin, *rest in trace.attribute_errors:
+            self.attribute_errors.append((rebase.origin(origin), *rest))
+        return self.copy_result(result, frozen, rebase)
 
     def freeze_result(self, value: Any) -> dict:
         """The states of a result's objects, by oid in the order ``copy_obj`` copies them:
-        (field table, open, ``_children``). The tables are marked shared: never written."""
+        (field table, open, ``_children``, ``declared``, ``rebase``). The tables are marked
+        shared: never written."""
         states: dict = {}
         if isinstance(value, Obj):
             value.freeze_into(states)
@@ -688,18 +723,18 @@ class Interpreter:
     def charge_first_copy(self, frozen: dict) -> None:
         """The steps of a copy of a frozen result, and its objects counted as snapshots count
         ``objects``, as when the first call got a copy too (the step budget is unchanged)."""
-        for fields, _, _, _ in frozen.values():
+        for fields, _, _, _, _ in frozen.values():
             size = len(fields)
             if size >= 100:
                 self.charge(size)
             self.uncopied += 1
 
-    def copy_result(self, value: Any, frozen: dict | None) -> Any:
+    def copy_result(self, value: Any, frozen: dict | None, rebase: Rebase) -> Any:
         memo: dict = {}
         if isinstance(value, Obj):
-            return self.copy_obj(value, memo, frozen)
+            return self.copy_obj(value, memo, frozen, rebase)
         if isinstance(value, tuple) and any(isinstance(v, Obj) for v in value):
-            return tuple(self.copy_obj(v, memo, frozen) if isinstance(v, Obj) else v for v in value)
+            return tuple(self.copy_obj(v, memo, frozen, rebase) if isinstance(v, Obj) else v for v in value)
         return value
 
     def call_function_uncached(self, func: FuncRef, args: list, kwargs: dict, site: ast.AST | None) -> Any:
@@ -1233,8 +1268,9 @@ class Interpreter:
         return obj
 
     def splat_into(self, obj: Obj, source: Any) -> None:
+        """``source``'s items written into ``obj``, a new dict."""
         if isinstance(source, Obj) and source.is_dict:
-            obj.writable().update(source.fields)
+            obj.writable().update(true_slots(source))
             if source.open:
                 obj.mark_open()
         elif source is None or (isinstance(source, dict) and not source):
@@ -1482,7 +1518,7 @@ class Interpreter:
             name = keyword.arg
             if name is None:
                 if isinstance(value, Obj) and value.is_dict and not value.open:
-                    for key, (item, origins) in value.fields.items():
+                    for key, (item, origins) in true_slots(value).items():
                         kwargs[key] = item
                         kw_origins[key] = origins[-1] if origins else self.reserve_origin(keyword, frame)
                 else:

@@ -28,7 +28,7 @@ class Obj:
     beyond those recorded may exist with unknown values."""
 
     __slots__ = ("oid", "cls", "fields", "open", "created_at", "label", "shared", "version", "_children",
-                 "declared", "__weakref__")
+                 "declared", "rebase", "__weakref__")
 
     def __init__(self, cls: ClassSpec | None, created_at: Origin | None = None) -> None:
         self.oid = next(_ids)
@@ -45,6 +45,9 @@ class Obj:
         # The field table when every key in it is a field its class declares (OT001 then need
         # not compare the table with the class); any other value means "not known".
         self.declared: dict | None = self.fields
+        # How the origins in ``fields`` read now (``Rebase``s applied in order): a copy of a
+        # reused call result stores the first call's origins as they were.
+        self.rebase: tuple = ()
 
     def child_keys(self) -> tuple:
         """The keys whose values are ``Obj``, in order. Kept with the table it is true of:
@@ -62,11 +65,12 @@ class Obj:
     def twin(self) -> "Obj":
         """A new object like this one, sharing its field table until either writes."""
         self.shared = True
-        return self.twin_in(self.fields, self.open, self._children, self.declared)
+        return self.twin_in(self.fields, self.open, self._children, self.declared, self.rebase)
 
-    def twin_in(self, fields: dict, is_open: bool, children: tuple | None, declared: dict | None) -> "Obj":
+    def twin_in(self, fields: dict, is_open: bool, children: tuple | None, declared: dict | None,
+                rebase: tuple) -> "Obj":
         """A new object like this one was in a frozen state: ``fields`` (shared, never
-        written), ``is_open``, ``children`` (its ``_children``) and ``declared``."""
+        written), ``is_open``, ``children`` (its ``_children``), ``declared`` and ``rebase``."""
         twin = _new_obj(Obj)
         twin.oid = next(_ids)
         twin.cls = self.cls
@@ -78,12 +82,13 @@ class Obj:
         twin.version = next(_versions)
         twin._children = children
         twin.declared = declared
+        twin.rebase = rebase
         return twin
 
     def freeze_into(self, states: dict) -> None:
-        """Record in ``states`` (by oid, depth first) the field table, openness, ``_children``
-        and ``declared`` of this object and of every object reachable from it. The tables are
-        marked shared, so that later writes copy them first."""
+        """Record in ``states`` (by oid, depth first) the field table, openness, ``_children``,
+        ``declared`` and ``rebase`` of this object and of every object reachable from it. The
+        tables are marked shared, so that later writes copy them first."""
         if self.oid in states:
             return
         fields = self.fields
@@ -92,7 +97,7 @@ class Obj:
             self.child_keys()
             children = self._children
         self.shared = True
-        states[self.oid] = (fields, self.open, children, self.declared)
+        states[self.oid] = (fields, self.open, children, self.declared, self.rebase)
         for key in children[1]:
             fields[key][0].freeze_into(states)
 
@@ -169,6 +174,78 @@ def children_among(table: dict, keys: Iterable) -> tuple:
     """An ``Obj._children`` for ``table`` when its ``Obj`` values can only be under ``keys``
     (given in the table's order): those keys whose values are ``Obj``."""
     return (table, tuple([key for key in keys if type(table[key][0]) is Obj]))
+
+
+class Rebase:
+    """How the origins of a reused (memoized) call result read in the call that reuses it, as
+    if the call had been made there: the origins the first call made (``seq`` in ``(low,
+    high]``) come ``shift`` later, and reach their place through the current call chain
+    ``prefix`` instead of ``entry``, the one the first call was made through. Origins made
+    before the first call (module-level values) are left as they are."""
+
+    __slots__ = ("low", "high", "shift", "entry", "prefix", "_done")
+
+    def __init__(self, low: int, high: int, shift: int, entry: tuple, prefix: tuple) -> None:
+        self.low = low
+        self.high = high
+        self.shift = shift
+        self.entry = entry
+        self.prefix = prefix
+        # id(origins, origin or via) -> (it, rebased): slots share origins, origins share vias
+        self._done: dict[int, tuple] = {}
+
+    def origins(self, origins: tuple) -> tuple:
+        done = self._done.get(id(origins))
+        if done is not None and done[0] is origins:
+            return done[1]
+        low, high = self.low, self.high
+        rebased = origins
+        for origin in origins:
+            if origin is not None and low < (origin[2] if type(origin) is tuple else origin.seq) <= high:
+                rebased = tuple(map(self.origin, origins))
+                break
+        self._done[id(origins)] = (origins, rebased)
+        return rebased
+
+    def origin(self, origin: Origin | tuple | None) -> Origin | tuple | None:
+        """One origin, made or reserved (``Interpreter.reserve_origin``'s tuple)."""
+        if origin is None or not self.low < (origin[2] if type(origin) is tuple else origin.seq) <= self.high:
+            return origin
+        done = self._done.get(id(origin))
+        if done is not None and done[0] is origin:
+            return done[1]
+        if type(origin) is tuple:
+            node, source, seq, via = origin
+            rebased = (node, source, seq + self.shift, self.via(via))
+        else:
+            rebased = Origin.at(origin.path, origin.line, origin.column, origin.end_line, origin.end_column,
+                                origin.kind, origin.seq + self.shift, self.via(origin.via))
+        self._done[id(origin)] = (origin, rebased)
+        return rebased
+
+    def via(self, via: tuple) -> tuple:
+        done = self._done.get(id(via))
+        if done is not None and done[0] is via:
+            return done[1]
+        entry = self.entry
+        rebased = self.prefix + via[len(entry):] if via[:len(entry)] == entry else via  # sites compare by identity
+        self._done[id(via)] = (via, rebased)
+        return rebased
+
+
+def true_origins(origins: tuple, rebase: tuple) -> tuple:
+    """``origins`` as stored in an object whose ``rebase`` is given, as they read now."""
+    for step in rebase:
+        origins = step.origins(origins)
+    return origins
+
+
+def true_slots(obj: Obj) -> dict:
+    """``obj``'s field table with its origins as they read now, for another object to hold."""
+    rebase = obj.rebase
+    if not rebase:
+        return obj.fields
+    return {key: (value, true_origins(origins, rebase)) for key, (value, origins) in obj.fields.items()}
 
 
 class _Missing:
