@@ -180,11 +180,13 @@ def test_the_size_check_of_flat_lists_agrees_with_the_walk():
     rng = random.Random(3)
     scalars = [0, 1, True, None, 2.5, "", "ab", "x" * 4_000, 2 ** MAX_INT_BITS, 2 ** (MAX_INT_BITS - 1), -(2 ** 5000)]
     values = [[], (), ["x" * (MAX_VALUE_SIZE - 1)], ["x" * MAX_VALUE_SIZE], [0] * (MAX_VALUE_SIZE // 2),
-              [0] * (MAX_VALUE_SIZE // 2 + 1), ["x" * (MAX_VALUE_SIZE - 2), 1], ["x" * (MAX_VALUE_SIZE - 2), 1, 2]]
+              [0] * (MAX_VALUE_SIZE // 2 + 1), ["x" * (MAX_VALUE_SIZE - 2), 1], ["x" * (MAX_VALUE_SIZE - 2), 1, 2],
+              [["x" * 3_000] * 3], [["x" * 3_000] * 3] * 2, [[0] * (MAX_VALUE_SIZE // 4)] * 2, [[[0]] * 3]]
     for _ in range(300):
         items = [rng.choice(scalars) for _ in range(rng.randrange(6))]
         if rng.random() < 0.2:
-            items.insert(rng.randrange(len(items) + 1), rng.choice([["a"], ("b", 2), {3}, Obj(None)]))
+            items.insert(rng.randrange(len(items) + 1), rng.choice([["a"], ("b", 2), {3}, Obj(None), UNKNOWN,
+                                                                    [["c"]], ["x" * 4_000, 2 ** MAX_INT_BITS]]))
         values.append(items if rng.random() < 0.5 else tuple(items))
     values += scalars + ["x" * MAX_VALUE_SIZE, "x" * (MAX_VALUE_SIZE + 1), 2 ** MAX_INT_BITS - 1, -(2 ** MAX_INT_BITS)]
     for value in values:

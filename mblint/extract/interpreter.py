@@ -1903,21 +1903,34 @@ def _walked_oversized(value: Any) -> bool:
 
 
 def _flat_oversized(items: list | tuple) -> bool | None:
-    """``_oversized`` of a list or tuple of plain scalars, None when an item is anything else."""
-    budget = MAX_VALUE_SIZE - len(items)
+    """``_oversized`` of a list or tuple of plain scalars and of lists and tuples of them (a
+    pipeline layout), None when an item is anything else."""
+    budget = _flat_budget(items, MAX_VALUE_SIZE, nested=True)
+    return None if budget is None else budget < 0
+
+
+def _flat_budget(items: list | tuple, budget: int, nested: bool) -> int | None:
+    """What is left of ``budget`` once ``items`` are counted as ``_walked_oversized`` counts
+    them, negative when an int is too big; None when an item is not a plain scalar, nor
+    (``nested``) a list or tuple of them."""
+    budget -= len(items)
     for item in items:
         kind = type(item)
         if kind is str:
             budget -= len(item)
         elif kind is int:
             if item.bit_length() > MAX_INT_BITS:
-                return True
+                return -1
             budget -= 1
-        elif kind is float or kind is bool or item is None:
+        elif kind is float or kind is bool or item is None or kind is Unknown:
             budget -= 1
+        elif (kind is list or kind is tuple) and nested:
+            budget = _flat_budget(item, budget, nested=False)
+            if budget is None or budget < 0:
+                return budget
         else:
             return None
-    return budget < 0
+    return budget
 
 
 def _size(value: Any) -> int:
