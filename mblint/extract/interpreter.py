@@ -801,14 +801,29 @@ class Interpreter:
     # ----- statements ----------------------------------------------------------------------
 
     def exec_block(self, body: list[ast.stmt], frame: Frame) -> bool:
-        """Run statements; False when the block always leaves (return/raise)."""
+        """Run statements; False when the block always leaves (return/raise). ``exec_stmt``,
+        inlined: a call per statement."""
+        scope = frame.scope
         for stmt in body:
+            self._running_stmt = stmt
+            self._running_scope = scope
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                self.tick(0)
+            handler = _STMT_HANDLERS.get(type(stmt))
+            if handler is None:
+                self.havoc_stmt(stmt, frame)
+                continue
             try:
-                self.exec_stmt(stmt, frame)
+                handler(self, stmt, frame)
             except Return as leaving:
                 if not leaving.dead:
                     frame.returns.append((leaving.value, self.snapshot(frame)))
                 return False
+            except BudgetExceeded:
+                raise
+            except Exception as error:  # noqa: BLE001 - an interpreter gap must not crash the lint
+                self.stmt_failed(stmt, frame, error)
         return True
 
     def tick(self, cost: int = 1) -> None:
@@ -839,13 +854,17 @@ class Interpreter:
             handler(self, stmt, frame)
         except (Return, BudgetExceeded):
             raise
-        except RecursionError:
+        except Exception as error:  # noqa: BLE001 - an interpreter gap must not crash the lint
+            self.stmt_failed(stmt, frame, error)
+
+    def stmt_failed(self, stmt: ast.stmt, frame: Frame, error: Exception) -> None:
+        """What a statement the interpreter failed on may set becomes unknown."""
+        if isinstance(error, RecursionError):
             self.limit(f"{self.where}: Python recursion limit reached (nested too deeply): "
                        "what the statement sets is unknown")
-            self.havoc_stmt(stmt, frame)
-        except Exception as error:  # noqa: BLE001 - an interpreter gap must not crash the lint
+        else:
             self.notes.append(f"{frame.scope.source.display_path}:{stmt.lineno}: not understood ({type(error).__name__})")
-            self.havoc_stmt(stmt, frame)
+        self.havoc_stmt(stmt, frame)
 
     def stmt_Expr(self, stmt: ast.Expr, frame: Frame) -> None:
         value_node = stmt.value
