@@ -245,6 +245,8 @@ class EffectiveConfig:
             self.type_of = graph.type_of
         if graph is not None:
             self.origins = graph.origins  # a tuple already; answered from memory after the first time
+            self.last_kind = graph.last_kind
+            self.last_origin = graph.last_origin
 
     def _flatten(self) -> None:
         if self._fields is None:
@@ -310,10 +312,13 @@ class EffectiveConfig:
     def last_kind(self, path: str) -> str | None:
         """The kind of the last origin at ``path`` ("set", "default", "override", ...), None
         when it has none: ``origins(path)[-1].kind`` without working out where it is."""
-        if self._graph is not None:
-            return self._graph.last_kind(path)
         origins = self.origins(path)
         return origins[-1].kind if origins else None
+
+    def last_origin(self, path: str) -> Origin | None:
+        """``origins(path)[-1]``, None when there is none."""
+        origins = self.origins(path)
+        return origins[-1] if origins else None
 
     def keys(self, path: str) -> list[str]:
         """The keys directly below an object or dict node (empty for a leaf)."""

@@ -25,7 +25,7 @@ from mblint.extract.modules import (
     read_source,
 )
 from mblint.extract.values import Obj, true_origins
-from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, RecipeRef, ResolvedField, Unknown, _NodeMarker
+from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, Origin, RecipeRef, ResolvedField, Unknown, _NodeMarker
 from mblint.schema import Schema, load_schema
 
 ANCESTOR_ROOTS = 4
@@ -276,23 +276,27 @@ class _OriginAnswers(_ViewAnswers):
     __slots__ = ()
 
     def __missing__(self, path: str) -> tuple:
-        memo = self.memo
-        origins = _walk_to(self.root, memo, path)[1]
-        if origins:  # as they read now: ``Obj.rebase`` of the object holding them
-            parent = (_SPLITS.get(path) or _split(path))[0]
-            holder = (memo.get(parent) or _walk_to(self.root, memo, parent))[0] if parent else _holder(self.root, path)
-            if type(holder) is Obj and holder.rebase:
-                origins = true_origins(origins, holder.rebase)
+        origins = _walk_to(self.root, self.memo, path)[1]
+        if origins:
+            rebase = _rebase_at(self.root, self.memo, path)
+            if rebase:
+                origins = true_origins(origins, rebase)
         found = self[path] = tuple(origins)
         return found
 
 
-def _holder(root: Obj, path: str) -> Any:
-    """The value whose field or key ``path`` (a path without a parent to step from) names."""
-    found = (root, ())
-    for part in path.split(".")[:-1]:
-        found = _step(found[0], part)
-    return found[0]
+def _rebase_at(root: Obj, memo: dict, path: str) -> tuple:
+    """How the origins stored at ``path`` read now: the ``Obj.rebase`` of the object holding
+    them (``path`` already walked)."""
+    parent = (_SPLITS.get(path) or _split(path))[0]
+    if parent:
+        holder = (memo.get(parent) or _walk_to(root, memo, parent))[0]
+    else:  # no parent to step from: walked from the root
+        holder = (root, ())
+        for part in path.split(".")[:-1]:
+            holder = _step(holder[0], part)
+        holder = holder[0]
+    return holder.rebase if type(holder) is Obj else ()
 
 
 def _walk_to(root: Obj, memo: dict, path: str) -> tuple[Any, tuple]:
@@ -355,6 +359,19 @@ class GraphView:
         """``origins(path)[-1].kind``, read as stored: a rebase changes no origin's kind."""
         origins = self._walk_to(path)[1]
         return origins[-1].kind if origins else None
+
+    def last_origin(self, path: str) -> Origin | None:
+        """``origins(path)[-1]``, the others left as stored."""
+        origins = self._origins.get(path)
+        if origins is not None:
+            return origins[-1] if origins else None
+        origins = self._walk_to(path)[1]
+        if not origins:
+            return None
+        origin = origins[-1]
+        for step in _rebase_at(self.root, self._memo, path):
+            origin = step.origin(origin)
+        return origin
 
     def type_of(self, path: str) -> str | None:
         """Class name of the object node at ``path``; None when it is no object."""

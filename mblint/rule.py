@@ -196,8 +196,7 @@ def _definitely_false(precondition: Callable[[EffectiveConfig], bool], cfg: Effe
 
 
 def _last_effective_origin(cfg: EffectiveConfig, path: str) -> Origin | None:
-    origins = cfg.origins(path)
-    return origins[-1] if origins else None
+    return cfg.last_origin(path)
 
 
 def _primary_origin(cfg: EffectiveConfig, lasts: list[Origin | None], primary: str | None,

@@ -561,8 +561,7 @@ SET_KINDS = ("set", "override")
 
 
 def last_origin(cfg: EffectiveConfig, path: str):
-    origins = cfg.origins(path)
-    return origins[-1] if origins else None
+    return cfg.last_origin(path)
 
 
 def assigned(cfg: EffectiveConfig, path: str) -> bool:

@@ -185,3 +185,17 @@ def test_a_reused_result_reads_as_if_the_call_had_been_made_where_it_is_reused(t
     assert order.index("train.train_iters") < order.index("train.micro_batch_size") < order.index("train.eval_iters")
     assert errors == [(8, "note", "text")]
     assert len(notes) == 1 and "broken.py:1" in notes[0], notes
+
+
+def test_the_last_origin_of_a_reused_result_reads_as_the_last_of_its_origins(tmp_path):
+    recipes = write_team(tmp_path, REUSING_RECIPES, REUSED_HELPERS)
+    (recipes.parent / "broken.py").write_text("def (:\n")
+    project = Project([], "0.6", tmp_path)
+    project.resolve_function(recipes, "first_config")
+    cfg = project.resolve_function(recipes, "second_config")
+    paths = ["train.micro_batch_size", "train.train_iters", "train.eval_iters", "train.global_batch_size"]
+    lasts = {path: cfg.last_origin(path) for path in paths}  # asked before any origins() answer
+    for path in paths:
+        expected = cfg.origins(path)[-1]
+        assert (lasts[path], lasts[path].seq, lasts[path].via) == (expected, expected.seq, expected.via), path
+    assert lasts["train.micro_batch_size"].via[0].origin().line == 14, "reached through second_config's call"
