@@ -98,7 +98,7 @@ class RuleContext:
     ) -> Finding:
         """A finding on ``cfg``. The primary location is ``primary``'s last origin, else the
         field among ``fields`` set last in program order, else the recipe function."""
-        lasts = [_last_effective_origin(cfg, path) for path in fields]
+        lasts = [cfg.last_origin(path) for path in fields]
         location = _primary_origin(cfg, lasts, primary, self.editable_paths)
         related = []
         for path, origin in zip(fields, lasts):
@@ -195,10 +195,6 @@ def _definitely_false(precondition: Callable[[EffectiveConfig], bool], cfg: Effe
         return False
 
 
-def _last_effective_origin(cfg: EffectiveConfig, path: str) -> Origin | None:
-    return cfg.last_origin(path)
-
-
 def _primary_origin(cfg: EffectiveConfig, lasts: list[Origin | None], primary: str | None,
                     editable: frozenset[str] | None) -> Origin:
     """Where the edit belongs: never a file mblint must not edit (an installed base builder),
@@ -226,7 +222,7 @@ def _primary_origin(cfg: EffectiveConfig, lasts: list[Origin | None], primary: s
     # whose dataclass default is at fault (where the missing keyword belongs).
     for excluded in (("default", "unknown"), ("unknown",)):
         if primary is not None:
-            origin = usable(_last_effective_origin(cfg, primary), excluded)
+            origin = usable(cfg.last_origin(primary), excluded)
             if origin is not None:
                 return origin
         pool = [o for o in (usable(last, excluded) for last in lasts) if o is not None]

@@ -560,10 +560,6 @@ def int_values(*values: Any) -> bool:
 SET_KINDS = ("set", "override")
 
 
-def last_origin(cfg: EffectiveConfig, path: str):
-    return cfg.last_origin(path)
-
-
 def assigned(cfg: EffectiveConfig, path: str) -> bool:
     """True when ``path`` was written by a recipe line or an override (not left at a
     dataclass default, and not only set by something mblint cannot follow)."""
@@ -572,7 +568,7 @@ def assigned(cfg: EffectiveConfig, path: str) -> bool:
 
 def from_dotlist(cfg: EffectiveConfig, path: str) -> bool:
     """True when the last write of ``path`` is a command-line ``key=value`` override."""
-    origin = last_origin(cfg, path)
+    origin = cfg.last_origin(path)
     return origin is not None and origin.kind == "override" and origin.path == "--set"
 
 
@@ -655,7 +651,7 @@ def last_set_of(cfg: EffectiveConfig, paths) -> str | None:
     """The path among ``paths`` written last in program order by a recipe line or override."""
     best, best_seq = None, -1
     for path in paths:
-        origin = last_origin(cfg, path)
+        origin = cfg.last_origin(path)
         if origin is not None and origin.kind in SET_KINDS and origin.seq > best_seq:
             best, best_seq = path, origin.seq
     return best

@@ -5,7 +5,7 @@ import functools
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, format_value
 from mblint.testing import Example
-from rules._derived import last_origin, schema_of
+from rules._derived import schema_of
 
 # Factory parameter names that people write onto the scheduler although the factory maps them
 # to the optimizer: 0.6.2 megatron/bridge/recipes/utils/optimizer_utils.py:100-166
@@ -111,7 +111,7 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
             spec = schema.find_class(parent_type)
             if spec is None or leaf in spec.fields or leaf in NON_FIELD_ATTRIBUTES.get(parent_type, ()):
                 continue
-            origin = last_origin(cfg, path)
+            origin = cfg.last_origin(path)
             if origin is None or origin.kind not in ("set", "override"):
                 continue
             reported.append(path)

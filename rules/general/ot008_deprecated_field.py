@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
-from rules._derived import assigned, from_dotlist, last_origin, per_schema, schema_of
+from rules._derived import assigned, from_dotlist, per_schema, schema_of
 
 # The deprecated train.* evaluation fields are copied onto validation.* verbatim by
 # ConfigContainer.validate() (0.6.2 megatron/bridge/training/config.py:1517-1524), so renaming
@@ -115,8 +115,8 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
             fields = [path]
             fixes = []
             if replacement:
-                origin = last_origin(cfg, path)
-                repl_origin = last_origin(cfg, replacement) if assigned(cfg, replacement) else None
+                origin = cfg.last_origin(path)
+                repl_origin = cfg.last_origin(replacement) if assigned(cfg, replacement) else None
                 later = repl_origin is not None and origin is not None and repl_origin.seq > origin.seq
                 if later:
                     fields.append(replacement)

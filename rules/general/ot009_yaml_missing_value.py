@@ -4,7 +4,6 @@ from mblint.findings import Severity
 from mblint.model import Unknown
 from mblint.rule import Rule
 from mblint.testing import Example
-from rules._derived import last_origin
 
 MANDATORY = "mandatory value (???)"
 
@@ -64,7 +63,7 @@ examples/models/nemotron/nemotron_vl/conf/nemotron_nano_v2_vl_override_example.y
             value = resolved.value
             if not isinstance(value, Unknown) or not value.reason.startswith(MANDATORY):
                 continue
-            origin = last_origin(cfg, path)
+            origin = cfg.last_origin(path)
             if origin is None or origin.kind != "override":
                 continue
             yield ctx.report(cfg, f"{path} is '???' (OmegaConf mandatory value) and no later override gives it a "

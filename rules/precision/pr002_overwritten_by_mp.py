@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
-from rules._derived import assigned, class_fields, last_origin, schema_of
+from rules._derived import assigned, class_fields, schema_of
 
 TARGETS = ("model", "optimizer", "ddp")
 
@@ -116,7 +116,7 @@ effect and changes numerics.
                 path = f"{target}.{field}"
                 if not assigned(cfg, path):
                     continue
-                origin = last_origin(cfg, path)
+                origin = cfg.last_origin(path)
                 if origin.kind != "override" and origin.path != cfg.recipe.path:
                     continue
                 value = cfg.value(path)

@@ -4,7 +4,7 @@ from mblint.findings import Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
 from mblint.model import UNKNOWN
-from rules._derived import has_overrides, last_origin, mixed_precision_kind, precision_value
+from rules._derived import has_overrides, mixed_precision_kind, precision_value
 
 MP = "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\n"
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
@@ -23,7 +23,7 @@ def _param_flag(cfg, name: str):
         # overrides re-apply every field in declaration order, so the gather flag (declared
         # after X_param) is written last (training/utils/omegaconf_utils.py:454-515)
         return (gather if known(gather) else UNKNOWN), gather_path
-    own, other = last_origin(cfg, path), last_origin(cfg, gather_path)
+    own, other = cfg.last_origin(path), cfg.last_origin(gather_path)
     if other is not None and other.kind in ("set", "override") and (own is None or own.kind not in ("set", "override")
                                                                     or other.seq > own.seq):
         return (gather if known(gather) else result), gather_path
