@@ -63,6 +63,8 @@ OK_CODES = (0, 1)
 # sandboxes set it) would make every Python tool recompile its modules on every run.
 TOOL_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 SYNTHETIC_MEASURES = ("ast", "ast-discard", "ruff", "cold")
+# Targets that are a ratio of two measures of one repetition: their per-repetition spread is shown.
+PAIRED = {"cold_over_ruff": ("cold", "ruff"), "warm_over_ruff": ("warm", "ruff")}
 AST_KEEP_MAX_MODULES = 1000  # the keep-every-tree `ast` floor is skipped on bigger synthetic trees
 
 # Targets from issue 6: (key, description, how to compute, comparison, threshold)
@@ -414,6 +416,22 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
+def paired_ratios(measurements: dict, top: str, bottom: str) -> list[float]:
+    """``top / bottom`` of each repetition in which both ran (they alternate, so the two runs
+    of a pair met the same load on the machine): the spread around the ratio of medians."""
+    a, b = measurements.get(top), measurements.get(bottom)
+    if not a or not b or a["status"] != "ok" or b["status"] != "ok":
+        return []
+    return [x / y for x, y in zip(a["times"], b["times"]) if y]
+
+
+def spread_line(label: str, ratios: list[float], threshold: float) -> str:
+    ordered = sorted(ratios)
+    over = sum(r > threshold for r in ordered)
+    return (f"    {label} per repetition: min {ordered[0]:.2f}, median {statistics.median(ordered):.2f}, "
+            f"max {ordered[-1]:.2f}; {over} of {len(ordered)} over {threshold}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=5, help="timed repetitions per tool (default 5)")
@@ -601,6 +619,12 @@ def main(argv: list[str] | None = None) -> int:
         shown = "-" if val is None else f"{val:.3f}"
         print(f"  {desc:<48}{shown:>10}  target {op} {thr:<6}  {verdict}")
         results["targets"][key] = {"description": desc, "value": val, "op": op, "threshold": thr, "verdict": verdict}
+        pair = PAIRED.get(key)
+        if main_c and pair:
+            ratios = paired_ratios(main_c["measurements"], *pair)
+            if ratios:
+                print(spread_line(f"{pair[0]}/{pair[1]}", ratios, thr))
+                results["targets"][key]["per_repetition"] = ratios
     for cname, c in results["corpora"].items():
         if cname == (MAIN_CORPUS if MAIN_CORPUS in results["corpora"] else None):
             continue

@@ -140,3 +140,18 @@ def test_prefork_stops_where_the_worker_would_be_forked(tmp_path):
     start_only = run(str(BENCH / "prefork.py"))
     assert full.returncode == 1 and "OT008" in full.stdout
     assert (start_only.returncode, start_only.stdout) == (0, "")
+
+
+def test_paired_ratios_pair_repetitions_and_skip_failed_measures():
+    run = _load("run")
+    measurements = {
+        "cold": {"status": "ok", "times": [0.9, 1.2, 0.8]},
+        "ruff": {"status": "ok", "times": [0.3, 0.2, 0.0]},
+        "warm": {"status": "failed", "times": [0.1]},
+    }
+    # rep 1: 0.9 / 0.3 = 3.0; rep 2: 1.2 / 0.2 = 6.0; rep 3 has no ruff time to divide by
+    assert [round(r, 6) for r in run.paired_ratios(measurements, "cold", "ruff")] == [3.0, 6.0]
+    assert run.paired_ratios(measurements, "warm", "ruff") == []
+    assert run.paired_ratios(measurements, "fixit", "ruff") == []
+    line = run.spread_line("cold/ruff", [3.0, 6.0, 3.5], 4.0)
+    assert "min 3.00, median 3.50, max 6.00; 1 of 3 over 4.0" in line
