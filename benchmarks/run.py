@@ -362,8 +362,31 @@ def display(cmd: list[str] | None, corpus: Corpus, name: str) -> str:
     return " ".join(shlex.quote(s) if " " in s else s for s in shown)
 
 
+# A fixed CPU-bound loop that times itself (interpreter start excluded).
+SPIN = ("import time\nt = time.perf_counter()\nx = 0\nfor i in range(4_000_000):\n    x += i & 7\n"
+        "print(time.perf_counter() - t)")
+
+
+def _spin_times(copies: int) -> list[float]:
+    procs = [subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True, env=TOOL_ENV)
+             for _ in range(copies)]
+    return [float(p.communicate()[0]) for p in procs]
+
+
+def two_core_slowdown() -> float | None:
+    """How much longer two CPU-bound processes take when they run at once than one alone:
+    1.0 on two free cores. mblint's cold run works in two processes and ruff's mostly in one,
+    so where the second core of a shared machine is busy elsewhere, cold/ruff grows."""
+    try:
+        alone = _spin_times(1)[0]
+        together = max(_spin_times(2))
+    except (OSError, ValueError):
+        return None
+    return together / alone if alone > 0 else None
+
+
 def measure_corpus(corpus: Corpus, tools: dict, reps: int, fixit_reps: int, skip_fixit: bool,
-                   timeout: float, fixit_timeout: float) -> dict[str, Measure]:
+                   timeout: float, fixit_timeout: float) -> tuple[dict[str, Measure], list[float]]:
     cmds = commands(corpus, tools, skip_fixit)
     ms = {k: Measure(k, display(c, corpus, k)) for k, c in cmds.items()}
     # Warm-up: fill mblint's cache (and the OS page cache) once before timing.
@@ -374,6 +397,7 @@ def measure_corpus(corpus: Corpus, tools: dict, reps: int, fixit_reps: int, skip
             print(f"  warm-up of mblint failed ({why}); its measurements will be reported as failed",
                   flush=True)
     order = list(cmds)
+    slowdowns: list[float] = []
     for rep in range(reps):
         # Rotate the order each repetition so no tool always runs first / right after another.
         k = rep % len(order)
@@ -383,11 +407,14 @@ def measure_corpus(corpus: Corpus, tools: dict, reps: int, fixit_reps: int, skip
                 continue
             t = fixit_timeout if name == "fixit" else timeout
             timed(ms[name], cmds[name], corpus.root, t)
+        slowdown = two_core_slowdown()
+        if slowdown is not None:
+            slowdowns.append(slowdown)
         print(f"  rep {rep + 1}/{reps}: " + ", ".join(
             f"{n}={ms[n].times[-1]:.3f}s" if ms[n].status == "ok" and len(ms[n].times) == before[n] + 1
             else f"{n}={ms[n].status}" if ms[n].status != "ok" else f"{n}=(done)"
-            for n in order), flush=True)
-    return ms
+            for n in order) + ("" if slowdown is None else f", two-core slowdown={slowdown:.2f}"), flush=True)
+    return ms, slowdowns
 
 
 def fmt_s(x: float | None) -> str:
@@ -506,8 +533,8 @@ def main(argv: list[str] | None = None) -> int:
     for corpus in corpora:
         print(f"\n== {corpus.name}: {len(corpus.files)} files, {corpus.lines} lines "
               f"(one file: {corpus.one_file}) ==", flush=True)
-        ms = measure_corpus(corpus, tools, args.reps, args.fixit_reps, args.skip_fixit,
-                            args.timeout, args.fixit_timeout)
+        ms, slowdowns = measure_corpus(corpus, tools, args.reps, args.fixit_reps, args.skip_fixit,
+                                       args.timeout, args.fixit_timeout)
         if version_m.status == "pending":
             for _ in range(args.reps):
                 timed(version_m, tools["mblint"] and [*tools["mblint"], "--version"], corpus.root, 60)
@@ -526,6 +553,7 @@ def main(argv: list[str] | None = None) -> int:
             "one_file": corpus.one_file,
             "measurements": {k: m.to_json() for k, m in ms.items()},
             "memory": mem,
+            "two_core_slowdown": slowdowns,
         }
     results["version"] = version_m.to_json()
 
@@ -575,6 +603,10 @@ def main(argv: list[str] | None = None) -> int:
                   + ("" if mem["returncode"] in OK_CODES else
                      "  [INVALID: mblint crashed]" if mem["returncode"] == CRASH else
                      f"  [INVALID: mblint exit {mem['returncode']}]"))
+        if c.get("two_core_slowdown"):
+            print(f"  two-core slowdown (two CPU-bound processes at once / one alone; 1.00 = two free "
+                  f"cores): median {statistics.median(c['two_core_slowdown']):.2f} over "
+                  f"{len(c['two_core_slowdown'])} repetitions")
         print()
     v = results["version"]
     print(f"mblint --version: median {fmt_s(v['median_s'])} s"

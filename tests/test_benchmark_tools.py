@@ -155,3 +155,22 @@ def test_paired_ratios_pair_repetitions_and_skip_failed_measures():
     assert run.paired_ratios(measurements, "fixit", "ruff") == []
     line = run.spread_line("cold/ruff", [3.0, 6.0, 3.5], 4.0)
     assert "min 3.00, median 3.50, max 6.00; 1 of 3 over 4.0" in line
+
+
+def test_two_core_slowdown_is_a_ratio_of_spin_times(monkeypatch):
+    run = _load("run")
+    answers = {1: [0.2], 2: [0.25, 0.3]}
+    monkeypatch.setattr(run, "_spin_times", lambda copies: answers[copies])
+    assert round(run.two_core_slowdown(), 6) == 1.5  # the slower of the pair, 0.3, over 0.2 alone
+
+    def broken(copies):
+        raise OSError("no interpreter")
+
+    monkeypatch.setattr(run, "_spin_times", broken)
+    assert run.two_core_slowdown() is None
+
+
+def test_spin_times_runs_the_loop_in_separate_processes():
+    run = _load("run")
+    times = run._spin_times(2)
+    assert len(times) == 2 and all(t > 0 for t in times)
