@@ -368,9 +368,19 @@ SPIN = ("import time\nt = time.perf_counter()\nx = 0\nfor i in range(4_000_000):
 
 
 def _spin_times(copies: int) -> list[float]:
-    procs = [subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True, env=TOOL_ENV)
-             for _ in range(copies)]
-    return [float(p.communicate()[0]) for p in procs]
+    """The loop's own time in each of ``copies`` processes started together."""
+    procs: list[subprocess.Popen] = []
+    try:
+        for _ in range(copies):
+            procs.append(subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True,
+                                          env=TOOL_ENV))
+        outputs = [p.communicate(timeout=60)[0] for p in procs]
+    finally:
+        for p in procs:  # none is left running when one failed to start or hung
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return [float(out) for out in outputs]
 
 
 def two_core_slowdown() -> float | None:
@@ -380,7 +390,7 @@ def two_core_slowdown() -> float | None:
     try:
         alone = _spin_times(1)[0]
         together = max(_spin_times(2))
-    except (OSError, ValueError):
+    except (OSError, ValueError, subprocess.TimeoutExpired):
         return None
     return together / alone if alone > 0 else None
 
