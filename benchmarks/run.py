@@ -18,7 +18,9 @@ every repetition, on the same files:
   version    mblint --version
 
 and reports medians, peak memory of mblint (separate, untimed run), the synthetic scaling
-table, and the ratios named as targets in issue 6. Results go to benchmarks/results/latest.json.
+table, and the ratios named as targets in issue 6, with the spread of the cold and warm ratios
+over the repetitions and the machine's two-core slowdown (a CPU loop alone, then two at once,
+each repetition). Results go to benchmarks/results/latest.json.
 
 mblint is treated as a black box: the `mblint` console script next to this interpreter, else on
 PATH (override with --mblint "CMD ..."). Exit codes 0 and 1 mean "ran" (1 = findings); anything
