@@ -3,7 +3,9 @@
 Downloads the Megatron-Bridge wheels named in ``VERSIONS`` with ``pip download --no-deps``
 into ``benchmarks/.corpus/wheels/`` and extracts only the recipe sources
 (``megatron/bridge/recipes/**`` and ``megatron/bridge/perf_recipes/**``), keeping the package
-layout, into ``benchmarks/.corpus/mb-<version>/``.
+layout, into ``benchmarks/.corpus/mb-<version>/``: the corpus issue 6 names. Every Python file
+of the package (``megatron/**/*.py``) goes into ``benchmarks/.corpus/mb-<version>-package/``: the
+same recipes with the modules they import beside them, as in a checkout of Megatron-Bridge.
 
 Idempotent: a version whose extraction is complete (marker file present) is left alone, and a
 wheel already in the wheels folder is not downloaded again.
@@ -59,8 +61,17 @@ def keep_member(name: str) -> bool:
     return name.startswith(KEEP_PREFIXES)
 
 
-def extract_recipes(wheel: Path, dest: Path) -> int:
-    """Extract the recipe members of ``wheel`` under ``dest``; return the number of files."""
+def keep_package_member(name: str) -> bool:
+    """True for the package's Python sources (every ``megatron/**/*.py``)."""
+    p = PurePosixPath(name)
+    if p.is_absolute() or ".." in p.parts:
+        return False
+    return name.startswith("megatron/") and name.endswith(".py")
+
+
+def extract_recipes(wheel: Path, dest: Path, keep=keep_member) -> int:
+    """Extract the members of ``wheel`` that ``keep`` accepts (the recipe sources) under
+    ``dest``; return the number of files."""
     tmp = dest.with_name(dest.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -68,7 +79,7 @@ def extract_recipes(wheel: Path, dest: Path) -> int:
     n = 0
     with zipfile.ZipFile(wheel) as zf:
         for info in zf.infolist():
-            if not keep_member(info.filename):
+            if not keep(info.filename):
                 continue
             target = tmp / info.filename
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -110,18 +121,23 @@ def corpus_path(version: str, root: Path = CORPUS_DIR) -> Path:
     return root / f"mb-{version}"
 
 
+def package_path(version: str, root: Path = CORPUS_DIR) -> Path:
+    return root / f"mb-{version}-package"
+
+
 def prepare(wheels_dir: Path | None = None, root: Path = CORPUS_DIR, force: bool = False,
             quiet: bool = False) -> dict[str, Path]:
     """Make sure every corpus version is extracted; return {version: corpus dir}."""
     out: dict[str, Path] = {}
     local_wheels = root / "wheels"
     for version, extra in VERSIONS.items():
-        dest = corpus_path(version, root)
+        dest, package = corpus_path(version, root), package_path(version, root)
         out[version] = dest
-        if (dest / MARKER).exists() and not force:
+        if (dest / MARKER).exists() and (package / MARKER).exists() and not force:
             mark_project_root(dest)
+            mark_project_root(package)
             if not quiet:
-                print(f"corpus mb-{version}: ready ({dest})")
+                print(f"corpus mb-{version}: ready ({dest}, whole package in {package.name})")
             continue
         wheel = None
         if wheels_dir is not None:
@@ -134,7 +150,9 @@ def prepare(wheels_dir: Path | None = None, root: Path = CORPUS_DIR, force: bool
             print(f"corpus mb-{version}: downloading", flush=True)
             wheel = download_wheel(version, extra, local_wheels)
         n = extract_recipes(wheel, dest)
-        print(f"corpus mb-{version}: extracted {n} files from {wheel.name} into {dest}")
+        whole = extract_recipes(wheel, package, keep=keep_package_member)
+        print(f"corpus mb-{version}: extracted {n} files from {wheel.name} into {dest}, "
+              f"{whole} into {package}")
     return out
 
 

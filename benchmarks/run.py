@@ -12,6 +12,8 @@ every repetition, on the same files:
   ruff       ruff check --isolated --no-cache --select ALL --exit-zero FILES
   fixit      fixit lint FILES                                    (slow: 1 repetition by default)
   cold       mblint check --no-cache FILES
+  cold-in-package  the same, run in a folder holding the whole Megatron-Bridge package
+             (the recipes' imports then resolve to source files mblint reads; for reference)
   warm       mblint check FILES      (after one warm-up run; nothing changed)
   one-file   mblint check ONE_FILE   (interpreter start included, as pre-commit calls it)
   one-file-nocache  mblint check --no-cache ONE_FILE
@@ -67,6 +69,8 @@ TOOL_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE
 SYNTHETIC_MEASURES = ("ast", "ast-discard", "ruff", "cold")
 # Targets that are a ratio of two measures of one repetition: their per-repetition spread is shown.
 PAIRED = {"cold_over_ruff": ("cold", "ruff"), "warm_over_ruff": ("warm", "ruff")}
+# Printed beside the targets, not judged: issue 6 names the recipe folders alone as the corpus.
+REFERENCE = {"cold_in_package_over_ruff": ("cold-in-package", "ruff")}
 AST_KEEP_MAX_MODULES = 1000  # the keep-every-tree `ast` floor is skipped on bigger synthetic trees
 
 # Targets from issue 6: (key, description, how to compute, comparison, threshold)
@@ -283,6 +287,7 @@ class Corpus:
     files: list[str]  # relative to root
     lines: int
     one_file: str | None = None
+    package_root: Path | None = None  # the same files with the whole package beside them
 
     @classmethod
     def load(cls, name: str, root: Path) -> "Corpus":
@@ -299,6 +304,14 @@ class Corpus:
         sized = sorted((len((self.root / f).read_bytes()), f) for f in self.files
                        if not f.endswith("__init__.py"))
         self.one_file = sized[len(sized) // 2][1] if sized else None
+
+
+def package_root_for(version: str, corpus: Corpus) -> Path | None:
+    """The whole-package folder of ``version``, when it holds every file of ``corpus``."""
+    folder = prepare_corpus.package_path(version, corpus.root.parent)
+    if not (folder / prepare_corpus.MARKER).exists():
+        return None
+    return folder if all((folder / f).is_file() for f in corpus.files) else None
 
 
 def synthetic_corpus(n: int, seed: int = 0) -> Corpus:
@@ -341,12 +354,21 @@ def commands(corpus: Corpus, tools: dict[str, list[str] | None], skip_fixit: boo
         "cold": mb and [*mb, "check", "--no-cache", *files],
         "warm": mb and [*mb, "check", *files],
     }
+    if corpus.package_root is not None:
+        cmds["cold-in-package"] = cmds["cold"]
     if not skip_fixit:
         cmds["fixit"] = tools["fixit"] and [*tools["fixit"], "lint", *files]
     if corpus.one_file:
         cmds["one-file"] = mb and [*mb, "check", corpus.one_file]
         cmds["one-file-nocache"] = mb and [*mb, "check", "--no-cache", corpus.one_file]
     return cmds
+
+
+def command_cwd(corpus: Corpus, name: str) -> Path:
+    """Where a measure runs: the corpus root, but the package folder for ``cold-in-package``."""
+    if name == "cold-in-package" and corpus.package_root is not None:
+        return corpus.package_root
+    return corpus.root
 
 
 def display(cmd: list[str] | None, corpus: Corpus, name: str) -> str:
@@ -361,7 +383,8 @@ def display(cmd: list[str] | None, corpus: Corpus, name: str) -> str:
         shown.append(os.path.basename(a) if a in (sys.executable,) or a.startswith("/") else a)
     if nfiles:
         shown.append(f"<{nfiles} files>")
-    return " ".join(shlex.quote(s) if " " in s else s for s in shown)
+    where = f"  (in {corpus.package_root.name}/)" if command_cwd(corpus, name) != corpus.root else ""
+    return " ".join(shlex.quote(s) if " " in s else s for s in shown) + where
 
 
 # A fixed CPU-bound loop that times itself (interpreter start excluded).
@@ -418,7 +441,7 @@ def measure_corpus(corpus: Corpus, tools: dict, reps: int, fixit_reps: int, skip
             if name == "fixit" and len(ms[name].times) >= fixit_reps:
                 continue
             t = fixit_timeout if name == "fixit" else timeout
-            timed(ms[name], cmds[name], corpus.root, t)
+            timed(ms[name], cmds[name], command_cwd(corpus, name), t)
         slowdown = two_core_slowdown()
         if slowdown is not None:
             slowdowns.append(slowdown)
@@ -522,6 +545,7 @@ def main(argv: list[str] | None = None) -> int:
         if name in wanted:
             c = Corpus.load(name, root)
             c.pick_one_file()
+            c.package_root = package_root_for(version, c)
             corpora.append(c)
 
     results: dict = {
@@ -563,6 +587,7 @@ def main(argv: list[str] | None = None) -> int:
             "files": len(corpus.files),
             "lines": corpus.lines,
             "one_file": corpus.one_file,
+            "package_root": str(corpus.package_root) if corpus.package_root else None,
             "measurements": {k: m.to_json() for k, m in ms.items()},
             "memory": mem,
             "two_core_slowdown": slowdowns,
@@ -669,12 +694,24 @@ def main(argv: list[str] | None = None) -> int:
             if ratios:
                 print(spread_line(f"{pair[0]}/{pair[1]}", ratios, thr))
                 results["targets"][key]["per_repetition"] = ratios
+    if main_c:
+        med = ok_medians(main_c["measurements"])
+        for key, (top, bottom) in REFERENCE.items():
+            value = ratio(med.get(top), med.get(bottom))
+            if value is None:
+                continue
+            print(f"  {'mblint ' + top + ' / ' + bottom:<48}{value:>10.3f}  reference, not a target")
+            ratios = paired_ratios(main_c["measurements"], top, bottom)
+            if ratios:
+                print(spread_line(f"{top}/{bottom}", ratios, 4.0))
+            results.setdefault("reference", {})[key] = {"value": value, "per_repetition": ratios}
     for cname, c in results["corpora"].items():
         if cname == (MAIN_CORPUS if MAIN_CORPUS in results["corpora"] else None):
             continue
         med = ok_medians(c["measurements"])
         extra = {
             "cold/ruff": ratio(med.get("cold"), med.get("ruff")),
+            "cold-in-package/ruff": ratio(med.get("cold-in-package"), med.get("ruff")),
             "warm/ruff": ratio(med.get("warm"), med.get("ruff")),
             "fixit/cold": ratio(med.get("fixit"), med.get("cold")),
             "fixit/ruff": ratio(med.get("fixit"), med.get("ruff")),

@@ -95,6 +95,20 @@ def test_unzip_filter_keeps_only_recipes(tmp_path):
     assert (dest / "pyproject.toml").exists()  # root marker for gitignore-honouring tools
     assert not (tmp_path / "evil").exists()
 
+    package = tmp_path / "out" / "mb-9.9.9-package"
+    assert prep.extract_recipes(wheel, package, keep=prep.keep_package_member) == 7
+    assert sorted(str(p.relative_to(package)) for p in package.rglob("*.py")) == [
+        "megatron/bridge/__init__.py",
+        "megatron/bridge/diffusion/recipes/wan/wan.py",
+        "megatron/bridge/perf_recipes/llama/h100/llama3.py",
+        "megatron/bridge/recipes/__init__.py",
+        "megatron/bridge/recipes/llama/llama3.py",
+        "megatron/bridge/recipes_extra/x.py",
+        "megatron/bridge/training/config.py",
+    ]
+    assert (package / "megatron/bridge/training/config.py").read_text() == "x = 1\n"
+    assert not (package / "megatron_bridge-9.9.9.dist-info").exists()
+
 
 def test_prepare_uses_wheels_dir_and_is_idempotent(tmp_path, monkeypatch):
     wheel = tmp_path / "wheels" / "megatron_bridge-9.9.9-py3-none-any.whl"
@@ -111,6 +125,8 @@ def test_prepare_uses_wheels_dir_and_is_idempotent(tmp_path, monkeypatch):
     dirs = prep.prepare(wheels_dir=wheel.parent, root=root, quiet=True)
     target = dirs["9.9.9"] / "megatron/bridge/recipes/a.py"
     assert target.read_text() == "A = 1\n"
+    whole = prep.package_path("9.9.9", root) / "megatron/bridge/recipes/a.py"
+    assert whole.read_text() == "A = 1\n"
     mtime = target.stat().st_mtime_ns
     prep.prepare(wheels_dir=None, root=root, quiet=True)  # already complete: nothing redone
     assert target.stat().st_mtime_ns == mtime
@@ -174,3 +190,29 @@ def test_spin_times_runs_the_loop_in_separate_processes():
     run = _load("run")
     times = run._spin_times(2)
     assert len(times) == 2 and all(t > 0 for t in times)
+
+
+def test_cold_in_package_runs_the_cold_command_in_the_package_folder(tmp_path):
+    run = _load("run")
+    recipes, package = tmp_path / "mb-9.9.9", tmp_path / "mb-9.9.9-package"
+    for folder in (recipes, package):
+        (folder / "megatron/bridge/recipes").mkdir(parents=True)
+        (folder / "megatron/bridge/recipes/a.py").write_text("A = 1\n")
+    corpus = run.Corpus.load("mb-9.9.9", recipes)
+    tools = {"mblint": ["mblint"], "ruff": ["ruff"], "fixit": None}
+
+    assert run.package_root_for("9.9.9", corpus) is None  # no marker: not a finished extraction
+    (package / run.prepare_corpus.MARKER).write_text("x\n")
+    assert run.package_root_for("9.9.9", corpus) == package
+    assert "cold-in-package" not in run.commands(corpus, tools, skip_fixit=True)
+
+    corpus.package_root = package
+    commands = run.commands(corpus, tools, skip_fixit=True)
+    assert commands["cold-in-package"] == commands["cold"] == ["mblint", "check", "--no-cache",
+                                                               "megatron/bridge/recipes/a.py"]
+    assert run.command_cwd(corpus, "cold-in-package") == package
+    assert run.command_cwd(corpus, "cold") == recipes
+    assert run.display(commands["cold-in-package"], corpus, "cold-in-package").endswith("(in mb-9.9.9-package/)")
+
+    (package / "megatron/bridge/recipes/a.py").unlink()  # the package lacks a file of the corpus
+    assert run.package_root_for("9.9.9", corpus) is None
