@@ -165,6 +165,31 @@ class ResultCache:
             pass  # a read-only project still lints; it just is not cached
 
 
+def cache_folders_to_clean(start: Path) -> list[Path]:
+    """The cache folders ``mblint clean`` removes when run in ``start``: the one a check run
+    there uses (at the project root) and every ``.mblint_cache`` below ``start``. Symbolic links
+    are not followed (one named ``.mblint_cache`` is listed: the link is removed, not its target)."""
+    found = [project_root(start) / CACHE_DIR_NAME]
+    for folder, subfolders, _ in os.walk(start):
+        if CACHE_DIR_NAME in subfolders:
+            found.append(Path(folder) / CACHE_DIR_NAME)
+        subfolders[:] = [name for name in subfolders if name not in (CACHE_DIR_NAME, ".git")]
+    unique = dict.fromkeys(os.path.abspath(folder) for folder in found)
+    return [Path(folder) for folder in unique if os.path.lexists(folder)]
+
+
+def remove_cache_folder(folder: Path) -> None:
+    """Delete ``folder`` (a ``.mblint_cache`` folder, or a link of that name); OSError on failure."""
+    if folder.name != CACHE_DIR_NAME:
+        raise ValueError(f"{folder} is not a {CACHE_DIR_NAME} folder")
+    if folder.is_symlink() or not folder.is_dir():
+        folder.unlink()
+        return
+    import shutil
+
+    shutil.rmtree(folder)
+
+
 def settings_key(parts: dict) -> str:
     return blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
 

@@ -211,6 +211,24 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
+@main.command()
+def clean() -> None:
+    """Remove the result caches: the one a check run here uses, at the project root, and every
+    .mblint_cache folder below the current folder."""
+    from mblint.cache import cache_folders_to_clean, remove_cache_folder
+
+    failed = False
+    for folder in cache_folders_to_clean(Path.cwd()):
+        try:
+            remove_cache_folder(folder)
+        except OSError as error:
+            click.echo(f"mblint: error: cannot remove {folder}: {error.strerror or error}", err=True)
+            failed = True
+            continue
+        click.echo(f"Removed {folder}")
+    sys.exit(EXIT_ERROR if failed else EXIT_CLEAN)
+
+
 @main.command("settings")
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None)

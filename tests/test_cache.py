@@ -198,3 +198,48 @@ def test_a_suppression_still_applies_to_a_cached_result(tmp_path):
     warm = run(tmp_path, recipe)
     assert first.findings == [] and first.suppressed == 1
     assert warm.cache_hits == 1 and warm.findings == [] and warm.suppressed == 1
+
+
+def test_clean_removes_the_caches_here_and_below_and_nothing_else(tmp_path):
+    recipe = make_project(tmp_path, mbs=2)
+    command = [sys.executable, "-m", "mblint", "check", str(recipe), "--select", "PK001"]
+    clean = [sys.executable, "-m", "mblint", "clean"]
+    assert subprocess.run(command, cwd=tmp_path, capture_output=True).returncode == 1
+    assert result_entries(tmp_path)  # the check run wrote its cache at the project root
+    nested = tmp_path / "proj" / "vendored" / ".mblint_cache"
+    nested.mkdir(parents=True)
+    in_git = tmp_path / ".git" / "modules" / ".mblint_cache"
+    in_git.mkdir(parents=True)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside" / ".mblint_cache"
+    outside.mkdir(parents=True)
+    (outside / "entry.json").write_text("{}")
+    link = tmp_path / "proj" / "linked" / ".mblint_cache"
+    link.parent.mkdir()
+    link.symlink_to(outside, target_is_directory=True)
+
+    cleaned = subprocess.run(clean, cwd=tmp_path, capture_output=True, text=True)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert sorted(cleaned.stdout.splitlines()) == sorted(
+        f"Removed {folder}" for folder in (tmp_path / ".mblint_cache", nested, link))
+    assert not (tmp_path / ".mblint_cache").exists() and not nested.exists() and not os.path.lexists(link)
+    assert in_git.is_dir()  # the walk does not enter .git
+    assert (outside / "entry.json").read_text() == "{}"  # a link is removed, never its target
+
+    again = subprocess.run(clean, cwd=tmp_path, capture_output=True, text=True)
+    assert (again.returncode, again.stdout) == (0, "")
+
+    # Run in a subfolder, clean also removes the cache a check run there uses: the project root's.
+    assert subprocess.run(command, cwd=tmp_path / "proj", capture_output=True).returncode == 1
+    assert result_entries(tmp_path)
+    below = subprocess.run(clean, cwd=tmp_path / "proj", capture_output=True, text=True)
+    assert (below.returncode, below.stdout) == (0, f"Removed {tmp_path / '.mblint_cache'}\n")
+
+
+def test_remove_cache_folder_refuses_other_folders(tmp_path):
+    import pytest
+
+    other = tmp_path / "results"
+    other.mkdir()
+    with pytest.raises(ValueError):
+        cache.remove_cache_folder(other)
+    assert other.is_dir()
