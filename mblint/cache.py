@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ except ImportError:  # pragma: no cover - other Python implementations
     from hashlib import blake2b
 
 CACHE_DIR_NAME = ".mblint_cache"
+GITIGNORE_TEXT = "# created by mblint\n*\n"
 RACY_WINDOW_NS = 3_000_000_000
 PROJECT_MARKERS = ("pyproject.toml", "mblint.toml", ".git")
 
@@ -82,13 +84,15 @@ def stat_signature(path: str) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
-def cache_folder(root: Path) -> Path:
-    return root / CACHE_DIR_NAME / __version__
+def cache_folder(root: Path, cache_dir: Path | None = None) -> Path:
+    """This mblint version's cache folder: in ``cache_dir`` when one is given (``--cache-dir``),
+    else in ``.mblint_cache`` at the project root ``root``."""
+    return (cache_dir if cache_dir is not None else root / CACHE_DIR_NAME) / __version__
 
 
 class ResultCache:
-    def __init__(self, root: Path, settings_key: str) -> None:
-        self.folder = cache_folder(root)
+    def __init__(self, folder: Path, settings_key: str) -> None:
+        self.folder = folder
         self._folder_text = str(self.folder)
         self.settings_key = settings_key
         self.hits = 0
@@ -178,10 +182,28 @@ def cache_folders_to_clean(start: Path) -> list[Path]:
     return [Path(folder) for folder in unique if os.path.lexists(folder)]
 
 
+_VERSION_FOLDER = re.compile(r"^\d+(\.\d+)*([a-z]+\d*)?(\.(post|dev)\d+)?$")
+
+
+def is_cache_dir(folder: Path) -> bool:
+    """True when ``folder`` (a ``--cache-dir``) holds only what mblint writes there: its
+    ``.gitignore`` and folders named like versions. A folder named by mistake (a home folder, a
+    shared cache) holds other things and is never removed."""
+    try:
+        entries = list(os.scandir(folder))
+        ours = (folder / ".gitignore").read_text(encoding="utf-8") == GITIGNORE_TEXT
+    except (OSError, UnicodeDecodeError):
+        return False
+    return ours and all(entry.name == ".gitignore" or (entry.is_dir(follow_symlinks=False)
+                                                       and _VERSION_FOLDER.match(entry.name))
+                        for entry in entries)
+
+
 def remove_cache_folder(folder: Path) -> None:
-    """Delete ``folder`` (a ``.mblint_cache`` folder, or a link of that name); OSError on failure."""
-    if folder.name != CACHE_DIR_NAME:
-        raise ValueError(f"{folder} is not a {CACHE_DIR_NAME} folder")
+    """Delete ``folder`` (a ``.mblint_cache`` folder or a link of that name, or a ``--cache-dir``
+    that ``is_cache_dir``); ValueError for any other folder, OSError on failure."""
+    if folder.name != CACHE_DIR_NAME and not is_cache_dir(folder):
+        raise ValueError(f"{folder} is not a {CACHE_DIR_NAME} folder, nor holds only an mblint cache")
     if folder.is_symlink() or not folder.is_dir():
         folder.unlink()
         return
@@ -198,6 +220,6 @@ def _ensure_gitignore(folder: Path) -> None:
     ignore = folder / ".gitignore"
     if not ignore.exists():
         try:
-            ignore.write_text("# created by mblint\n*\n", encoding="utf-8")
+            ignore.write_text(GITIGNORE_TEXT, encoding="utf-8")
         except OSError:
             pass

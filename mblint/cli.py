@@ -67,6 +67,8 @@ def main() -> None:
               help="Lowest severity that makes the exit code 1 [setting fail-on; default: warning].")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache (.mblint_cache).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="MBLINT_CACHE_DIR", default=None,
+              help="Keep the result cache in DIR instead of .mblint_cache at the project root [env MBLINT_CACHE_DIR].")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: by amount of work).")
 @click.option("--output-sarif", type=click.Path(dir_okay=False), default=None, help="Also write SARIF to FILE.")
 @click.option("--output-json", type=click.Path(dir_okay=False), default=None, help="Also write JSON to FILE.")
@@ -86,7 +88,7 @@ def main() -> None:
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied and the findings left unfixed.")
 def check(paths, select, extend_select, ignore, output_format, world_size, version, search_paths, recipe, dotlist,
-          fail_on, exit_zero, no_cache, jobs, output_sarif, output_json, output_files, baseline, write_baseline,
+          fail_on, exit_zero, no_cache, cache_dir, jobs, output_sarif, output_json, output_files, baseline, write_baseline,
           config_file, isolated, force_exclude, fix, unsafe_fixes, diff, show_fixes) -> None:
     """Lint recipe files, override files and folders."""
     from mblint.baseline import BaselineError, apply_baseline, write_baseline as write_baseline_file
@@ -103,6 +105,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         select=_split(select), ignore=_split(ignore), extend_select=_split(extend_select),
         world_size=world_size, version=version, search_paths=tuple(Path(p) for p in search_paths),
         recipe=recipe, dotlist=tuple(dotlist), use_cache=not no_cache, jobs=jobs,
+        cache_dir=Path(os.path.abspath(cache_dir)) if cache_dir else None,
         settings=resolver, force_exclude=force_exclude,
     )
     try:
@@ -212,15 +215,24 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @main.command()
-def clean() -> None:
-    """Remove the result caches: the one a check run here uses, at the project root, and every
-    .mblint_cache folder below the current folder."""
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="MBLINT_CACHE_DIR", default=None,
+              help="Also remove this cache folder (given to check --cache-dir) [env MBLINT_CACHE_DIR].")
+def clean(cache_dir) -> None:
+    """Remove the result caches: the one a check run here uses, at the project root, every
+    .mblint_cache folder below the current folder, and the --cache-dir folder."""
     from mblint.cache import cache_folders_to_clean, remove_cache_folder
 
     failed = False
-    for folder in cache_folders_to_clean(Path.cwd()):
+    folders = cache_folders_to_clean(Path.cwd())
+    if cache_dir and os.path.lexists(cache_dir):
+        folders.append(Path(os.path.abspath(cache_dir)))
+    for folder in folders:
         try:
             remove_cache_folder(folder)
+        except ValueError:
+            click.echo(f"mblint: error: not removed: {folder} holds more than an mblint cache", err=True)
+            failed = True
+            continue
         except OSError as error:
             click.echo(f"mblint: error: cannot remove {folder}: {error.strerror or error}", err=True)
             failed = True

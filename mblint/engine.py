@@ -93,6 +93,7 @@ class CheckOptions:
     excludes: tuple[str, ...] = ()
     use_cache: bool = False
     cache_root: Path | None = None
+    cache_dir: Path | None = None  # --cache-dir: the cache's folder instead of <root>/.mblint_cache
     jobs: int | None = None  # None: decide from the amount of work
     settings: Any = None  # mblint.settings.SettingsResolver; None: no settings files
     force_exclude: bool = True  # excludes apply to explicitly passed files too
@@ -427,16 +428,16 @@ class Engine:
         from mblint import cache
 
         root = self.options.cache_root or cache.project_root(self.display_root)
-        folder = cache.cache_folder(root)
+        folder = cache.cache_folder(root, self.options.cache_dir)
         fingerprint = self.rules_fingerprint(folder)
         options = {k: v for k, v in vars(self.options).items()
-                   if k not in ("use_cache", "cache_root", "jobs", "settings")}
+                   if k not in ("use_cache", "cache_root", "cache_dir", "jobs", "settings")}
         resolver = self.options.settings
         if resolver is not None:
             options["settings"] = {"config": str(resolver.config), "isolated": resolver.isolated}
         key = cache.settings_key({"options": options, "rules": fingerprint,
                                   "plugins": self.plugins.versions, "cwd": str(self.display_root)})
-        return cache.ResultCache(root, key)
+        return cache.ResultCache(folder, key)
 
     def rules_fingerprint(self, folder: Path) -> str:
         """Of every rule: the engine's own, and the plugins' from the plugin catalog in

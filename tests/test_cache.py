@@ -243,3 +243,31 @@ def test_remove_cache_folder_refuses_other_folders(tmp_path):
     with pytest.raises(ValueError):
         cache.remove_cache_folder(other)
     assert other.is_dir()
+
+
+def test_cache_dir_moves_the_cache_and_clean_removes_only_a_cache(tmp_path):
+    recipe = make_project(tmp_path, mbs=2)
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-cache"
+    engine_runs = [Engine(CheckOptions(select=("PK001",), use_cache=True, cache_root=tmp_path, cache_dir=elsewhere))
+                   for _ in range(2)]
+    reports = [engine.check_paths([str(recipe)]) for engine in engine_runs]
+    assert [r.cache_hits for r in reports] == [0, 1]
+    assert not (tmp_path / ".mblint_cache").exists()
+    assert list(elsewhere.glob("*/*/*.json")) and (elsewhere / ".gitignore").read_text() == cache.GITIGNORE_TEXT
+
+    # The environment variable names it too, for check and for clean.
+    env = {**os.environ, "MBLINT_CACHE_DIR": str(elsewhere)}
+    command = [sys.executable, "-m", "mblint", "check", str(recipe), "--select", "PK001"]
+    assert subprocess.run(command, cwd=tmp_path, env=env, capture_output=True).returncode == 1
+    assert not (tmp_path / ".mblint_cache").exists()
+
+    stray = elsewhere / "notes.txt"  # not something mblint writes: the folder is left alone
+    stray.write_text("mine")
+    refused = subprocess.run([sys.executable, "-m", "mblint", "clean"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "not removed" in refused.stderr and stray.exists()
+    stray.unlink()
+    cleaned = subprocess.run([sys.executable, "-m", "mblint", "clean"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True)
+    assert (cleaned.returncode, cleaned.stdout) == (0, f"Removed {elsewhere}\n")
+    assert not elsewhere.exists()
