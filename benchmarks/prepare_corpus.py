@@ -51,22 +51,20 @@ def mark_project_root(directory: Path) -> None:
         marker.write_text(ROOT_MARKER_TEXT)
 
 
+def _inside(name: str) -> bool:
+    """A wheel member's name that stays below the extraction folder."""
+    p = PurePosixPath(name)
+    return not p.is_absolute() and ".." not in p.parts
+
+
 def keep_member(name: str) -> bool:
     """True for wheel members that belong to the corpus (recipe sources only)."""
-    if name.endswith("/"):
-        return False
-    p = PurePosixPath(name)
-    if p.is_absolute() or ".." in p.parts:
-        return False
-    return name.startswith(KEEP_PREFIXES)
+    return not name.endswith("/") and _inside(name) and name.startswith(KEEP_PREFIXES)
 
 
 def keep_package_member(name: str) -> bool:
     """True for the package's Python sources (every ``megatron/**/*.py``)."""
-    p = PurePosixPath(name)
-    if p.is_absolute() or ".." in p.parts:
-        return False
-    return name.startswith("megatron/") and name.endswith(".py")
+    return _inside(name) and name.startswith("megatron/") and name.endswith(".py")
 
 
 def extract_recipes(wheel: Path, dest: Path, keep=keep_member) -> int:

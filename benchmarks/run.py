@@ -70,7 +70,8 @@ SYNTHETIC_MEASURES = ("ast", "ast-discard", "ruff", "cold")
 # Targets that are a ratio of two measures of one repetition: their per-repetition spread is shown.
 PAIRED = {"cold_over_ruff": ("cold", "ruff"), "warm_over_ruff": ("warm", "ruff")}
 # Printed beside the targets, not judged: issue 6 names the recipe folders alone as the corpus.
-REFERENCE = {"cold_in_package_over_ruff": ("cold-in-package", "ruff")}
+# Each is shown against the threshold of the target named beside it.
+REFERENCE = {"cold_in_package_over_ruff": ("cold-in-package", "ruff", "cold_over_ruff")}
 AST_KEEP_MAX_MODULES = 1000  # the keep-every-tree `ast` floor is skipped on bigger synthetic trees
 
 # Targets from issue 6: (key, description, how to compute, comparison, threshold)
@@ -696,14 +697,15 @@ def main(argv: list[str] | None = None) -> int:
                 results["targets"][key]["per_repetition"] = ratios
     if main_c:
         med = ok_medians(main_c["measurements"])
-        for key, (top, bottom) in REFERENCE.items():
+        thresholds = {key: thr for key, _, _, thr in TARGETS}
+        for key, (top, bottom, like) in REFERENCE.items():
             value = ratio(med.get(top), med.get(bottom))
             if value is None:
                 continue
             print(f"  {'mblint ' + top + ' / ' + bottom:<48}{value:>10.3f}  reference, not a target")
             ratios = paired_ratios(main_c["measurements"], top, bottom)
             if ratios:
-                print(spread_line(f"{top}/{bottom}", ratios, 4.0))
+                print(spread_line(f"{top}/{bottom}", ratios, thresholds[like]))
             results.setdefault("reference", {})[key] = {"value": value, "per_repetition": ratios}
     for cname, c in results["corpora"].items():
         if cname == (MAIN_CORPUS if MAIN_CORPUS in results["corpora"] else None):
