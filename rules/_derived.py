@@ -584,11 +584,16 @@ def schema_of(cfg: EffectiveConfig):
 
 def class_fields(cfg: EffectiveConfig, node: str) -> frozenset[str] | None:
     """Field names of the config class at object node ``node`` ("model", "ddp", ...), or None
-    when the node is no object, a dict, or a class the schema does not know."""
-    type_name = cfg.type_of(node)
-    if type_name is None or type_name == "dict":
-        return None
-    return _declared_fields(schema_of(cfg), type_name)
+    when the node is no object, a dict, or a class the schema does not know. Kept per
+    configuration: rules ask it of the same few nodes."""
+    memo = cfg.derived
+    key = ("class_fields", node)
+    found = memo.get(key, _NOT_YET)
+    if found is _NOT_YET:
+        type_name = cfg.type_of(node)
+        found = memo[key] = (None if type_name is None or type_name == "dict"
+                             else _declared_fields(schema_of(cfg), type_name))
+    return found
 
 
 def _declared_fields(schema, type_name: str) -> frozenset[str] | None:
@@ -665,6 +670,7 @@ def non_dividing_factor(cfg: EffectiveConfig, world: int, paths_values) -> str |
     return last_set_of(cfg, culprits) if culprits else None
 # ----- precision helpers (rules-more2: PR, RC) ----------------------------------------------
 
+@per_config
 def mixed_precision_kind(cfg: EffectiveConfig) -> Any:
     """"object" when ``cfg.mixed_precision`` is a MixedPrecisionConfig mblint evaluated, "none"
     when it is None (or absent), "name" when it is a recipe name resolved only at job start,
@@ -679,6 +685,7 @@ def mixed_precision_kind(cfg: EffectiveConfig) -> Any:
     return UNKNOWN
 
 
+@per_config
 def mixed_precision_fields(cfg: EffectiveConfig) -> frozenset[str]:
     return _declared_fields(schema_of(cfg), "MixedPrecisionConfig") or frozenset()
 

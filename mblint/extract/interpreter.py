@@ -1599,7 +1599,29 @@ class Interpreter:
         tail = ".".join(qualname.rsplit(".", 2)[-2:])
         if tail in self.hf_factories:
             return HFBridge(args[0] if args else kwargs.get("hf_path", UNKNOWN))
+        precision = self.unread_precision_factory(qualname, args, kwargs)
+        if precision is not None:
+            result = self.new_obj(precision, self.origin(node, frame))
+            result.open = True  # fields unknown until the recipe sets them
+            return result
         return self.unmodelled_call(func, args, kwargs, node, frame)
+
+    def unread_precision_factory(self, qualname: str, args: list, kwargs: dict) -> ClassSpec | None:
+        """MixedPrecisionConfig, for a call of a registered mixed-precision factory
+        (``bf16_mixed()``, or ``get_mixed_precision_config("bf16_mixed")``) in a module mblint
+        cannot read: every factory returns one. Its fields are unknown, but the result is no
+        unknown value (``isinstance(cfg.mixed_precision, str)`` is known, and fields the recipe
+        sets on it afterwards are known). None for any other call."""
+        lookup = self.schema.mixed_precision_lookup
+        module, _, name = qualname.rpartition(".")
+        if lookup is None or module != lookup["module"] or kwargs:
+            return None
+        recipes = self.schema.mixed_precision_recipes
+        if name == lookup["function"]:
+            is_factory = len(args) == 1 and isinstance(args[0], str) and args[0] in recipes
+        else:
+            is_factory = not args and name in recipes
+        return self.schema.find_class("MixedPrecisionConfig", module) if is_factory else None
 
     def call_method(self, method: BoundMethod, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
         target, name = method.target, method.name

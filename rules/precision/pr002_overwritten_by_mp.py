@@ -40,7 +40,8 @@ mixed-precision config's value for X. The mixed-precision value must be known: a
 (`bf16_mixed()`, `MixedPrecisionConfig(...)`) that mblint evaluated, or a recipe name given as
 a string (`cfg.mixed_precision = "bf16_mixed"`), which Megatron-Bridge turns into its
 factory's config before validating and which mblint expands the same way (no automatic fix
-then: the field cannot be set on a string).
+then: the field cannot be set on a string). When mblint cannot read the factory (Megatron-Bridge
+not installed where mblint runs), only the fields the recipe sets on the object are known.
 Only assignments in the recipe's own file or in override files are considered (values the
 Megatron-Bridge base builders set are not the author's edit).
 
@@ -106,11 +107,14 @@ effect and changes numerics.
         spec = schema_of(cfg).find_class("MixedPrecisionConfig")
         if spec is None:
             return
+        # An object built by a factory mblint could not read holds only the fields set on it.
+        mp_fields = set(cfg.keys("mixed_precision"))
+        candidates = [field for field in spec.fields if field in mp_fields]
         for target in TARGETS:
             names = class_fields(cfg, target)
             if not names:
                 continue
-            for field in spec.fields:
+            for field in candidates:
                 if field not in names:
                     continue
                 path = f"{target}.{field}"

@@ -97,6 +97,8 @@ transformer_config.py:990, :1027-1032; 0.6.2 megatron/bridge/training/mixed_prec
             return
         fp8, fp8_path = precision_value(cfg, "model", "fp8")
         fp4, fp4_path = precision_value(cfg, "model", "fp4")
+        if not known(fp8) and not known(fp4):  # every check below needs one of them
+            return
         recipe, recipe_path = precision_value(cfg, "model", "fp8_recipe")
         for param, mode, mode_value, mode_path in (("fp8_param", "fp8", fp8, fp8_path),
                                                    ("fp4_param", "fp4", fp4, fp4_path)):
