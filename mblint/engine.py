@@ -474,6 +474,16 @@ class Engine:
             return
         yield from _check_in_workers(self, paths, units, min(jobs, len(units)))
 
+    def prepare_resolver(self, paths: list[Path]) -> None:
+        """Before the workers are forked: import the resolver and load the schema that the
+        first recipe file reads, which every worker would otherwise do again for itself."""
+        first = next((path for path in paths if path.suffix == ".py"), None)
+        if first is not None:
+            try:
+                self.project.interpreter_for(first)
+            except Exception:  # noqa: BLE001 - the file's own check reports what is wrong
+                pass
+
     def check_file_guarded(self, path: Path) -> tuple[FileResult, set[Path]]:
         """``check_file``, with a failure of mblint itself reported as an error (exit code 2)
         naming the file; the other files are still linted."""
@@ -808,6 +818,7 @@ def _check_in_workers(engine: Engine, paths: list[Path], groups: list[list[Path]
         return [(raw, *engine.check_file_guarded(Path(raw))) for raw in unit]
 
     units = _at_most(workers.MAX_UNITS, [[str(p) for p in group] for group in groups])
+    engine.prepare_resolver(paths)
     results = {}
     for _, answers in workers.run_units(check_unit, units, jobs, check_unit_here):
         if isinstance(answers, bytes):  # from a worker

@@ -278,3 +278,25 @@ def test_every_field_of_a_finding_part_travels_from_a_worker():
         names = getattr(cls, "_fields", None) or tuple(f.name for f in dataclasses.fields(cls))
         _, values = reducer(samples[cls])
         assert len(values) == len(names) - len(left_behind.get(cls, ())), cls.__name__
+
+
+def test_the_resolver_and_its_schema_are_ready_before_the_workers_are_forked(tmp_path, monkeypatch):
+    """Importing the resolver and loading the schema would otherwise be done again in every
+    worker."""
+    for index in range(4):
+        shutil.copytree(FIXTURES / "resolve" / "myrecipes", tmp_path / f"team{index}" / "myrecipes")
+    monkeypatch.chdir(tmp_path)
+    engine = Engine(CheckOptions(jobs=2))
+    engine.display_root = tmp_path
+    seen = []
+    run_units = workers.run_units
+
+    def watched(work, units, jobs, local_work=None):
+        seen.append(engine._project is not None and bool(engine._project._interpreters))
+        return run_units(work, units, jobs, local_work)
+
+    monkeypatch.setattr(workers, "run_units", watched)
+    report = engine.check_paths(["."])
+    assert seen == [True]
+    assert report.findings, "the fixture recipes have findings"
+    assert no_children_left()
