@@ -476,10 +476,12 @@ class Engine:
 
     def prepare_resolver(self, paths: list[Path]) -> None:
         """Before the workers are forked: import the resolver and load the schema that the
-        first recipe file reads, which every worker would otherwise do again for itself."""
+        first recipe file reads under its settings, which every worker would otherwise do
+        again for itself (each file's check applies its own settings again)."""
         first = next((path for path in paths if path.suffix == ".py"), None)
         if first is not None:
             try:
+                self.enter_file(first)
                 self.project.interpreter_for(first)
             except Exception:  # noqa: BLE001 - the file's own check reports what is wrong
                 pass
