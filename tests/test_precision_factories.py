@@ -102,10 +102,13 @@ def test_a_field_set_on_it_is_compared_with_the_ddp_field_it_overwrites(tmp_path
 
 
 def test_no_field_of_it_is_reported_while_unknown(tmp_path):
+    """bf16_mixed() sets bf16 = True; the class default is False. Reading the unknown field as
+    its default would report this (correct) optimizer setting as overwritten."""
     recipes = write_recipes(tmp_path,
+                            "from megatron.core.optimizer import OptimizerConfig\n\n\n"
                             "def perf_config():\n"
                             "    return ConfigContainer(\n"
-                            "        ddp=DistributedDataParallelConfig(grad_reduce_in_fp32=True),\n"
+                            "        optimizer=OptimizerConfig(bf16=True),\n"
                             "        mixed_precision=bf16_mixed(),\n"
                             "    )\n")
     result = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--select", "PR", "--format", "json",
