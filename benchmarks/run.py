@@ -19,7 +19,8 @@ every repetition, on the same files:
   one-file-nocache  mblint check --no-cache ONE_FILE
   version    mblint --version
 
-and reports medians, peak memory of mblint (separate, untimed run), the synthetic scaling
+and reports medians (of wall time, and of the CPU time, user + system, of each command with
+the processes it waited for), peak memory of mblint (separate, untimed run), the synthetic scaling
 table, and the ratios named as targets in issue 6, with the spread of the cold and warm ratios
 over the repetitions and the machine's two-core slowdown (a CPU loop alone, then two at once,
 each repetition). Results go to benchmarks/results/latest.json.
@@ -37,6 +38,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import shlex
 import shutil
 import statistics
@@ -105,6 +107,7 @@ class Measure:
     name: str
     cmd_display: str
     times: list[float] = field(default_factory=list)
+    cpu_times: list[float] = field(default_factory=list)  # user + sys of the process tree, per time
     returncodes: list[int] = field(default_factory=list)
     status: str = "pending"  # ok | failed | missing | skipped
     error: str = ""
@@ -117,6 +120,7 @@ class Measure:
         d = asdict(self)
         d["median_s"] = self.median
         d["min_s"] = min(self.times) if self.times else None
+        d["cpu_median_s"] = statistics.median(self.cpu_times) if self.cpu_times else None
         return d
 
 
@@ -139,24 +143,38 @@ def looks_like_crash(stderr_path: Path) -> bool:
         return False
 
 
-def run_once(cmd: list[str], cwd: Path, timeout: float) -> tuple[float, int, str]:
-    """Run ``cmd``; return (wall seconds, return code, stderr/stdout tail on failure).
+@dataclass
+class Run:
+    wall: float  # seconds
+    returncode: int  # -9: timed out, -127: could not be started, CRASH: a Python traceback
+    message: str  # stderr (or stdout) tail on failure
+    cpu: float = 0.0  # user + system seconds of the command and every process it waited for
 
-    Return code -9 means timeout, -127 means the executable could not be started."""
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(cmd: list[str], cwd: Path, timeout: float) -> Run:
+    """Run ``cmd`` and time it. Its CPU time is what this process's reaped children used
+    meanwhile: the command and the workers or threads it reaped (nothing else runs then)."""
     with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile(delete=False) as err:
+        cpu0 = _children_cpu()
         t0 = time.perf_counter()
         try:
             p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=TOOL_ENV)
         except OSError as e:
-            return 0.0, -127, str(e)
+            return Run(0.0, -127, str(e))
         # A blocking wait: Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which
         # rounds every measured time up to the next poll.
         killer = threading.Timer(timeout, p.kill)
         killer.start()
         rc = p.wait()
         dt = time.perf_counter() - t0
+        cpu = _children_cpu() - cpu0
         if not killer.is_alive():
-            return dt, -9, f"timed out after {timeout:.0f} s"
+            return Run(dt, -9, f"timed out after {timeout:.0f} s", cpu)
         killer.cancel()
         err.flush()
         msg = ""
@@ -169,7 +187,7 @@ def run_once(cmd: list[str], cwd: Path, timeout: float) -> tuple[float, int, str
         os.unlink(err.name)
         if crashed:
             rc = CRASH
-        return dt, rc, msg
+        return Run(dt, rc, msg, cpu)
 
 
 def timed(measure: Measure, cmd: list[str] | None, cwd: Path, timeout: float) -> None:
@@ -179,10 +197,12 @@ def timed(measure: Measure, cmd: list[str] | None, cwd: Path, timeout: float) ->
     if cmd is None:
         measure.status = "missing"
         return
-    dt, rc, msg = run_once(cmd, cwd, timeout)
+    run = run_once(cmd, cwd, timeout)
+    rc, msg = run.returncode, run.message
     measure.returncodes.append(rc)
     if rc in OK_CODES:
-        measure.times.append(dt)
+        measure.times.append(run.wall)
+        measure.cpu_times.append(run.cpu)
         measure.status = "ok"
     else:
         measure.status = "failed"
@@ -427,7 +447,7 @@ def measure_corpus(corpus: Corpus, tools: dict, reps: int, fixit_reps: int, skip
     ms = {k: Measure(k, display(c, corpus, k)) for k, c in cmds.items()}
     # Warm-up: fill mblint's cache (and the OS page cache) once before timing.
     if cmds.get("warm"):
-        dt, rc, msg = run_once(cmds["warm"], corpus.root, timeout)
+        rc = run_once(cmds["warm"], corpus.root, timeout).returncode
         if rc not in OK_CODES:
             why = "timeout" if rc == -9 else "crashed" if rc == CRASH else f"exit {rc}"
             print(f"  warm-up of mblint failed ({why}); its measurements will be reported as failed",
@@ -623,11 +643,12 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for cname, c in results["corpora"].items():
         print(f"{cname}: {c['files']} files, {c['lines']} lines; medians in seconds")
-        print(f"  {'measure':<18}{'median':>9}{'min':>9}{'n':>4}  status / command")
+        print(f"  {'measure':<18}{'median':>9}{'min':>9}{'cpu':>9}{'n':>4}  status / command")
         shown_errors: dict[str, str] = {}
         for name, m in c["measurements"].items():
             st = m["status"] if m["status"] != "ok" else m["cmd_display"]
-            print(f"  {name:<18}{fmt_s(m['median_s']):>9}{fmt_s(m['min_s']):>9}{len(m['times']):>4}  {st}")
+            print(f"  {name:<18}{fmt_s(m['median_s']):>9}{fmt_s(m['min_s']):>9}"
+                  f"{fmt_s(m.get('cpu_median_s')):>9}{len(m['times']):>4}  {st}")
             if m["error"] and m["error"] in shown_errors:
                 print(f"      (same error as {shown_errors[m['error']]})")
             elif m["error"]:
@@ -707,6 +728,12 @@ def main(argv: list[str] | None = None) -> int:
             if ratios:
                 print(spread_line(f"{top}/{bottom}", ratios, thresholds[like]))
             results.setdefault("reference", {})[key] = {"value": value, "per_repetition": ratios}
+        cpu = ratio(main_c["measurements"].get("cold", {}).get("cpu_median_s"),
+                    main_c["measurements"].get("ruff", {}).get("cpu_median_s"))
+        if cpu is not None and med.get("cold") is not None and med.get("ruff") is not None:
+            print(f"  {'mblint cold CPU / ruff CPU (user + sys)':<48}{cpu:>10.3f}  reference: the cold wall ratio "
+                  f"moves toward it when the second core is taken")
+            results.setdefault("reference", {})["cold_cpu_over_ruff_cpu"] = {"value": cpu}
     for cname, c in results["corpora"].items():
         if cname == (MAIN_CORPUS if MAIN_CORPUS in results["corpora"] else None):
             continue

@@ -216,3 +216,38 @@ def test_cold_in_package_runs_the_cold_command_in_the_package_folder(tmp_path):
 
     (package / "megatron/bridge/recipes/a.py").unlink()  # the package lacks a file of the corpus
     assert run.package_root_for("9.9.9", corpus) is None
+
+
+SPIN_IN_CHILD = """
+import os, time
+def spin(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+pid = os.fork()
+if pid == 0:
+    spin(0.3)
+    os._exit(0)
+spin(0.2)
+os.waitpid(pid, 0)
+"""
+
+
+def test_run_once_counts_the_cpu_of_the_command_and_the_workers_it_waited_for(tmp_path):
+    run = _load("run")
+    busy = run.run_once([sys.executable, "-c", SPIN_IN_CHILD], tmp_path, 60)
+    assert busy.returncode == 0
+    assert busy.cpu >= 0.5  # 0.2 s in the command, 0.3 s in the process it forked and reaped
+    idle = run.run_once([sys.executable, "-c", "import time; time.sleep(0.4)"], tmp_path, 60)
+    assert idle.returncode == 0 and idle.wall >= 0.4
+    assert idle.cpu < 0.2  # sleeping costs wall time, not CPU time
+
+
+def test_cpu_times_are_kept_beside_the_wall_times_of_a_measure(tmp_path):
+    run = _load("run")
+    measure = run.Measure("spin", "spin")
+    for _ in range(3):
+        run.timed(measure, [sys.executable, "-c", SPIN_IN_CHILD], tmp_path, 60)
+    data = measure.to_json()
+    assert len(data["cpu_times"]) == len(data["times"]) == 3
+    assert data["cpu_median_s"] >= 0.5
