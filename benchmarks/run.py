@@ -453,7 +453,7 @@ def measure_corpus(corpus: Corpus, tools: dict, reps: int, fixit_reps: int, skip
             print(f"  warm-up of mblint failed ({why}); its measurements will be reported as failed",
                   flush=True)
     order = list(cmds)
-    slowdowns: list[float] = []
+    slowdowns: list[float | None] = []  # one per repetition; None when the loop could not be timed
     for rep in range(reps):
         # Rotate the order each repetition so no tool always runs first / right after another.
         k = rep % len(order)
@@ -464,8 +464,7 @@ def measure_corpus(corpus: Corpus, tools: dict, reps: int, fixit_reps: int, skip
             t = fixit_timeout if name == "fixit" else timeout
             timed(ms[name], cmds[name], command_cwd(corpus, name), t)
         slowdown = two_core_slowdown()
-        if slowdown is not None:
-            slowdowns.append(slowdown)
+        slowdowns.append(slowdown)
         print(f"  rep {rep + 1}/{reps}: " + ", ".join(
             f"{n}={ms[n].times[-1]:.3f}s" if ms[n].status == "ok" and len(ms[n].times) == before[n] + 1
             else f"{n}={ms[n].status}" if ms[n].status != "ok" else f"{n}=(done)"
@@ -508,11 +507,37 @@ def paired_ratios(measurements: dict, top: str, bottom: str) -> list[float]:
     return [x / y for x, y in zip(a["times"], b["times"]) if y]
 
 
+def quiet_ratios(measurements: dict, top: str, bottom: str, slowdowns: list, limit: float) -> list[float]:
+    """``paired_ratios`` of the repetitions whose two-core slowdown was at most ``limit``: both
+    cores free, as when the two tools are compared on an idle machine. Empty unless every
+    repetition of both measures ran (only then do their times line up with the slowdowns)."""
+    ratios = paired_ratios(measurements, top, bottom)
+    if len(ratios) != len(slowdowns) or len(measurements[top]["times"]) != len(slowdowns):
+        return []
+    return [r for r, slowdown in zip(ratios, slowdowns) if slowdown is not None and slowdown <= limit]
+
+
 def spread_line(label: str, ratios: list[float], threshold: float) -> str:
     ordered = sorted(ratios)
     over = sum(r > threshold for r in ordered)
     return (f"    {label} per repetition: min {ordered[0]:.2f}, median {statistics.median(ordered):.2f}, "
             f"max {ordered[-1]:.2f}; {over} of {len(ordered)} over {threshold}")
+
+
+QUIET_SLOWDOWN = 1.15  # a repetition at or under this two-core slowdown had both cores (nearly) free
+
+
+def quiet_line(corpus: dict, pair: tuple[str, str], threshold: float) -> str:
+    """The cold/ruff ratios of the quiet repetitions alone, for reference: how the target reads
+    when the machine gives the two processes of a cold run a core each."""
+    slowdowns = corpus.get("two_core_slowdown_per_repetition") or []
+    quiet = quiet_ratios(corpus["measurements"], *pair, slowdowns, QUIET_SLOWDOWN)
+    label = f"{pair[0]}/{pair[1]} in quiet repetitions (two-core slowdown <= {QUIET_SLOWDOWN})"
+    if not quiet:
+        return f"    {label}: none of {len(slowdowns)}"
+    over = sum(r > threshold for r in quiet)
+    return (f"    {label}: median {statistics.median(quiet):.2f} over {len(quiet)} of {len(slowdowns)}; "
+            f"{over} over {threshold}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -611,7 +636,8 @@ def main(argv: list[str] | None = None) -> int:
             "package_root": str(corpus.package_root) if corpus.package_root else None,
             "measurements": {k: m.to_json() for k, m in ms.items()},
             "memory": mem,
-            "two_core_slowdown": slowdowns,
+            "two_core_slowdown": [x for x in slowdowns if x is not None],
+            "two_core_slowdown_per_repetition": slowdowns,
         }
     results["version"] = version_m.to_json()
 
@@ -716,6 +742,8 @@ def main(argv: list[str] | None = None) -> int:
             if ratios:
                 print(spread_line(f"{pair[0]}/{pair[1]}", ratios, thr))
                 results["targets"][key]["per_repetition"] = ratios
+            if key == "cold_over_ruff":
+                print(quiet_line(main_c, pair, thr))
     if main_c:
         med = ok_medians(main_c["measurements"])
         thresholds = {key: thr for key, _, _, thr in TARGETS}

@@ -251,3 +251,19 @@ def test_cpu_times_are_kept_beside_the_wall_times_of_a_measure(tmp_path):
     data = measure.to_json()
     assert len(data["cpu_times"]) == len(data["times"]) == 3
     assert data["cpu_median_s"] >= 0.5
+
+
+def test_quiet_ratios_keep_the_repetitions_with_both_cores_free():
+    run = _load("run")
+    measurements = {
+        "cold": {"status": "ok", "times": [0.50, 0.80, 0.52, 0.60]},
+        "ruff": {"status": "ok", "times": [0.125, 0.16, 0.13, 0.12]},
+    }
+    slowdowns = [1.02, 1.50, None, 1.15]
+    # rep 1: 0.50 / 0.125 = 4.0 (quiet); rep 2 busy; rep 3 not measured; rep 4: 0.60 / 0.12 = 5.0 (at the limit)
+    assert [round(r, 6) for r in run.quiet_ratios(measurements, "cold", "ruff", slowdowns, 1.15)] == [4.0, 5.0]
+    assert run.quiet_ratios(measurements, "cold", "ruff", slowdowns[:3], 1.15) == []  # times do not line up
+    corpus = {"measurements": measurements, "two_core_slowdown_per_repetition": slowdowns}
+    assert run.quiet_line(corpus, ("cold", "ruff"), 4.0).endswith("median 4.50 over 2 of 4; 1 over 4.0")
+    corpus["two_core_slowdown_per_repetition"] = [1.5, 1.5, 1.5, 1.5]
+    assert run.quiet_line(corpus, ("cold", "ruff"), 4.0).endswith(": none of 4")
