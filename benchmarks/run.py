@@ -512,7 +512,7 @@ def quiet_ratios(measurements: dict, top: str, bottom: str, slowdowns: list, lim
     cores free, as when the two tools are compared on an idle machine. Empty unless every
     repetition of both measures ran (only then do their times line up with the slowdowns)."""
     ratios = paired_ratios(measurements, top, bottom)
-    if len(ratios) != len(slowdowns) or len(measurements[top]["times"]) != len(slowdowns):
+    if not ratios or len(ratios) != len(slowdowns) or len(measurements[top]["times"]) != len(slowdowns):
         return []
     return [r for r, slowdown in zip(ratios, slowdowns) if slowdown is not None and slowdown <= limit]
 

@@ -267,3 +267,8 @@ def test_quiet_ratios_keep_the_repetitions_with_both_cores_free():
     assert run.quiet_line(corpus, ("cold", "ruff"), 4.0).endswith("median 4.50 over 2 of 4; 1 over 4.0")
     corpus["two_core_slowdown_per_repetition"] = [1.5, 1.5, 1.5, 1.5]
     assert run.quiet_line(corpus, ("cold", "ruff"), 4.0).endswith(": none of 4")
+
+
+def test_quiet_ratios_of_a_measure_that_never_ran_are_empty():
+    run = _load("run")
+    assert run.quiet_ratios({"ruff": {"status": "ok", "times": []}}, "cold", "ruff", [], 1.15) == []
