@@ -533,6 +533,8 @@ def quiet_line(corpus: dict, pair: tuple[str, str], threshold: float) -> str:
     slowdowns = corpus.get("two_core_slowdown_per_repetition") or []
     quiet = quiet_ratios(corpus["measurements"], *pair, slowdowns, QUIET_SLOWDOWN)
     label = f"{pair[0]}/{pair[1]} in quiet repetitions (two-core slowdown <= {QUIET_SLOWDOWN})"
+    if len(paired_ratios(corpus["measurements"], *pair)) != len(slowdowns) or not slowdowns:
+        return f"    {label}: n/a (not every repetition of both measures ran)"
     if not quiet:
         return f"    {label}: none of {len(slowdowns)}"
     over = sum(r > threshold for r in quiet)

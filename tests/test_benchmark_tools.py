@@ -272,3 +272,10 @@ def test_quiet_ratios_keep_the_repetitions_with_both_cores_free():
 def test_quiet_ratios_of_a_measure_that_never_ran_are_empty():
     run = _load("run")
     assert run.quiet_ratios({"ruff": {"status": "ok", "times": []}}, "cold", "ruff", [], 1.15) == []
+
+
+def test_quiet_line_says_n_a_when_the_repetitions_do_not_line_up():
+    run = _load("run")
+    corpus = {"measurements": {"cold": {"status": "failed", "times": [0.5]}, "ruff": {"status": "ok", "times": [0.1, 0.1]}},
+              "two_core_slowdown_per_repetition": [1.0, 1.0]}
+    assert run.quiet_line(corpus, ("cold", "ruff"), 4.0).endswith(": n/a (not every repetition of both measures ran)")
