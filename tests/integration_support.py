@@ -13,19 +13,8 @@ from click.testing import CliRunner
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _sarif_schema() -> Path:
-    """``../shared/schemas/sarif-schema-2.1.0.json`` beside the clone (CI); from a git
-    worktree nested deeper, the nearest ancestor holding it. Never copied into the repo."""
-    if os.environ.get("MBLINT_SARIF_SCHEMA"):
-        return Path(os.environ["MBLINT_SARIF_SCHEMA"])
-    for folder in REPO.parents:
-        candidate = folder / "shared" / "schemas" / "sarif-schema-2.1.0.json"
-        if candidate.is_file():
-            return candidate
-    return REPO.parent / "shared" / "schemas" / "sarif-schema-2.1.0.json"
-
-
-SARIF_SCHEMA = _sarif_schema()
+# The official SARIF 2.1.0 schema; source, licence and checksum in tests/data/README.md.
+SARIF_SCHEMA = REPO / "tests" / "data" / "sarif-schema-2.1.0.json"
 
 IMPORTS = """from megatron.bridge.training.config import ConfigContainer, TrainingConfig
 from megatron.bridge.data.builders import GPTSFTDatasetConfig

@@ -6,7 +6,8 @@ Megatron-Bridge rejects, and expects an error of the given rule on exactly that 
 come from scripts/mutation_probe.py runs; every expectation was confirmed outside mblint:
 
 - "oracle: ..." : Megatron-Bridge 0.6.2's own runtime_config_update() rejected the mutated
-  recipe with that message (the /work/shared/oracle tool, run on the mutated module).
+  recipe with that message (the team's oracle, `shared/oracle` in the project layout, kept
+  beside this repository and not in it; run on the mutated module).
 - "source: ..."  : a check the oracle does not run (distributed start-up, data packing at run
   time), read in the cited release file.
 """
