@@ -9,13 +9,8 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any, Iterator
 
-from mblint.extract.interpreter import (
-    BudgetExceeded,
-    FuncRef,
-    Interpreter,
-    _with_kind,
-    Return,
-)
+from mblint.extract.interpreter import Interpreter
+from mblint.extract.limits import BudgetExceeded
 from mblint.extract.modules import (
     SOURCE_OVERLAY,
     ModuleFinder,
@@ -24,7 +19,9 @@ from mblint.extract.modules import (
     installed_megatron_roots,
     read_source,
 )
-from mblint.extract.values import Obj, true_origins
+from mblint.extract.positions import _with_kind
+from mblint.extract.scopes import Return
+from mblint.extract.values import FuncRef, Obj, true_origins
 from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, Origin, RecipeRef, ResolvedField, Unknown, _NodeMarker
 from mblint.schema import Schema, load_schema
 

@@ -8,8 +8,10 @@ import random
 from pathlib import Path
 
 from mblint.extract import modules
-from mblint.extract.interpreter import MAX_INT_BITS, MAX_VALUE_SIZE, Frame, Interpreter, _oversized, _walked_oversized
+from mblint.extract.interpreter import Interpreter
+from mblint.extract.limits import MAX_INT_BITS, MAX_VALUE_SIZE, _oversized, _walked_oversized
 from mblint.extract.modules import ModuleFinder, RealPaths
+from mblint.extract.scopes import Frame
 from mblint.extract.values import Obj
 from mblint.model import UNKNOWN, Origin, Unknown
 from mblint.resolve import Project

@@ -115,9 +115,9 @@ def test_the_first_call_gets_the_result_itself_and_the_step_budget_counts_its_co
 def test_only_the_latest_unused_recipe_results_stay_memoized(tmp_path, monkeypatch):
     """A recipe's result stays memoized for another recipe to reuse; unused ones are dropped,
     oldest first, beyond MAX_UNUSED_RECIPE_RESULTS; a reused one stays."""
-    from mblint.extract import interpreter
+    from mblint.extract import calls
 
-    monkeypatch.setattr(interpreter, "MAX_UNUSED_RECIPE_RESULTS", 1)
+    monkeypatch.setattr(calls, "MAX_UNUSED_RECIPE_RESULTS", 1)
     recipes = write_team(tmp_path,
                          "def base_config():\n"
                          "    return ConfigContainer(train=TrainingConfig(micro_batch_size=1))\n\n\n"

@@ -1,0 +1,223 @@
+"""Plain Python values and the builtins the interpreter evaluates on known arguments."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import math
+from typing import TYPE_CHECKING, Any, Iterable
+
+from mblint.extract.limits import MAX_INT_BITS, MAX_VALUE_SIZE, _format_too_big, _oversized
+from mblint.extract.values import (
+    BoundMethod,
+    ClassRef,
+    EnumRef,
+    External,
+    FuncRef,
+    HFBridge,
+    ModuleRef,
+    Obj,
+    is_missing,
+    is_unknown,
+)
+from mblint.model import UNKNOWN
+
+if TYPE_CHECKING:
+    from mblint.extract.interpreter import Interpreter
+    from mblint.extract.scopes import Frame
+
+
+SCALARS = (int, float, str, bool, type(None))
+
+
+_PLAIN_TYPES = frozenset(SCALARS)  # exact types (no subclass) of the arguments of memoized calls
+
+
+def _known_seq(values: Iterable[Any]) -> bool:
+    return all(not is_unknown(v) and not isinstance(v, Obj) for v in values)
+
+
+def _pure(fn, numbers_only: bool = False):
+    """A builtin applied to known arguments. ``numbers_only``: refused unless every argument
+    (or element) is a number of bounded size, since the result could be huge (``sum`` of
+    lists, ``math.prod`` of a string and a count, ``math.lcm`` of big numbers)."""
+    def call(args, kwargs):
+        if kwargs or not _known_seq(args):
+            return UNKNOWN
+        if numbers_only and not _small_numbers(args):
+            return UNKNOWN
+        try:
+            result = fn(*args)
+        except Exception:  # noqa: BLE001 - a call that would raise yields unknown
+            return UNKNOWN
+        return UNKNOWN if _oversized(result) else result
+
+    return call
+
+
+def _small_numbers(args: list) -> bool:
+    items = [x for a in args for x in (a if isinstance(a, (list, tuple, set)) else (a,))]
+    if not all(isinstance(x, (int, float)) for x in items):
+        return False
+    return sum(x.bit_length() for x in items if isinstance(x, int)) <= MAX_INT_BITS
+
+
+PURE_BUILTINS = {
+    "min": _pure(min),
+    "max": _pure(max),
+    "abs": _pure(abs),
+    "int": _pure(int),
+    "float": _pure(float),
+    "str": _pure(str),
+    "bool": _pure(bool),
+    "round": _pure(round),
+    "len": _pure(len),
+    "sum": _pure(sum, numbers_only=True),
+    "sorted": _pure(lambda *a: list(sorted(*a))),
+    "any": _pure(any),
+    "all": _pure(all),
+    "tuple": _pure(lambda *a: tuple(*a)),
+    "list": _pure(lambda *a: list(*a)),
+    "math.lcm": _pure(math.lcm, numbers_only=True),
+    "math.gcd": _pure(math.gcd),
+    "math.ceil": _pure(math.ceil),
+    "math.floor": _pure(math.floor),
+    "math.prod": _pure(math.prod, numbers_only=True),
+    "math.sqrt": _pure(math.sqrt),
+    "math.log2": _pure(math.log2),
+}
+
+
+MATH_NAMES = {"lcm", "gcd", "ceil", "floor", "prod", "sqrt", "log2"}
+
+
+def _string_method(text: str, name: str, args: list, kwargs: dict) -> Any:
+    if kwargs or not _known_seq(args):
+        return UNKNOWN
+    if _string_result_too_big(text, name, args):
+        return UNKNOWN
+    if name in ("lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "replace", "split",
+                "rsplit", "join", "format", "title", "partition", "rpartition", "removeprefix", "removesuffix",
+                "count", "find", "isdigit", "zfill"):
+        try:
+            return getattr(text, name)(*args)
+        except Exception:  # noqa: BLE001
+            return UNKNOWN
+    return UNKNOWN
+
+
+def _string_result_too_big(text: str, name: str, args: list) -> bool:
+    if name == "zfill":
+        return bool(args) and isinstance(args[0], int) and args[0] > MAX_VALUE_SIZE
+    if name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+        places = text.count(args[0]) if args[0] else len(text) + 1
+        return len(text) + places * len(args[1]) > MAX_VALUE_SIZE
+    if name == "join" and args and isinstance(args[0], (list, tuple)):
+        return _oversized(list(args[0])) or len(text) * len(args[0]) > MAX_VALUE_SIZE
+    if name == "format":
+        return _format_too_big(text, tuple(args), "{")
+    return False
+
+
+def _isinstance(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    if len(args) != 2:
+        return UNKNOWN
+    value, kinds = args
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    answers = [_isinstance_one(interp, value, kind) for kind in kinds]
+    if any(answer is True for answer in answers):
+        return True
+    if all(answer is False for answer in answers):
+        return False
+    return UNKNOWN
+
+
+def _isinstance_one(interp: Interpreter, value: Any, kind: Any) -> Any:
+    builtin_types = {"builtins.str": str, "builtins.int": int, "builtins.float": float,
+                     "builtins.bool": bool, "builtins.list": list, "builtins.tuple": tuple, "builtins.dict": dict}
+    if is_unknown(value):
+        return UNKNOWN
+    if isinstance(kind, External) and kind.qualname in builtin_types:
+        python_type = builtin_types[kind.qualname]
+        if isinstance(value, Obj):
+            return value.is_dict and python_type is dict
+        if isinstance(value, (External, BoundMethod, HFBridge, FuncRef, ClassRef, ModuleRef, EnumRef)):
+            return UNKNOWN
+        return isinstance(value, python_type)
+    if isinstance(kind, ClassRef):
+        if isinstance(value, Obj) and value.label:
+            return UNKNOWN
+        if isinstance(value, Obj) and value.cls is not None:
+            return interp.schema.is_subclass(value.cls.qualname, kind.spec.qualname) or UNKNOWN
+        if isinstance(value, SCALARS) or (isinstance(value, Obj) and value.is_dict):
+            return False
+    return UNKNOWN
+
+
+def _getattr(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    if len(args) < 2 or not isinstance(args[1], str):
+        return UNKNOWN
+    owner = args[0]
+    if isinstance(owner, Obj) and not owner.is_dict:
+        value = owner.get(args[1])
+        if is_missing(value):
+            if owner.cls is not None and args[1] not in owner.cls.fields and len(args) > 2 and not owner.open:
+                return args[2]
+            return UNKNOWN
+        return value
+    return UNKNOWN
+
+
+def _hasattr(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    if len(args) != 2 or not isinstance(args[1], str):
+        return UNKNOWN
+    owner = args[0]
+    if isinstance(owner, Obj) and not owner.is_dict:
+        if args[1] in owner.fields:
+            return True
+        return UNKNOWN if owner.open else False
+    return UNKNOWN
+
+
+def _setattr(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    if len(args) == 3 and isinstance(args[0], Obj):
+        if isinstance(args[1], str):
+            value = UNKNOWN if interp.havoc_depth else args[2]
+            args[0].set(args[1], value, interp.origin(node, frame))
+        else:
+            interp.havoc_obj(args[0], interp.origin(node, frame))
+    return None
+
+
+def _dict(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    obj = interp.new_obj(None, interp.origin(node, frame))
+    for arg in args:
+        interp.splat_into(obj, arg)
+    for key, value in kwargs.items():
+        obj.set(key, value, interp.origin(node, frame))
+    return obj
+
+
+BUILTIN_SPECIALS = {
+    "isinstance": _isinstance,
+    "getattr": _getattr,
+    "hasattr": _hasattr,
+    "setattr": _setattr,
+    "dict": _dict,
+}
+
+
+# What a name no scope defines stands for (each builtin's External made once).
+_BUILTIN_NAMES = {"True": True, "False": False, "None": None,
+                  **{name: External(f"builtins.{name}") for name in (*PURE_BUILTINS, *BUILTIN_SPECIALS)}}
+
+
+@functools.lru_cache(maxsize=None)
+def _external_builtin(qualname: str) -> tuple:
+    """(pure function, special handler) that ``Interpreter.call_external`` applies to an
+    External of this name; None where there is none."""
+    short = qualname[len("builtins."):] if qualname.startswith("builtins.") else qualname
+    if short.startswith("math.") or (short.rsplit(".", 1)[-1] in MATH_NAMES and "math" in short):
+        short = "math." + short.rsplit(".", 1)[-1]
+    return PURE_BUILTINS.get(short), None if short in PURE_BUILTINS else BUILTIN_SPECIALS.get(short)
+

@@ -1,0 +1,354 @@
+"""Statements: blocks, branches (both ways when the condition is unknown), loops, stores, and havoc
+where mblint cannot follow.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from mblint.extract.limits import _FAST_PATH_DEPTH, MAX_EXPR_DEPTH, MAX_STEPS, BudgetExceeded
+from mblint.extract.positions import _new_origin, _origin_at
+from mblint.extract.python_builtins import _PLAIN_TYPES
+from mblint.extract.scopes import _NOT_FOUND, Frame, Return
+from mblint.extract.values import FuncRef, Obj, is_unknown
+from mblint.model import UNKNOWN, Origin
+
+
+def _handlers(cls: type, prefix: str) -> dict[type, Any]:
+    """Methods ``<prefix><NodeClass>`` of ``cls`` by ``ast`` node class, looked up once."""
+    return {getattr(ast, name[len(prefix):]): method for name, method in vars(cls).items()
+            if name.startswith(prefix) and hasattr(ast, name[len(prefix):])}
+
+
+class StatementsMixin:
+    """Statements, stores and havoc. Part of ``Interpreter``."""
+
+    def exec_block(self, body: list[ast.stmt], frame: Frame) -> bool:
+        """Run statements; False when the block always leaves (return/raise). ``exec_stmt``,
+        inlined: a call per statement."""
+        scope = frame.scope
+        for stmt in body:
+            self._running_stmt = stmt
+            self._running_scope = scope
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                self.tick(0)
+            handler = _STMT_HANDLERS.get(type(stmt))
+            if handler is None:
+                self.havoc_stmt(stmt, frame)
+                continue
+            try:
+                handler(self, stmt, frame)
+            except Return as leaving:
+                if not leaving.dead:
+                    frame.returns.append((leaving.value, self.snapshot(frame)))
+                return False
+            except BudgetExceeded:
+                raise
+            except Exception as error:  # noqa: BLE001 - an interpreter gap must not crash the lint
+                self.stmt_failed(stmt, frame, error)
+        return True
+
+    def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
+        self._running_stmt = stmt
+        self._running_scope = frame.scope
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            self.tick(0)
+        handler = _STMT_HANDLERS.get(type(stmt))
+        if handler is None:
+            self.havoc_stmt(stmt, frame)
+            return
+        try:
+            handler(self, stmt, frame)
+        except (Return, BudgetExceeded):
+            raise
+        except Exception as error:  # noqa: BLE001 - an interpreter gap must not crash the lint
+            self.stmt_failed(stmt, frame, error)
+
+    def stmt_failed(self, stmt: ast.stmt, frame: Frame, error: Exception) -> None:
+        """What a statement the interpreter failed on may set becomes unknown."""
+        if isinstance(error, RecursionError):
+            self.limit(f"{self.where}: Python recursion limit reached (nested too deeply): "
+                       "what the statement sets is unknown")
+        else:
+            self.notes.append(f"{frame.scope.source.display_path}:{stmt.lineno}: not understood ({type(error).__name__})")
+        self.havoc_stmt(stmt, frame)
+
+    def stmt_Expr(self, stmt: ast.Expr, frame: Frame) -> None:
+        value_node = stmt.value
+        if type(value_node) is not ast.Constant:
+            self.eval(value_node, frame)
+
+    def stmt_Pass(self, stmt: ast.Pass, frame: Frame) -> None:
+        pass
+
+    stmt_Assert = stmt_Pass
+
+    stmt_Global = stmt_Pass
+
+    stmt_Nonlocal = stmt_Pass
+
+    def stmt_Import(self, stmt: ast.Import, frame: Frame) -> None:
+        self.exec_import(stmt, frame)
+
+    stmt_ImportFrom = stmt_Import
+
+    def stmt_FunctionDef(self, stmt: ast.FunctionDef, frame: Frame) -> None:
+        frame.locals[stmt.name] = FuncRef(frame.scope, stmt)
+
+    stmt_AsyncFunctionDef = stmt_FunctionDef
+
+    def stmt_ClassDef(self, stmt: ast.ClassDef, frame: Frame) -> None:
+        frame.locals[stmt.name] = UNKNOWN
+
+    def stmt_Return(self, stmt: ast.Return, frame: Frame) -> None:
+        value_node = stmt.value
+        raise Return(self.eval(value_node, frame) if value_node is not None else None)
+
+    def stmt_Raise(self, stmt: ast.Raise, frame: Frame) -> None:
+        raise Return(None, dead=True)
+
+    def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
+        parts = stmt.__dict__  # one generic attribute look-up for the statement's six parts
+        value_node = parts["value"]
+        if type(value_node) is ast.Constant and self.expr_depth < MAX_EXPR_DEPTH:  # most recipe lines
+            value = value_node.value
+            if type(value) not in _PLAIN_TYPES:  # a constant is of its exact type
+                value = UNKNOWN
+        else:
+            value = self.eval(value_node, frame)
+        self.clock += 1  # origin(), inlined: a statement has a position
+        source = frame.scope.source
+        if source.wide_lines:
+            origin = _origin_at(stmt, source, self.clock, self.call_sites)
+        else:  # _origin_at(), inlined: UTF-8 byte offsets are character columns
+            line, column = parts["lineno"], parts["col_offset"]
+            origin = _new_origin(source.display_path, line, column + 1, parts["end_lineno"] or line,
+                                 (parts["end_col_offset"] or column) + 1, "set", self.clock, self.call_sites)
+        targets = parts["targets"]
+        target = targets[0]
+        if type(target) is ast.Attribute and len(targets) == 1 and not self.havoc_depth:  # store(), inlined: most lines
+            owner_node = target.value
+            owner = _NOT_FOUND
+            if type(owner_node) is ast.Attribute and self.expr_depth < _FAST_PATH_DEPTH:  # cfg.train: eval()'s fast path
+                holder_node = owner_node.value
+                holder = frame.locals.get(holder_node.id) if type(holder_node) is ast.Name else None
+                if type(holder) is Obj and holder.cls is not None:
+                    slot = holder.fields.get(owner_node.attr)
+                    if slot is not None:
+                        owner = slot[0]
+            if owner is _NOT_FOUND:
+                owner = self.eval(owner_node, frame)
+            if type(owner) is Obj and not self.field_aliases:
+                owner.set(target.attr, value, origin)
+            else:
+                self.store_attribute(owner, target, value, origin)
+            return
+        for target in targets:
+            self.store(target, value, frame, origin)
+
+    def stmt_AnnAssign(self, stmt: ast.AnnAssign, frame: Frame) -> None:
+        if stmt.value is None:
+            return
+        self.store(stmt.target, self.eval(stmt.value, frame), frame, self.origin(stmt, frame))
+
+    def stmt_AugAssign(self, stmt: ast.AugAssign, frame: Frame) -> None:
+        current = self.eval(stmt.target, frame)
+        value = self.binary(type(stmt.op), current, self.eval(stmt.value, frame))
+        self.store(stmt.target, value, frame, self.origin(stmt, frame))
+
+    def stmt_Delete(self, stmt: ast.Delete, frame: Frame) -> None:
+        for target in stmt.targets:
+            if isinstance(target, ast.Subscript):
+                container = self.eval(target.value, frame)
+                key = self.eval(target.slice, frame)
+                if isinstance(container, Obj) and container.is_dict and not is_unknown(key):
+                    container.writable().pop(key, None)
+                    continue
+            self.havoc_target(target, frame)
+
+    def stmt_If(self, stmt: ast.If, frame: Frame) -> None:
+        test = self.truth(self.eval(stmt.test, frame))
+        if test is True:
+            self._run_branch(stmt.body, frame)
+        elif test is False:
+            self._run_branch(stmt.orelse, frame)
+        else:
+            self.exec_both(stmt.body, stmt.orelse, frame)
+
+    def _run_branch(self, body: list[ast.stmt], frame: Frame) -> None:
+        if not self.exec_block(body, frame):
+            raise Return(None, dead=True)
+
+    def exec_both(self, first: list[ast.stmt], second: list[ast.stmt], frame: Frame) -> None:
+        start = self.snapshot(frame)
+        first_open = self.exec_block(first, frame)
+        if not second:  # most branches: an `if` without `else`, a loop body
+            self.charge(len(self.objects) + self.uncopied)  # as the snapshot after the first path did
+            if first_open:
+                self.merge_start_into_current(start, frame)
+            else:
+                self.restore(start, frame)
+            return
+        after_first = self.snapshot(frame)
+        self.restore(start, frame)
+        second_open = self.exec_block(second, frame)
+        if first_open and second_open:
+            self.merge_into_current(after_first, frame, start)
+        elif first_open:
+            self.restore(after_first, frame)
+        elif not second_open:
+            raise Return(None, dead=True)
+
+    def stmt_For(self, stmt: ast.For, frame: Frame) -> None:
+        self.eval(stmt.iter, frame)
+        self.havoc_loop([stmt.target], stmt.body + stmt.orelse, frame)
+
+    stmt_AsyncFor = stmt_For
+
+    def stmt_While(self, stmt: ast.While, frame: Frame) -> None:
+        self.havoc_loop([], stmt.body + stmt.orelse, frame)
+
+    def havoc_loop(self, targets: list[ast.expr], body: list[ast.stmt], frame: Frame) -> None:
+        self.havoc_depth += 1
+        try:
+            for target in targets:
+                self.havoc_target(target, frame)
+            start_returns = len(frame.returns)
+            self.exec_both(body, [], frame)
+            for index in range(start_returns, len(frame.returns)):
+                frame.returns[index] = (UNKNOWN, frame.returns[index][1])
+        finally:
+            self.havoc_depth -= 1
+
+    def stmt_Break(self, stmt: ast.stmt, frame: Frame) -> None:
+        raise Return(None, dead=True)
+
+    stmt_Continue = stmt_Break
+
+    def stmt_With(self, stmt: ast.With, frame: Frame) -> None:
+        for item in stmt.items:
+            self.eval(item.context_expr, frame)
+            if item.optional_vars is not None:
+                self.havoc_target(item.optional_vars, frame)
+        if not self.exec_block(stmt.body, frame):
+            raise Return(None, dead=True)
+
+    stmt_AsyncWith = stmt_With
+
+    def stmt_Try(self, stmt: ast.Try, frame: Frame) -> None:
+        if not stmt.handlers:
+            self._run_branch(stmt.body + stmt.orelse + stmt.finalbody, frame)
+            return
+        handlers = [s for handler in stmt.handlers for s in handler.body]
+        self.exec_both(stmt.body + stmt.orelse, handlers, frame)
+        self._run_branch(stmt.finalbody, frame)
+
+    stmt_TryStar = stmt_Try
+
+    def stmt_Match(self, stmt: ast.stmt, frame: Frame) -> None:
+        self.havoc_stmt(stmt, frame)
+
+    def store(self, target: ast.expr, value: Any, frame: Frame, origin: Origin | None) -> None:
+        if self.havoc_depth:
+            value = UNKNOWN
+        kind = type(target)
+        if kind is ast.Attribute:
+            self.store_attribute(self.eval(target.value, frame), target, value, origin)
+        elif kind is ast.Name:
+            frame.locals[target.id] = value
+        elif isinstance(target, ast.Subscript):
+            owner = self.eval(target.value, frame)
+            key = self.eval(target.slice, frame)
+            if isinstance(owner, Obj):
+                if is_unknown(key) or isinstance(key, Obj):
+                    self.havoc_obj(owner, origin)
+                else:
+                    owner.set(key, value, origin)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self.store_sequence(target, value, frame, origin)
+        elif isinstance(target, ast.Starred):
+            self.store(target.value, UNKNOWN, frame, origin)
+
+    def store_attribute(self, owner: Any, target: ast.Attribute, value: Any, origin: Origin | None) -> None:
+        """``target`` (``owner.name``) set to ``value``, ``owner`` being the value of ``target.value``."""
+        if type(owner) is Obj:
+            if self.field_aliases:
+                self.store_attr(owner, target.attr, value, origin)
+            else:
+                owner.set(target.attr, value, origin)
+        elif isinstance(owner, (str, int, float, bool)) or owner is None:
+            self.attribute_errors.append((origin, ast.unparse(target.value), owner, target.attr))
+
+    def store_sequence(self, target: ast.Tuple | ast.List, value: Any, frame: Frame, origin: Origin | None) -> None:
+        items = list(value) if isinstance(value, (tuple, list)) else None
+        if items is None or len(items) != len(target.elts) or any(isinstance(e, ast.Starred) for e in target.elts):
+            for element in target.elts:
+                self.store(element, UNKNOWN, frame, origin)
+            return
+        for element, item in zip(target.elts, items):
+            self.store(element, item, frame, origin)
+
+    def store_attr(self, owner: Obj, name: str, value: Any, origin: Origin | None) -> None:
+        owner.set(name, value, origin)
+        aliases = self.field_aliases.get(owner.type_name) if self.field_aliases else None
+        alias = aliases.get(name) if aliases else None
+        if alias:
+            owner.set(alias, value, origin)
+
+    def havoc_target(self, target: ast.expr, frame: Frame) -> None:
+        self.havoc_depth += 1
+        try:
+            self.store(target, UNKNOWN, frame, self.origin(target, frame))
+        except Exception:  # noqa: BLE001
+            pass
+        finally:
+            self.havoc_depth -= 1
+
+    def havoc_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
+        """A statement mblint cannot follow: whatever it may store or touch becomes unknown."""
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    self.havoc_target(target, frame)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                self.havoc_target(node.target, frame)
+            elif isinstance(node, ast.Call):
+                for arg in list(node.args) + [kw.value for kw in node.keywords]:
+                    try:
+                        self.havoc_values([self.eval(arg, frame)], node, frame)
+                    except Exception:  # noqa: BLE001
+                        pass
+
+    def havoc_values(self, values: list, site: ast.AST | None, frame: Frame | None) -> None:
+        origin = self.origin(site, frame) if site is not None and frame is not None else None
+        for value in values:
+            if isinstance(value, Obj):
+                self.havoc_obj(value, origin)
+
+    def havoc_obj(self, obj: Obj, origin: Origin | None, seen: set | None = None) -> None:
+        seen = seen if seen is not None else set()
+        if obj.oid in seen:
+            return
+        seen.add(obj.oid)
+        obj.mark_open()
+        fields = obj.writable()
+        children = []
+        # A run of fields with the same origins (a constructor's defaults) shares one new slot.
+        origins_before = slot = None
+        for key, (value, origins) in list(fields.items()):
+            if isinstance(value, Obj):
+                children.append(key)
+                self.havoc_obj(value, origin, seen)
+            else:
+                if origins is not origins_before:
+                    origins_before, slot = origins, (UNKNOWN, origins + ((origin,) if origin else ()))
+                fields[key] = slot
+        obj._children = (fields, tuple(children))
+
+
+_STMT_HANDLERS = _handlers(StatementsMixin, "stmt_")
+
