@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from mblint.discover import discover
 from mblint.extract.modules import SourceError, SourceLimit
-from mblint.findings import TRANSFER_REDUCERS, Finding, Severity, finding_from_dict, finding_to_dict, identity_of
+from mblint.findings import TRANSFER_REDUCERS, Finding, Severity
 from mblint.model import EffectiveConfig, Origin
+from mblint.results import FileError, FileResult, Report
 from mblint.rule import Rule, RuleContext, RulePlan
+from mblint.suppress import SUPPRESSION_RULES, apply_suppressions
 
 if TYPE_CHECKING:
     from mblint.plugins import LoadedPlugins
@@ -73,7 +75,6 @@ mblint's interpreter limits.
 """
 
 
-from mblint.suppress import SUPPRESSION_RULES  # noqa: E402 - SY003/SY004 live beside their logic
 
 ENGINE_RULES: tuple[type[Rule], ...] = (SyntaxErrorRule, ResolverLimitRule) + SUPPRESSION_RULES
 
@@ -97,79 +98,6 @@ class CheckOptions:
     jobs: int | None = None  # None: decide from the amount of work
     settings: Any = None  # mblint.settings.SettingsResolver; None: no settings files
     force_exclude: bool = True  # excludes apply to explicitly passed files too
-
-
-class FileError:
-    """A file (or setting) that could not be checked, and why."""
-
-    def __init__(self, path: str, message: str, line: int = 0, column: int = 0) -> None:
-        self.path = path
-        self.message = message
-        self.line = line
-        self.column = column
-
-    def __str__(self) -> str:
-        where = f":{self.line}:{self.column}" if self.line else ""
-        return f"{self.path}{where}: {self.message}"
-
-
-class FileResult:
-    """What linting one file produced; cached as JSON (``to_dict``), sent from a worker process
-    as a pickle (``dumps_for_transfer``).
-
-    ``directive_free``: the file's text does not mention "mblint": no suppression comment can
-    be in it, so a cached result spares reading the file again for suppressions."""
-
-    def __init__(self, findings: list[Finding] | None = None, errors: list[FileError] | None = None,
-                 notes: list[str] | None = None, recipes: int = 0, resolved: int = 0,
-                 directive_free: bool = False) -> None:
-        self.findings = [] if findings is None else findings
-        self.errors = [] if errors is None else errors
-        self.notes = [] if notes is None else notes
-        self.recipes = recipes
-        self.resolved = resolved
-        self.directive_free = directive_free
-
-    def to_dict(self) -> dict:
-        return {"findings": [finding_to_dict(f) for f in self.findings],
-                "errors": [vars(e) for e in self.errors], "notes": self.notes,
-                "recipes": self.recipes, "resolved": self.resolved, "directive_free": self.directive_free}
-
-    @classmethod
-    def from_dict(cls, data: dict, seen: set | None = None) -> "FileResult":
-        """``seen``: identities of the findings already reported; a finding whose identity is
-        in it is left out (a duplicate the report drops anyway) and is never decoded."""
-        findings = data["findings"] if seen is None else _unseen(data["findings"], seen)
-        return cls([finding_from_dict(f) for f in findings], [FileError(**e) for e in data["errors"]],
-                   list(data["notes"]), data["recipes"], data["resolved"], data.get("directive_free", False))
-
-
-class Report:
-    """Everything a run found, merged over its files."""
-
-    def __init__(self, findings: list[Finding] | None = None, errors: list[FileError] | None = None,
-                 notes: list[str] | None = None, files: int = 0, recipes: int = 0, resolved: int = 0,
-                 cache_hits: int = 0, suppressed: int = 0, baselined: int = 0, stale_baseline: list | None = None,
-                 rules: list | None = None, checked: list[str] | None = None) -> None:
-        self.findings = [] if findings is None else findings
-        self.errors = [] if errors is None else errors
-        self.notes = [] if notes is None else notes
-        self.files = files
-        self.recipes = recipes
-        self.resolved = resolved
-        self.cache_hits = cache_hits
-        self.suppressed = suppressed  # findings dropped by suppression comments and per-file-ignores
-        self.baselined = baselined  # findings dropped because the baseline holds them
-        self.stale_baseline = [] if stale_baseline is None else stale_baseline  # mblint.baseline.StaleEntry
-        self.rules = [] if rules is None else rules  # every rule enabled for some checked file
-        self.checked = [] if checked is None else checked  # display paths of the checked files
-
-    def add(self, result: FileResult) -> None:
-        self.findings.extend(result.findings)
-        self.errors.extend(result.errors)
-        self.notes.extend(result.notes)
-        self.recipes += result.recipes
-        self.resolved += result.resolved
 
 
 def select_rules(rules: Iterable[type[Rule]], select: tuple[str, ...], ignore: tuple[str, ...],
@@ -403,7 +331,6 @@ class Engine:
         report.files = len(files)
         report.cache_hits = cache.hits if cache else 0
         report.findings = _dedupe(report.findings)
-        from mblint.suppress import apply_suppressions
 
         report.checked = displays
         apply_suppressions(self, report, files)
@@ -551,7 +478,7 @@ class Engine:
         except SourceError as error:
             self.syntax_finding(error, report)
             return
-        from mblint.extract.interpreter import MAX_FILE_STEPS, MAX_RECIPES_PER_FILE
+        from mblint.extract.limits import MAX_FILE_STEPS, MAX_RECIPES_PER_FILE
 
         interp = self.project.interpreter_for(path)
         text = interp.finder.load(path).mblint_text
@@ -766,16 +693,6 @@ def _directive_free(path: Path) -> bool:
             return b"mblint" not in handle.read()
     except OSError:
         return False
-
-
-def _unseen(findings: list[dict], seen: set) -> list[dict]:
-    unseen = []
-    for data in findings:
-        key = identity_of(data)
-        if key not in seen:
-            seen.add(key)
-            unseen.append(data)
-    return unseen
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

@@ -13,14 +13,12 @@ import io
 import re
 import tokenize
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import Any, Iterable, Protocol
 
 from mblint.findings import Finding, Severity
 from mblint.model import Origin
+from mblint.results import Report
 from mblint.rule import Rule
-
-if TYPE_CHECKING:
-    from mblint.engine import Engine, Report
 
 # Patterns, compiled (and kept) by the re module on first use: only files that mention
 # "mblint" are searched for directives, most runs never need them.
@@ -250,7 +248,25 @@ def _statement_ranges(text: str) -> list[tuple[int, int]]:
 # ----- applying ---------------------------------------------------------------------------
 
 
-def apply_suppressions(engine: "Engine", report: "Report", checked: Iterable[Path]) -> None:
+class CheckedFiles(Protocol):
+    """What suppressions need of the run (``mblint.engine.Engine`` provides it)."""
+
+    display_root: Path
+    directive_free: set[str]  # display paths whose text never mentions "mblint"
+
+    @property
+    def all_rules(self) -> list[type[Rule]]: ...
+
+    def project_display(self, path: Path) -> str: ...
+
+    def rules_for(self, path: Path) -> list[type[Rule]]: ...
+
+    def settings_for(self, path: Path) -> Any: ...
+
+    def settings_for_display(self, display: str) -> Any: ...
+
+
+def apply_suppressions(engine: CheckedFiles, report: Report, checked: Iterable[Path]) -> None:
     """Drop suppressed findings from ``report`` (counting them in ``report.suppressed``) and
     add SY003/SY004 findings for the checked files."""
     root = engine.display_root

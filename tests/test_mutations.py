@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from mblint.engine import CheckOptions, Engine, FileResult
+from mblint.engine import CheckOptions, Engine
+from mblint.results import FileResult
 
 # (file under megatron/bridge, function, original line, mutated line, world size, rule, evidence)
 CASES = [

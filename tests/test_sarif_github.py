@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from integration_support import BAD_RECIPE, PK001_LINE, check_sarif, github_problems, recipe, run
 
 
@@ -85,10 +84,10 @@ def test_clean_run_and_suppressed_results_are_left_out(tmp_path: Path) -> None:
 
 
 def test_sarif_message_escapes_brackets() -> None:
-    from mblint.engine import Report
     from mblint.findings import Finding, Related, Severity
     from mblint.model import Origin
     from mblint.report.sarif import build_log, to_dict
+    from mblint.results import Report
     from mblint.rule import Rule
 
     class R(Rule):
@@ -120,10 +119,10 @@ def test_sarif_of_wheel_recipes_validates(mb06: Path, monkeypatch) -> None:
     """Real 0.6.2 recipes, with an extra rule that reports on every recipe (related
     locations included) so that results exist whatever rules the pack holds today."""
     from mblint.engine import CheckOptions, Engine
+    from mblint.findings import Severity
     from mblint.plugins import LoadedPlugins, load_plugins
     from mblint.report.sarif import render
     from mblint.rule import Rule, format_value
-    from mblint.findings import Severity
 
     class Everywhere(Rule):
         id, name, severity = "ZZ999", "everywhere", Severity.INFO

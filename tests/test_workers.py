@@ -222,9 +222,10 @@ def test_a_worker_sends_a_result_as_its_cached_form_keeps_it():
     import ast
     import pickle
 
-    from mblint.engine import FileError, FileResult, dumps_for_transfer
+    from mblint.engine import dumps_for_transfer
     from mblint.findings import Finding, FixIntent, Related, Severity, finding_to_dict
     from mblint.model import Origin
+    from mblint.results import FileError, FileResult
 
     class Call:
         def __init__(self) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mblint.engine import Report
 from mblint.findings import Finding, Severity
 from mblint.report.text import summary_line
+from mblint.results import Report
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 

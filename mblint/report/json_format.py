@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from mblint.engine import Report
 from mblint.findings import Finding
 from mblint.model import json_value
+from mblint.results import Report
 
 
 def finding_json(finding: Finding) -> dict:

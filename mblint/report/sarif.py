@@ -25,9 +25,9 @@ import sarif_om as om
 
 from mblint import __version__
 from mblint.baseline import recipe_function
-from mblint.engine import Report
 from mblint.findings import Finding, Severity
 from mblint.model import Origin
+from mblint.results import Report
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mblint.engine import Report
 from mblint.findings import Finding, Severity
+from mblint.results import Report
 
 
 def render(report: Report, show_source: bool = True) -> str:

@@ -1,0 +1,89 @@
+"""What a run produced: per file (``FileResult``, ``FileError``) and merged (``Report``).
+Reporters read a ``Report``; they decide nothing."""
+
+from __future__ import annotations
+
+from mblint.findings import Finding, finding_from_dict, finding_to_dict, identity_of
+
+
+class FileError:
+    """A file (or setting) that could not be checked, and why."""
+
+    def __init__(self, path: str, message: str, line: int = 0, column: int = 0) -> None:
+        self.path = path
+        self.message = message
+        self.line = line
+        self.column = column
+
+    def __str__(self) -> str:
+        where = f":{self.line}:{self.column}" if self.line else ""
+        return f"{self.path}{where}: {self.message}"
+
+
+class FileResult:
+    """What linting one file produced; cached as JSON (``to_dict``), sent from a worker process
+    as a pickle (``dumps_for_transfer``).
+
+    ``directive_free``: the file's text does not mention "mblint": no suppression comment can
+    be in it, so a cached result spares reading the file again for suppressions."""
+
+    def __init__(self, findings: list[Finding] | None = None, errors: list[FileError] | None = None,
+                 notes: list[str] | None = None, recipes: int = 0, resolved: int = 0,
+                 directive_free: bool = False) -> None:
+        self.findings = [] if findings is None else findings
+        self.errors = [] if errors is None else errors
+        self.notes = [] if notes is None else notes
+        self.recipes = recipes
+        self.resolved = resolved
+        self.directive_free = directive_free
+
+    def to_dict(self) -> dict:
+        return {"findings": [finding_to_dict(f) for f in self.findings],
+                "errors": [vars(e) for e in self.errors], "notes": self.notes,
+                "recipes": self.recipes, "resolved": self.resolved, "directive_free": self.directive_free}
+
+    @classmethod
+    def from_dict(cls, data: dict, seen: set | None = None) -> "FileResult":
+        """``seen``: identities of the findings already reported; a finding whose identity is
+        in it is left out (a duplicate the report drops anyway) and is never decoded."""
+        findings = data["findings"] if seen is None else _unseen(data["findings"], seen)
+        return cls([finding_from_dict(f) for f in findings], [FileError(**e) for e in data["errors"]],
+                   list(data["notes"]), data["recipes"], data["resolved"], data.get("directive_free", False))
+
+
+class Report:
+    """Everything a run found, merged over its files."""
+
+    def __init__(self, findings: list[Finding] | None = None, errors: list[FileError] | None = None,
+                 notes: list[str] | None = None, files: int = 0, recipes: int = 0, resolved: int = 0,
+                 cache_hits: int = 0, suppressed: int = 0, baselined: int = 0, stale_baseline: list | None = None,
+                 rules: list | None = None, checked: list[str] | None = None) -> None:
+        self.findings = [] if findings is None else findings
+        self.errors = [] if errors is None else errors
+        self.notes = [] if notes is None else notes
+        self.files = files
+        self.recipes = recipes
+        self.resolved = resolved
+        self.cache_hits = cache_hits
+        self.suppressed = suppressed  # findings dropped by suppression comments and per-file-ignores
+        self.baselined = baselined  # findings dropped because the baseline holds them
+        self.stale_baseline = [] if stale_baseline is None else stale_baseline  # mblint.baseline.StaleEntry
+        self.rules = [] if rules is None else rules  # every rule enabled for some checked file
+        self.checked = [] if checked is None else checked  # display paths of the checked files
+
+    def add(self, result: FileResult) -> None:
+        self.findings.extend(result.findings)
+        self.errors.extend(result.errors)
+        self.notes.extend(result.notes)
+        self.recipes += result.recipes
+        self.resolved += result.resolved
+
+
+def _unseen(findings: list[dict], seen: set) -> list[dict]:
+    unseen = []
+    for data in findings:
+        key = identity_of(data)
+        if key not in seen:
+            seen.add(key)
+            unseen.append(data)
+    return unseen
