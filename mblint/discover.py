@@ -12,7 +12,8 @@ from mblint.paths import absolute
 
 PYTHON_SUFFIXES = (".py",)
 YAML_SUFFIXES = (".yaml", ".yml")
-READABLE_SUFFIXES = PYTHON_SUFFIXES + YAML_SUFFIXES
+SHELL_SUFFIXES = (".sh", ".bash", ".sbatch", ".slurm")
+READABLE_SUFFIXES = PYTHON_SUFFIXES + YAML_SUFFIXES + SHELL_SUFFIXES
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "node_modules",
     "build", "dist", ".mblint_cache", ".mypy_cache", ".pytest_cache", ".ruff_cache", "*.egg-info",
@@ -26,11 +27,12 @@ class Discovered:
     gave them. ``link_modes``: the ``os.lstat`` mode of each path given, when it could be read
     (the settings look-up asks it of every file)."""
 
-    __slots__ = ("python", "yaml", "missing", "problems", "unreadable", "sizes", "link_modes")
+    __slots__ = ("python", "yaml", "scripts", "missing", "problems", "unreadable", "sizes", "link_modes")
 
     def __init__(self) -> None:
         self.python: list[Path] = []
         self.yaml: list[Path] = []
+        self.scripts: list[Path] = []  # launch scripts: *.sh, *.sbatch, *.slurm, a shell shebang
         self.missing: list[str] = []
         self.problems: list[str] = []
         self.unreadable: list[tuple[Path, str]] = []
@@ -144,8 +146,25 @@ def _add(path: Path, found: Discovered, seen: set[str], explicit: bool, status: 
     elif suffix in YAML_SUFFIXES:
         seen.add(key)
         found.yaml.append(path)
+    elif suffix in SHELL_SUFFIXES or ((not suffix or explicit) and _shell_shebang(path)):
+        seen.add(key)
+        found.scripts.append(path)
     elif explicit:
-        found.problems.append(f"{path}: not a Python or YAML file; skipped")
+        found.problems.append(f"{path}: not a Python, YAML or shell file; skipped")
+
+
+def _shell_shebang(path: Path) -> bool:
+    """A regular file whose first line is a shell's ``#!`` line."""
+    from mblint.launch import is_shell_script
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as handle:
+            head = handle.read(128)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and is_shell_script(path, head)
 
 
 def _not_regular(path: Path, sizes: dict[Path, int], status: os.stat_result | None = None) -> str | None:

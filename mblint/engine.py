@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from mblint.discover import discover
+from mblint.discover import YAML_SUFFIXES, discover
 from mblint.extract.modules import SourceError, SourceLimit
 from mblint.findings import TRANSFER_REDUCERS, Finding, Severity
 from mblint.model import EffectiveConfig, Origin
@@ -76,7 +76,9 @@ mblint's interpreter limits.
 
 
 
-ENGINE_RULES: tuple[type[Rule], ...] = (SyntaxErrorRule, ResolverLimitRule) + SUPPRESSION_RULES
+from mblint.launch import LAUNCH_RULES  # noqa: E402 - LA001/LA002 live beside the launch reader
+
+ENGINE_RULES: tuple[type[Rule], ...] = (SyntaxErrorRule, ResolverLimitRule) + SUPPRESSION_RULES + LAUNCH_RULES
 
 
 @dataclass(eq=False, repr=False)
@@ -299,6 +301,7 @@ class Engine:
         found.yaml = [p for p in found.yaml if self.settings_readable(p)]
         found.python = [p for p in found.python if not self.excluded_by_settings(p, explicit)]
         found.yaml = [p for p in found.yaml if not self.excluded_by_settings(p, explicit)]
+        found.scripts = [p for p in found.scripts if self.settings_readable(p) and not self.excluded_by_settings(p, explicit)]
         for missing in found.missing:
             report.errors.append(FileError(missing, "no such file or directory"))
         report.notes.extend(found.problems)
@@ -306,7 +309,7 @@ class Engine:
             result = FileResult()
             self.syntax_finding(SourceError(path, reason), result)
             report.add(result)
-        files = found.python + found.yaml
+        files = found.python + found.yaml + found.scripts
         displays = [self.project_display(p) for p in files]
         self.editable = set(displays)
         cache = self.make_cache()  # before the plugins are first needed: they may come from its catalog
@@ -430,8 +433,10 @@ class Engine:
         if path.suffix == ".py":
             self.check_python(path, result)
             deps = self._deps(path) if self.options.use_cache else set()  # they only key the cache
-        else:
+        elif path.suffix in YAML_SUFFIXES:
             deps = self.check_yaml(path, result)
+        else:
+            deps = self.launch_checker().check(path, result)
         settings = self.settings_for(path)
         if settings is not None and settings.source is not None:
             deps = deps | {Path(settings.source)}
@@ -628,6 +633,15 @@ class Engine:
         display = self.project_display(error.path)
         origin = Origin(display, error.line, error.column, error.line, error.column + 1)
         report.findings.append(Finding(rule.id, rule.name, rule.severity, error.message, origin))
+
+    # ----- launch scripts ------------------------------------------------------------------
+
+    def launch_checker(self):
+        if getattr(self, "_launch_checker", None) is None:
+            from mblint.launch import LaunchChecker
+
+            self._launch_checker = LaunchChecker(self)
+        return self._launch_checker
 
     # ----- yaml --------------------------------------------------------------------------
 

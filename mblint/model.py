@@ -226,6 +226,8 @@ class EffectiveConfig:
         self.ignored_overrides: list = []  # (field path, origin, action, value) MB skips or rejects
         self.applied_overrides: list = []  # (field path, origin, action, value) of every override, in order
         self.overrides_applied = False  # an override file or dotlist was applied
+        # Origins of the overrides a launch command line applies (Hydra struct mode, as --set)
+        self.command_line_origins: frozenset = frozenset()
         # Attribute stores on a string or None in the recipe (AttributeError at run time):
         # (origin, target source text, owner value, attribute name)
         self.attribute_errors: list = []
@@ -301,6 +303,10 @@ class EffectiveConfig:
         if self._graph is not None and self._fields is None:
             return self._graph.type_of(path)
         return self.types.get(path)
+
+    def from_command_line(self, origin: Origin) -> bool:
+        """An override given on a command line: ``--set``, or a launch script's argument."""
+        return origin.path == "--set" or origin in self.command_line_origins
 
     def origins(self, path: str) -> tuple[Origin, ...]:
         """Where the field (or, for an object node, the object) was set, in program order."""

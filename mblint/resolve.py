@@ -135,7 +135,9 @@ class Project:
         graph = self.resolve_graph(path, function)
         return graph.build() if graph is not None else None
 
-    def resolve_graph(self, path: Path, function: str) -> "ResolvedRecipe | None":
+    def resolve_graph(self, path: Path, function: str, kwargs: dict | None = None) -> "ResolvedRecipe | None":
+        """``kwargs``: plain keyword arguments the recipe is called with (a launcher's
+        ``peft_scheme``); else its defaults."""
         interp = self.interpreter_for(path)
         scope = interp.scope_for(path)
         func = scope.lookup(function)
@@ -143,7 +145,7 @@ class Project:
             raise LookupError(f"{path}: no function named {function!r}")
         interp.start_recipe()
         try:
-            result = interp.call_recipe(func)
+            result = interp.call_function(func, [], dict(kwargs), None) if kwargs else interp.call_recipe(func)
         except (BudgetExceeded, Return) as error:
             interp.notes.append(f"{function}: left unresolved ({type(error).__name__})")
             return None

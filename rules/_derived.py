@@ -569,7 +569,7 @@ def assigned(cfg: EffectiveConfig, path: str) -> bool:
 def from_dotlist(cfg: EffectiveConfig, path: str) -> bool:
     """True when the last write of ``path`` is a command-line ``key=value`` override."""
     origin = cfg.last_origin(path)
-    return origin is not None and origin.kind == "override" and origin.path == "--set"
+    return origin is not None and origin.kind == "override" and cfg.from_command_line(origin)
 
 
 def has_overrides(cfg: EffectiveConfig) -> bool:

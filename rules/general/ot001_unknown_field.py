@@ -134,7 +134,7 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
         message = f"{path}{shown}: {parent_type} has no field '{leaf}'"
         # Hydra struct mode rejects a plain `key=value` for a missing key; `+key`/`++key` are
         # accepted and then skipped by Megatron-Bridge's apply_overrides (omegaconf_utils.py).
-        rejected = origin.kind == "override" and origin.path == "--set" and action == "set"
+        rejected = origin.kind == "override" and cfg.from_command_line(origin) and action == "set"
         if rejected:
             message += (" — a command-line key=value override of a missing key is rejected by Hydra's "
                         "struct mode (\"Could not override\")")

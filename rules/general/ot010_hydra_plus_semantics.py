@@ -74,7 +74,7 @@ Hydra `OverridesParser` / `ConfigLoaderImpl._apply_overrides_to_config`);
 
     def check(self, cfg, ctx):
         for path, origin, action, new_value in cfg.applied_overrides:
-            if action != "add" or origin.kind != "override" or origin.path != "--set":
+            if action != "add" or origin.kind != "override" or not cfg.from_command_line(origin):
                 continue
             if _existed_before(cfg, path, origin) is not True:
                 continue

@@ -1,0 +1,515 @@
+"""Launch scripts as jobs: each launcher invocation mblint can read becomes a configuration
+(the recipe it names, the override files and command-line overrides it passes, what
+Megatron-Bridge's runner then does itself), checked by the rules with the world size the
+command fixes. Findings land on the script's tokens; a value from the recipe or a YAML file is
+a related location.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mblint.extract.launch import Launch, Setting, find_launches
+from mblint.extract.modules import SourceError, read_source
+from mblint.extract.shell import MAX_SCRIPT_BYTES, Span, parse_script
+from mblint.findings import Finding, Related, Severity
+from mblint.model import UNKNOWN, Origin
+from mblint.rule import Rule, RuleContext, RulePlan
+
+if TYPE_CHECKING:
+    from mblint.engine import Engine, FileResult
+
+SHELL_SUFFIXES = (".sh", ".bash", ".sbatch", ".slurm")
+SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
+
+
+class LaunchRejectedRule(Rule):
+    id = "LA001"
+    name = "launch-rejected"
+    severity = Severity.ERROR
+    summary = "A launch line that Megatron-Bridge's runner rejects before training starts."
+    doc = """## What it does
+Reports a launch command whose arguments `scripts/training/run_recipe.py` (directly, or
+through `train.sh`/`setup_experiment.py`) refuses: an unknown option, a trailing argument that
+is not `KEY=VALUE`, neither `--recipe` nor `--model`, an unknown `--mode`, a convenience option
+without a number, a recipe name that `megatron.bridge.recipes` and
+`megatron.bridge.perf_recipes` do not export, or a `KEY=VALUE` the Hydra grammar cannot parse.
+
+## Why it matters
+The job fails at start, after the allocation was granted and the container pulled.
+
+## Example
+`torchrun --nproc_per_node=8 scripts/training/run_recipe.py --recipe llama3_8b_sft_config --micro-batch-size 2`
+(the runner spells it `--micro_batch_size` or `-mb`).
+
+## Fix
+Correct the argument. No automatic fix.
+
+## Versions
+The runner of Megatron-Bridge 0.6.0 and later (`run_recipe.py` with `--model`/`--recipe` and the
+convenience options).
+
+## Sources
+scripts/training/run_recipe.py (main): `_build_parser`, `_collect_overrides`,
+`COMMON_OVERRIDE_FIELDS`, `_infer_mode`; scripts/training/recipe_runner.py `load_recipe`;
+scripts/training/setup_experiment.py (options it keeps, the rest forwarded).
+"""
+
+
+class LaunchNotAnalysedRule(Rule):
+    id = "LA002"
+    name = "launch-not-analysed"
+    severity = Severity.INFO
+    summary = "A launch line mblint found but could not check (what it could not follow is named)."
+    doc = """## What it does
+Says that a launcher invocation was found but not checked, and why: the recipe is not named in
+the script (a variable from the environment, `$1`), the Megatron-Bridge recipes package could
+not be read (pass `--search-path` to a Megatron-Bridge checkout or unzipped wheel), the entry
+script does not build a recipe mblint can follow, or an option whose effect is not modelled.
+
+## Why it matters
+A pass means checked: a launch line mblint could not read is not a clean one.
+
+## Example
+`torchrun --nproc_per_node=8 run_recipe.py --recipe "$RECIPE"` with `RECIPE` from the
+environment.
+
+## Fix
+None needed; write the value into the script, or point mblint at Megatron-Bridge's sources.
+
+## Versions
+All.
+
+## Sources
+mblint's launch reader.
+"""
+
+
+LAUNCH_RULES: tuple[type[Rule], ...] = (LaunchRejectedRule, LaunchNotAnalysedRule)
+
+
+def is_shell_script(path: Path, head: bytes | None = None) -> bool:
+    """``*.sh``, ``*.bash``, ``*.sbatch``, ``*.slurm``, or a file whose first line is a shell
+    shebang (``#!/bin/bash``, ``#!/usr/bin/env bash``)."""
+    if path.suffix in SHELL_SUFFIXES:
+        return True
+    if head is None:
+        return False
+    first = head.split(b"\n", 1)[0]
+    if not first.startswith(b"#!"):
+        return False
+    parts = first[2:].decode("ascii", "replace").split()
+    if not parts:
+        return False
+    program = parts[0].rsplit("/", 1)[-1]
+    if program == "env" and len(parts) > 1:
+        program = parts[1 + (parts[1] == "-S")] if len(parts) > 1 + (parts[1] == "-S") else ""
+    return program in SHELLS
+
+
+class LaunchChecker:
+    def __init__(self, engine: "Engine") -> None:
+        self.engine = engine
+        self._lookups: dict[int, Any] = {}
+
+    # ----- one script --------------------------------------------------------------------
+
+    def check(self, path: Path, result: "FileResult") -> set[Path]:
+        engine = self.engine
+        engine.enter_file(path)
+        try:
+            text = read_source(path, MAX_SCRIPT_BYTES)
+        except SourceError as error:
+            engine.syntax_finding(error, result)
+            return set()
+        display = engine.project_display(path)
+        script = parse_script(text, str(path.resolve().parent))
+        for line, column, message in script.errors:
+            result.notes.append(f"{display}:{line}:{column}: {message}: mblint reads the rest of the script")
+        if script.truncated:
+            result.notes.append(f"{display}: word limit reached: the commands after it are not read")
+        deps: set[Path] = set()
+        for launch in find_launches(script.commands, script.directives):
+            deps |= self.check_launch(path, display, launch, result)
+        return deps
+
+    def check_launch(self, path: Path, display: str, launch: Launch, result: "FileResult") -> set[Path]:
+        if launch.problems:
+            for span, message in launch.problems:
+                self.finding(LaunchRejectedRule, display, span, message, result)
+            return set()
+        if launch.entry != "runner":
+            return self.check_entry_script(path, display, launch, result)
+        if launch.recipe is None:
+            reasons = "; ".join(message for _, message in launch.unanalysed) or "the recipe is not named"
+            self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span, f"launch not checked: {reasons}", result)
+            return set()
+        interp = self.engine.project.interpreter_for(path)
+        line = interp.schema.line
+        if line in ("0.3", "0.4", "0.5"):
+            self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span,
+                         f"launch not checked: the run_recipe.py of Megatron-Bridge {line} (before the 0.6 runner) "
+                         "is not modelled", result)
+            return set()
+        lookup = self.lookup(interp)
+        found = lookup.find(launch.recipe)
+        span = launch.recipe_span or launch.entry_word.span
+        if found is None:
+            if lookup.readable:
+                self.finding(LaunchRejectedRule, display, span, f"Recipe '{launch.recipe}' not found in "
+                             "megatron.bridge.recipes or megatron.bridge.perf_recipes", result)
+            else:
+                self.finding(LaunchNotAnalysedRule, display, span,
+                             f"launch not checked: megatron.bridge.recipes could not be read to find "
+                             f"'{launch.recipe}' (pass --search-path to a Megatron-Bridge source tree)", result)
+            return set()
+        recipe_path, function, kind = found
+        return self.run(path, display, launch, recipe_path, function, kind, [], result)
+
+    def check_entry_script(self, path: Path, display: str, launch: Launch, result: "FileResult") -> set[Path]:
+        from mblint.entry import entry_recipe
+
+        entry = entry_recipe(self.engine, path, launch)
+        if entry is None:
+            return set()
+        if isinstance(entry, str):
+            self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span, f"launch not checked: {entry}", result)
+            return set()
+        recipe_path, function, yaml_files = entry
+        return self.run(path, display, launch, recipe_path, function, "script", yaml_files, result)
+
+    def lookup(self, interp: Any):
+        from mblint.pairing import RecipeLookup
+
+        key = id(interp)
+        if key not in self._lookups:
+            self._lookups[key] = (interp, RecipeLookup(interp))
+        return self._lookups[key][1]
+
+    # ----- the configuration -------------------------------------------------------------
+
+    def run(self, path: Path, display: str, launch: Launch, recipe_path: Path, function: str, kind: str,
+            yaml_files: list[Path], result: "FileResult") -> set[Path]:
+        from mblint.overrides import DotlistError, apply_overrides, apply_yaml_file
+        from mblint.pairing import recipe_kwargs
+
+        engine = self.engine
+        project = engine.project
+        interp = project.interpreter_for(recipe_path)
+        kwargs: dict | None = {}
+        if kind != "script":
+            func = interp.scope_for(recipe_path).lookup(function)
+            peft = launch.mode if launch.mode in ("lora", "dora") else None
+            kwargs = recipe_kwargs(func.node, peft)
+            if kwargs is None:
+                self.finding(LaunchRejectedRule, display, launch.mode_span or launch.entry_word.span,
+                             f"Recipe '{function}' does not accept a configurable PEFT scheme; --mode {peft} is "
+                             "unsupported.", result)
+                return set()
+        try:
+            graph = project.resolve_graph(recipe_path, function, kwargs or None)
+            baseline = project.resolve_graph(recipe_path, function, kwargs or None)
+        except SourceError as error:
+            engine.syntax_finding(error, result)
+            return set()
+        except LookupError:
+            result.errors.append(_error(display, launch, f"recipe function {function!r} not found"))
+            return set()
+        deps = {recipe_path.resolve()} | engine._deps(recipe_path)
+        if graph is None or baseline is None:
+            self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span,
+                         f"launch not checked: {function} does not build a ConfigContainer mblint can follow", result)
+            return deps
+        result.recipes += 1
+        runner_origin = self.origin(display, launch.entry_word.span)
+        if launch.dataset is not None:  # --dataset: the preset replaces the recipe's dataset
+            _force(graph, "dataset", UNKNOWN, self.origin(display, launch.dataset_span))
+        try:
+            for yaml_path in yaml_files:
+                apply_yaml_file(graph, yaml_path)
+                deps.add(yaml_path.resolve())
+            command_line = self.overrides(display, launch.settings)
+            apply_overrides(graph, command_line)
+        except SourceError as error:
+            engine.syntax_finding(error, result)
+            return deps
+        except DotlistError as error:
+            self.finding(LaunchRejectedRule, display, launch.entry_word.span, f"override not understood: {error}", result)
+            return deps
+        if launch.entry == "runner":
+            explicit = {o.path for o in command_line}
+            if kind == "benchmark":
+                benchmark_defaults(graph, explicit, launch.mode, runner_origin)
+            runner_syncs(graph, explicit, launch.mode, runner_origin)
+        cfg = graph.build()
+        cfg.overrides_applied = True  # the configuration being launched, not a recipe still to complete
+        cfg.command_line_origins = frozenset(o.origin for o in command_line)
+        result.resolved += 1
+        alone = baseline.build()
+        text = interp.finder.load(recipe_path).mblint_text
+        findings, world_readers = self.rule_findings(cfg, launch, text, result, display)
+        own = {f.identity() for f in self.recipe_findings(alone, text, result)}
+        launch_files = {display} | {engine.project_display(p) for p in yaml_files}
+        kept = 0
+        for finding in findings:
+            if finding.identity() in own:
+                continue
+            finding.fixes = ()  # no writer edits a launch script yet
+            if finding.location.path not in launch_files:
+                self.relocate(finding, display, launch, finding.rule_id in world_readers)
+            result.findings.append(finding)
+            kept += 1
+        if own:
+            result.notes.append(f"{display}:{launch.line}: {len(own)} finding(s) of {alone.recipe.label} itself are "
+                                "not repeated here (lint the recipe's file to see them)")
+        return deps
+
+    def overrides(self, display: str, settings: list[Setting]) -> list:
+        from mblint.overrides import Override, _next_seq, parse_dotlist
+
+        made = []
+        for setting in settings:
+            origin = self.origin(display, setting.span, kind="override", seq=_next_seq())
+            if setting.unknown:
+                path = tuple(setting.item.rstrip("=").split("."))
+                made.append(Override(path, UNKNOWN, origin, "force", setting.item))
+            else:
+                made.append(parse_dotlist(setting.item, origin))
+        return made
+
+    def rule_findings(self, cfg, launch: Launch, text: str, result: "FileResult", display: str) -> list[Finding]:
+        engine = self.engine
+        if engine.options.world_size:
+            world, source = engine.options.world_size, "option"
+        elif launch.world_size is not None:
+            world, source = launch.world_size, "launch"
+        else:
+            world, source = engine.world_size_for(cfg, text)
+        contexts = []
+        for rule_class in engine.rules:
+            if rule_class in engine_rule_classes() or not rule_class.applies_to(cfg.schema_version):
+                continue
+            contexts.append((rule_class(), _WatchedContext(rule_class, world, source, engine.editable_frozen())))
+        findings: list[Finding] = []
+        RulePlan(contexts).calls(cfg).run(cfg, findings, result.notes)
+        readers = {rule.id for rule, ctx in contexts if ctx.read_world}
+        if source == "launch":
+            for finding in findings:
+                if finding.rule_id in readers:
+                    where = self.origin(display, launch.world_spans[0])
+                    finding.related = finding.related + (Related(where, f"world size {world} = {launch.world_text} "
+                                                                        "(from this launch)"),)
+        return findings, readers if source == "launch" else set()
+
+    def recipe_findings(self, cfg, text: str, result: "FileResult") -> list[Finding]:
+        engine = self.engine
+        world, source = engine.world_size_for(cfg, text)
+        findings: list[Finding] = []
+        engine.config_rules(cfg.schema_version, world, source).calls(cfg).run(cfg, findings, [])
+        return findings
+
+    def relocate(self, finding: Finding, display: str, launch: Launch, by_world_size: bool) -> None:
+        """A finding the launch causes (its world size, its runner) whose fields were set
+        elsewhere: reported on the launch line (on the world size when the rule read it), the
+        field's place related."""
+        span = launch.world_spans[0] if by_world_size else launch.entry_word.span
+        old = finding.location
+        finding.related = (Related(old, "the value is set here"),) + finding.related
+        finding.location = self.origin(display, span)
+
+    # ----- helpers -----------------------------------------------------------------------
+
+    def origin(self, display: str, span: Span | None, kind: str = "override", seq: int = 0) -> Origin:
+        span = span or Span(1, 1, 1, 2)
+        return Origin(display, span.line, span.column, span.end_line, span.end_column, kind, seq)
+
+    def finding(self, rule: type[Rule], display: str, span: Span, message: str, result: "FileResult") -> None:
+        if not self.engine.rule_enabled(rule):
+            return
+        result.findings.append(Finding(rule.id, rule.name, rule.severity, message, self.origin(display, span)))
+
+
+class _WatchedContext(RuleContext):
+    """A rule context that remembers whether its rule read the world size."""
+
+    def __init__(self, rule, world_size, source, editable) -> None:
+        super().__init__(rule, world_size, source, editable_paths=editable)
+        self.read_world = False
+
+    @property
+    def world_size(self):
+        self.read_world = True
+        return self._world_size
+
+    @world_size.setter
+    def world_size(self, value) -> None:
+        self._world_size = value
+
+
+def engine_rule_classes() -> tuple:
+    from mblint.engine import ENGINE_RULES
+
+    return ENGINE_RULES
+
+
+def _error(display: str, launch: Launch, message: str):
+    from mblint.engine import FileError
+
+    return FileError(display, message, launch.line, launch.entry_word.span.column)
+
+
+# ----- what the runner does after the overrides -----------------------------------------------
+
+
+def _force(graph, path: str, value: Any, origin: Origin) -> None:
+    from mblint.overrides import Override, apply_one
+
+    apply_one(graph, Override(tuple(path.split(".")), value, origin, "force"))
+
+
+def _get(graph, path: str) -> Any:
+    """The value at ``path`` in the graph; UNKNOWN when unknown, ``None`` when the field or an
+    object on the way is missing or None."""
+    from mblint.extract.values import _MISSING, Obj
+    from mblint.model import Unknown
+
+    node: Any = graph.root
+    for part in path.split("."):
+        if isinstance(node, Unknown):
+            return UNKNOWN
+        if not isinstance(node, Obj):
+            return None
+        value = node.get(part)
+        if isinstance(value, Unknown):
+            return UNKNOWN
+        node = None if value is _MISSING else value
+    return node
+
+
+def _has_field(graph, path: str, name: str) -> bool | None:
+    from mblint.extract.values import Obj
+
+    owner = _get(graph, path)
+    if owner is UNKNOWN:
+        return None
+    if not isinstance(owner, Obj):
+        return False
+    if owner.open:
+        return None if name not in owner.fields else True
+    return name in owner.fields or (owner.cls is not None and name in owner.cls.fields)
+
+
+def runner_syncs(graph, explicit: set, mode: str | None, origin: Origin) -> None:
+    """scripts/training/run_recipe.py (0.6.0 and later) after the overrides:
+    ``sync_model_pipeline_layout``, then ``sync_finetuning_cp_invariants``,
+    ``sync_offline_packing_alignment``, ``sync_model_dataset_sequence_length``
+    (scripts/training/recipe_runner.py)."""
+    _sync_pipeline_layout(graph, explicit, origin)
+    if mode in ("sft", "lora", "dora"):
+        _sync_finetuning_cp(graph, origin)
+    _sync_offline_packing(graph, origin)
+    _sync_sequence_length(graph, origin)
+
+
+def _sync_pipeline_layout(graph, explicit: set, origin: Origin) -> None:
+    keys = {".".join(path) for path in explicit}
+    if not keys & {"model.pipeline_model_parallel_size", "model.virtual_pipeline_model_parallel_size"}:
+        return
+    if "model.pipeline_model_parallel_layout" in keys:
+        return
+    builder = _get(graph, "model._pipeline_model_parallel_layout_builder")
+    if builder is not None:
+        _force(graph, "model.pipeline_model_parallel_layout", UNKNOWN, origin)  # rebuilt by the recipe's builder
+        return
+    for name in ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage"):
+        if _get(graph, f"model.{name}") is not None and f"model.{name}" not in keys:
+            _force(graph, f"model.{name}", UNKNOWN, origin)  # may be cleared, depending on num_layers
+
+
+def _context_sizes(graph) -> list:
+    sizes = [_get(graph, "model.context_parallel_size")]
+    eval_size = _get(graph, "dist.eval_context_parallel_size")
+    if eval_size is not None:
+        sizes.append(eval_size)
+    return [1 if size is None else size for size in sizes]
+
+
+def _sync_finetuning_cp(graph, origin: Origin) -> None:
+    offline = _has_field(graph, "dataset", "enable_offline_packing")
+    inbatch = _has_field(graph, "dataset", "enable_in_batch_packing")
+    if offline is False and inbatch is False:
+        return
+    sizes = _context_sizes(graph)
+    if offline is None and inbatch is None or any(s is UNKNOWN or not isinstance(s, int) for s in sizes):
+        decided = None
+    else:
+        decided = any(s > 1 for s in sizes)
+    if decided is False:
+        return
+    for path, value in (("model.calculate_per_token_loss", True), ("ddp.average_in_collective", False)):
+        if _get(graph, path.rsplit(".", 1)[0]) is None:
+            continue
+        _force(graph, path, value if decided else UNKNOWN, origin)
+
+
+def _sync_offline_packing(graph, origin: Origin) -> None:
+    from mblint.extract.values import Obj
+
+    flag = _get(graph, "dataset.enable_offline_packing")
+    if flag is None or flag is False:
+        return
+    if flag is UNKNOWN or flag is not True:
+        for name in ("packed_sequence_size", "pad_seq_to_mult"):
+            if isinstance(_get(graph, "dataset.offline_packing_specs"), Obj):
+                _force(graph, f"dataset.offline_packing_specs.{name}", UNKNOWN, origin)
+        return
+    specs = _get(graph, "dataset.offline_packing_specs")
+    if specs is UNKNOWN:
+        return
+    if not isinstance(specs, Obj):
+        _force(graph, "dataset.offline_packing_specs", {"_target_": "PackedSequenceSpecs"}, origin)
+    seq_length = _get(graph, "dataset.seq_length")
+    if seq_length is not None:
+        _force(graph, "dataset.offline_packing_specs.packed_sequence_size", seq_length, origin)
+    tp = _get(graph, "model.tensor_model_parallel_size")
+    sp = _get(graph, "model.sequence_parallel")
+    pad = _get(graph, "dataset.offline_packing_specs.pad_seq_to_mult")
+    sizes = _context_sizes(graph)
+    values = sizes + [1 if tp is None else tp, pad or 1]
+    if sp is UNKNOWN or any(not isinstance(v, int) or isinstance(v, bool) for v in values):
+        _force(graph, "dataset.offline_packing_specs.pad_seq_to_mult", UNKNOWN, origin)
+        return
+    tp = 1 if tp is None else tp
+    cp_multiples = [2 * size if size > 1 else 1 for size in sizes]
+    sp_multiples = [size * tp if sp and tp > 1 else 1 for size in sizes]
+    aligned = math.lcm(pad or 1, *cp_multiples, *sp_multiples)
+    if aligned != pad:
+        _force(graph, "dataset.offline_packing_specs.pad_seq_to_mult", aligned, origin)
+
+
+def _sync_sequence_length(graph, origin: Origin) -> None:
+    if _get(graph, "dataset") is None or _has_field(graph, "model", "seq_length") is False:
+        return
+    value = _get(graph, "dataset.seq_length")
+    if value is None:
+        value = _get(graph, "dataset.sequence_length")
+    if value is None:
+        return
+    if value is UNKNOWN or _get(graph, "model.seq_length") != value:
+        _force(graph, "model.seq_length", value, origin)
+
+
+def benchmark_defaults(graph, explicit: set, mode: str | None, origin: Origin) -> None:
+    """A benchmark recipe (``megatron.bridge.perf_recipes``) through run_recipe.py: the global
+    batch is weak-scaled to the world size unless the command line sets it, and text
+    finetuning benchmarks get a mock dataset (run_recipe.py ``_apply_benchmark_*``): those
+    values are not known here."""
+    keys = {".".join(path) for path in explicit}
+    if not keys & {"train", "train.global_batch_size"}:
+        _force(graph, "train.global_batch_size", UNKNOWN, origin)
+    if not keys & {"optimizer", "optimizer.use_precision_aware_optimizer"}:
+        _force(graph, "optimizer.use_precision_aware_optimizer", UNKNOWN, origin)
+    if mode in ("sft", "lora", "dora"):
+        _force(graph, "dataset", UNKNOWN, origin)

@@ -1,0 +1,109 @@
+"""Which recipe a launch or an override file belongs to, without comments: a recipe *name* is
+found the way Megatron-Bridge's runner finds it (``megatron.bridge.recipes``' exports, then
+its ``<family>.h100`` packages, then ``megatron.bridge.perf_recipes.<family>``), read
+statically through the interpreter's import machinery; a file named on a launch line is
+looked for where the launch would find it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+from mblint.extract.modules import SourceError
+from mblint.extract.values import FuncRef
+
+RECIPES = "megatron.bridge.recipes"
+PERF_RECIPES = "megatron.bridge.perf_recipes"
+
+
+class RecipeLookup:
+    """``find(name)``: (file, function, kind) of an exported recipe function, kind "library"
+    or "benchmark"; None when it is not exported. ``readable``: whether mblint could read the
+    recipes package at all (else a name that is not found proves nothing)."""
+
+    def __init__(self, interp: Any) -> None:
+        self.interp = interp
+        self.package = interp.finder.find(RECIPES)
+        self.readable = self.package is not None
+        self._found: dict[str, tuple | None] = {}
+
+    def find(self, name: str) -> tuple[Path, str, str] | None:
+        if name not in self._found:
+            self._found[name] = self._search(name)
+        return self._found[name]
+
+    def _search(self, name: str) -> tuple[Path, str, str] | None:
+        if self.package is None:
+            return None
+        for module in [RECIPES] + self._subpackages(RECIPES, "h100"):
+            found = self._exported(module, name)
+            if found is not None:
+                return (*found, "library")
+        for module in self._subpackages(PERF_RECIPES, None):
+            found = self._exported(module, name)
+            if found is not None:
+                return (*found, "benchmark")
+        return None
+
+    def _subpackages(self, package: str, leaf: str | None) -> list[str]:
+        init = self.interp.finder.find(package)
+        if init is None or init.name != "__init__.py":
+            return []
+        names = []
+        try:
+            entries = sorted(entry.name for entry in init.parent.iterdir()
+                             if entry.is_dir() and not entry.name.startswith("_") and entry.name != "utils")
+        except OSError:
+            return []
+        for entry in entries[:500]:
+            names.append(f"{package}.{entry}.{leaf}" if leaf else f"{package}.{entry}")
+        return names
+
+    def _exported(self, module: str, name: str) -> tuple[Path, str] | None:
+        path = self.interp.finder.find(module)
+        if path is None:
+            return None
+        try:
+            value = self.interp.scope_for(path).lookup(name)
+        except (SourceError, RecursionError):
+            return None
+        if isinstance(value, FuncRef):
+            return value.module.path, value.node.name
+        return None
+
+
+def recipe_kwargs(node: ast.FunctionDef, peft_scheme: str | None) -> dict | None:
+    """The keyword arguments scripts/training/recipe_runner.py passes a recipe function
+    (``_recipe_kwargs_for_signature``): ``peft_scheme`` or ``peft`` for --mode lora/dora.
+    None when the runner would refuse the recipe."""
+    if peft_scheme is None:
+        return {}
+    names = {arg.arg for arg in node.args.args + node.args.kwonlyargs}
+    if "peft_scheme" in names:
+        return {"peft_scheme": peft_scheme}
+    if "peft" in names or node.args.kwarg is not None:
+        return {"peft": peft_scheme}
+    if peft_scheme.lower() != "lora":
+        return None
+    return {}
+
+
+def find_named_file(written: str, script: Path, root: Path | None) -> Path | None:
+    """A file a launch line names: as written when absolute, else relative to the script's
+    folder or one of its parent folders up to ``root`` (the launch's working folder is not
+    known; scripts are run from their own folder or from the repository's top)."""
+    candidate = Path(written)
+    if candidate.is_absolute():
+        return candidate if candidate.is_file() else None
+    folder = script.parent.resolve()
+    top = root.resolve() if root is not None else None
+    for _ in range(12):
+        found = folder / candidate
+        if found.is_file():
+            return found
+        if top is not None and folder == top or folder.parent == folder:
+            break
+        folder = folder.parent
+    return None

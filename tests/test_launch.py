@@ -1,0 +1,220 @@
+"""Launch scripts: the shell reader, the launchers, Megatron-Bridge's runner and the findings on
+the team's fixtures (fixtures/launch/), each worked out by hand against the 0.6.2 sources:
+
+- slurm_peft_packed.sbatch: llama32_1b_peft_config is llama32_1b_peft_1gpu_h100_bf16_config
+  (recipes/llama/llama3.py alias), built on _peft_common(), whose SQuAD dataset packs offline
+  (recipes/utils/dataset_utils.py default_squad_config(..., enable_offline_packing=True));
+  `-mb $MBS` with MBS=2 -> PK001 on the 2 of `MBS=2` (config.py: offline packing needs MBS 1).
+  World 2 nodes (#SBATCH --nodes=2 -> $SLURM_NNODES) x 8 ($SLURM_GPUS_PER_NODE) = 16; GBS 64 is a
+  multiple of 2*16, so nothing else.
+- torchrun_cp3.sh: llama3_8b_pretrain_config (seq_length 8192, TP=PP=1) with
+  model.context_parallel_size=3: 8192 % (2*3) = 2 -> CP001; world 2 x 8 = 16 not divisible by
+  TP*PP*CP = 3 -> PB001 (an error: the world size is a fact of the launch line).
+- uv_run_typo.sh: train.micro_batchsize=1 is no TrainingConfig field; Hydra's struct mode
+  rejects it on the command line -> OT001 as an error.
+- world_gbs.sh: world 2 ($NODES) x 8 = 16, -tp 2 -> DP 8; -gb 100: 100 % (MBS 1 * 8) = 4 -> PB003
+  error on `-gb 100`, the world size's origin related.
+- train_sh_model_mode.sh: train.sh --nodes 1 --gpus-per-node 8 --model llama32_1b --mode sft
+  -cp 2 -sl 4096 (from $((CP * 2048))): the runner sets calculate_per_token_loss and clears
+  average_in_collective (sync_finetuning_cp_invariants), pads packed sequences to lcm(1, 2*2)=4
+  and packs to 4096 (sync_offline_packing_alignment): clean. The second line names its recipe
+  with "$1": LA002.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from integration_support import REPO, check_sarif, run
+from mblint.engine import CheckOptions, Engine
+from mblint.extract.launch import find_launches
+from mblint.extract.shell import parse_script
+
+FIXTURES = REPO / "fixtures" / "launch"
+
+EXPECTED = {
+    "slurm_peft_packed.sbatch": [("PK001", "error", 12, 5)],
+    "torchrun_cp3.sh": [("CP001", "error", 9, 5), ("PB001", "error", 9, 5)],
+    "uv_run_typo.sh": [("OT001", "error", 5, 5)],
+    "world_gbs.sh": [("PB003", "error", 5, 78)],
+    "train_sh_model_mode.sh": [("LA002", "info", 12, 1)],
+}
+
+
+def lint(paths: list[Path], mb06: Path, **options):
+    engine = Engine(CheckOptions(search_paths=(mb06,), **options))
+    engine.display_root = REPO
+    return engine.check_paths([str(p) for p in paths])
+
+
+@pytest.fixture(scope="module")
+def fixture_report(mb06):
+    return lint(sorted(FIXTURES.iterdir()), mb06)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_findings(fixture_report, name):
+    display = f"fixtures/launch/{name}"
+    found = sorted((f.rule_id, f.severity.name.lower(), f.location.line, f.location.column)
+                   for f in fixture_report.findings if f.location.path == display)
+    assert found == sorted(EXPECTED[name])
+
+
+def test_every_fixture_is_expected():
+    assert sorted(p.name for p in FIXTURES.iterdir()) == sorted(EXPECTED)
+
+
+def test_finding_texts_and_related_places(fixture_report):
+    by_rule = {f.rule_id: f for f in fixture_report.findings}
+    pk001 = by_rule["PK001"]
+    assert "micro_batch_size is 2" in pk001.message
+    assert any("enable_offline_packing" in r.message for r in pk001.related)
+    pb003 = by_rule["PB003"]
+    assert "100 % 8 = 4" in pb003.message
+    world = [r for r in pb003.related if "world size 16" in r.message]
+    assert world and (world[0].origin.path, world[0].origin.line) == ("fixtures/launch/world_gbs.sh", 3)
+    assert by_rule["OT001"].severity.name == "ERROR" and "micro_batch_size" in by_rule["OT001"].message
+    pb001 = by_rule["PB001"]
+    assert "world size 16" in pb001.message and "from the recipe name" not in pb001.message
+
+
+def test_located_text_is_the_token_that_set_the_value(fixture_report):
+    expected = {"PK001": "2", "CP001": "model.context_parallel_size=3", "OT001": "train.micro_batchsize=1",
+                "PB003": "-gb 100"}
+    for finding in fixture_report.findings:
+        if finding.rule_id in expected:
+            location = finding.location
+            line = (REPO / location.path).read_text().splitlines()[location.line - 1]
+            assert line[location.column - 1:location.end_column - 1] == expected[finding.rule_id]
+
+
+def test_runner_syncs_are_what_keeps_the_train_sh_launch_clean(mb06, monkeypatch):
+    """Without the runner's own fixes, SFT with CP=2 misses per-token loss (CP002) and the
+    packed sequences are padded to 1, not to 2*CP = 4 (PK007): the fixture is clean only
+    because run_recipe.py repairs both (sync_finetuning_cp_invariants,
+    sync_offline_packing_alignment)."""
+    import mblint.launch
+
+    monkeypatch.setattr(mblint.launch, "runner_syncs", lambda *args: None)
+    report = lint([FIXTURES / "train_sh_model_mode.sh"], mb06)
+    assert {"CP002", "PK007"} <= {f.rule_id for f in report.findings}
+
+
+def test_world_size_option_wins_over_the_launch(mb06):
+    report = lint([FIXTURES / "world_gbs.sh"], mb06, world_size=8)
+    assert "PB003" not in {f.rule_id for f in report.findings}  # DP 4: 100 % 4 == 0
+
+
+def test_json_and_sarif_locations_on_script_lines(mb06, monkeypatch):
+    monkeypatch.chdir(REPO)
+    result = run(["check", "--format", "sarif", "--search-path", str(mb06), "--no-cache", "fixtures/launch"], REPO)
+    assert result.exit_code == 1, result.stderr
+    document = json.loads(result.stdout)
+    check_sarif(document)
+    regions = []
+    for item in document["runs"][0]["results"]:
+        for location in item["locations"] + item.get("relatedLocations", []):
+            physical = location["physicalLocation"]
+            regions.append((physical["artifactLocation"]["uri"], physical["region"]))
+    scripts = [(uri, region) for uri, region in regions if uri.startswith("fixtures/launch/")]
+    assert len(scripts) >= 6
+    for uri, region in scripts:
+        lines = (REPO / uri).read_text().splitlines()
+        assert 1 <= region["startLine"] <= len(lines)
+        line = lines[region["startLine"] - 1]
+        assert 1 <= region["startColumn"] < region.get("endColumn", region["startColumn"] + 1) <= len(line) + 1
+    result = run(["check", "--format", "json", "--search-path", str(mb06), "--no-cache", "fixtures/launch"], REPO)
+    findings = json.loads(result.stdout)["findings"]
+    located = {(f["rule"], f["location"]["path"], f["location"]["line"], f["location"]["column"],
+                f["location"]["end_column"]) for f in findings}
+    assert ("PB003", "fixtures/launch/world_gbs.sh", 5, 78, 85) in located
+
+
+# ----- the shell reader -------------------------------------------------------------------
+
+
+def words(text: str, script_dir: str | None = None) -> list[list]:
+    return [[w.text for w in c.words] for c in parse_script(text, script_dir).commands]
+
+
+def test_literal_variables_defaults_and_arithmetic():
+    text = 'CP=${CP:-2}\nTP=4\nOV="a.b=$((CP * TP)) c=${TP}x"\necho $OV "$OV" ${UNSET:-d} $((7 / 2))\n'
+    assert words(text) == [["echo", "a.b=8", "c=4x", "a.b=8 c=4x", "d", "3"]]
+
+
+def test_unknowns_stay_unknown():
+    text = 'A=$(date)\nfor i in 1 2; do B=$i; done\necho $1 "$A" $B $HOME ${X[0]}\n'
+    assert words(text) == [["echo", None, None, None, None, None]]
+
+
+def test_if_on_known_values_takes_one_branch():
+    text = 'C=""\nX=1\nif [ -n "$C" ]; then X=2; fi\nif [[ "$X" == 1 ]]; then Y=a; else Y=b; fi\necho $X $Y\n'
+    assert words(text) == [["echo", "1", "a"]]
+    text = 'X=1\nif [ -f /etc/passwd ]; then X=2; fi\necho $X\n'
+    assert words(text) == [["echo", None]]
+
+
+def test_bash_c_command_strings_and_script_dir():
+    text = ('DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\nCMD="torchrun --nproc_per_node=8"\n'
+            'CMD="$CMD $DIR/train.py --node_rank=\\$SLURM_PROCID"\nbash -c "$CMD"\n')
+    assert words(text, "/w") == [["torchrun", "--nproc_per_node=8", "/w/train.py", None]]
+    text = '#SBATCH --nodes=2\nCMD="torchrun --nnodes=2 --nproc_per_node=4 run_recipe.py --recipe r_sft_config"\n' \
+           'srun --container-image=x bash -c "$CMD"\n'
+    assert world(text) == (8, "r_sft_config")
+
+
+def test_sbatch_header_and_slurm_variables():
+    script = parse_script("#!/bin/bash\n#SBATCH -N 4\n#SBATCH --gpus-per-node=h100:8\necho $SLURM_NNODES\n"
+                          "#SBATCH --nodes=9\n")
+    assert [(d.name, d.value) for d in script.directives] == [("-N", "4"), ("--gpus-per-node", "h100:8")]
+    assert [w.text for w in script.commands[0].words] == ["echo", "4"]
+
+
+def world(text: str) -> tuple:
+    script = parse_script(text)
+    [launch] = find_launches(script.commands, script.directives)
+    return launch.world_size, launch.recipe
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("torchrun --nproc-per-node 4 run_recipe.py --recipe r_pretrain_config", (4, "r_pretrain_config")),
+    ("torchrun --nnodes=1:4 --nproc_per_node=8 run_recipe.py --recipe r_sft_config", (None, "r_sft_config")),
+    ("uv run python -m torch.distributed.launch --nproc_per_node=2 x/run_recipe.py --model m --mode lora",
+     (2, "m_peft_config")),
+    ("#SBATCH --nodes=3\n#SBATCH --ntasks-per-node=8\nsrun python run_recipe.py --recipe r_pretrain_config",
+     (24, "r_pretrain_config")),
+    ("srun -n 5 python run_recipe.py --recipe r_pretrain_config", (5, "r_pretrain_config")),
+    ("./train.sh --nodes 2 --gpus-per-node 4 --recipe r_sft_config", (8, "r_sft_config")),
+    ("python run_recipe.py --recipe r_sft_config", (None, "r_sft_config")),
+])
+def test_world_size_from_the_launchers(text, expected):
+    assert world(text) == expected
+
+
+def test_runner_rejections_are_la001():
+    script = parse_script("torchrun run_recipe.py --recipe r_sft_config --micro-batch-size 2 notanoverride\n")
+    [launch] = find_launches(script.commands, script.directives)
+    assert [m for _, m in launch.problems] == ["run_recipe.py: Unknown option: --micro-batch-size",
+                                              "run_recipe.py: Expected override in KEY=VALUE form, got '2'",
+                                              "run_recipe.py: Expected override in KEY=VALUE form, got "
+                                              "'notanoverride'"]
+
+
+def test_unknown_recipe_name_is_an_error(tmp_path, mb06):
+    script = tmp_path / "go.sh"
+    script.write_text("torchrun --nproc_per_node=8 run_recipe.py --recipe llama3_8bb_pretrain_config\n")
+    report = lint([script], mb06)
+    [finding] = report.findings
+    assert finding.rule_id == "LA001" and "not found in megatron.bridge.recipes" in finding.message
+
+
+def test_shebang_files_without_suffix_are_discovered(tmp_path):
+    from mblint.discover import discover
+
+    (tmp_path / "launch").write_text("#!/usr/bin/env bash\ntorchrun x.py\n")
+    (tmp_path / "notes").write_text("plain text\n")
+    found = discover([str(tmp_path)])
+    assert [p.name for p in found.scripts] == ["launch"]
