@@ -19,7 +19,8 @@ from mblint.model import UNKNOWN, Origin
 from mblint.rule import Rule, RuleContext, RulePlan
 
 if TYPE_CHECKING:
-    from mblint.engine import Engine, FileResult
+    from mblint.engine import Engine
+    from mblint.results import FileResult
 
 SHELL_SUFFIXES = (".sh", ".bash", ".sbatch", ".slurm")
 SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
@@ -355,7 +356,7 @@ def engine_rule_classes() -> tuple:
 
 
 def _error(display: str, launch: Launch, message: str):
-    from mblint.engine import FileError
+    from mblint.results import FileError
 
     return FileError(display, message, launch.line, launch.entry_word.span.column)
 
