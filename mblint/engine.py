@@ -653,7 +653,7 @@ class Engine:
         settings = self.settings_for(path)
         pairing = self.options.recipe or recipe_pairing(path) or (settings.pairing_for(path) if settings else None)
         if pairing is None:
-            return set()
+            return self.launch_checker().check_yaml_by_entry(path, report) or set()
         try:
             load_yaml(path)
         except SourceError as error:

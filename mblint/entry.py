@@ -1,10 +1,394 @@
-"""Python entry scripts that a launch line runs (not Megatron-Bridge's runner): the recipe the
-script builds and the override file it reads, found by reading the script, never running it."""
+"""Python entry scripts (tutorials, examples, users' training scripts) that a launch line runs
+instead of Megatron-Bridge's runner: which recipe the script builds, which override file it
+reads and whether it applies trailing ``KEY=VALUE`` arguments, found by reading the script,
+never running it.
+
+The script's own ``argparse`` options are read with their defaults and the values the launch
+line gives; module constants such as ``SCRIPT_DIR / "conf" / NAME`` are evaluated; the
+function that builds the recipe is walked statement by statement, taking an ``if`` whose test
+is known. A script whose recipe depends on anything else is not analysed, and said so.
+"""
 
 from __future__ import annotations
 
+import ast
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
 
-def entry_recipe(engine, script, launch):
-    """(recipe file, function, override files) of the launch's entry script; a string saying
-    why not; None when the script is not one mblint reads as a training entry point."""
-    return None
+from mblint.extract.modules import SourceError
+
+MAX_STATEMENTS = 2_000  # statements walked per entry script
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "<unknown>"
+
+
+UNKNOWN = _Unknown()
+OVERRIDE_LOADERS = ("process_config_with_overrides",)
+HYDRA_PARSERS = ("parse_hydra_overrides", "process_config_with_overrides")
+
+
+@dataclass
+class Entry:
+    recipe_path: Path
+    function: str
+    kwargs: dict
+    config_files: list[Path] = field(default_factory=list)
+    applies_cli: bool = False
+    missing_files: list[str] = field(default_factory=list)
+
+
+CONFIG_OPTIONS = ("--config-file", "--config_file", "--config")
+
+
+def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file: Path | None = None) -> Entry | str | None:
+    """The entry script's recipe (an ``Entry``), a reason why it cannot be known (a string),
+    or None when the script builds no Megatron-Bridge recipe at all. ``config_file``: run as
+    if given with ``--config-file config_file`` (when the script has that option)."""
+    project = engine.project
+    interp = project.interpreter_for(script)
+    try:
+        source = interp.finder.load(script)
+    except SourceError as error:
+        return f"{script.name}: {error.message}"
+    reader = _EntryReader(interp, script, source.tree)
+    options = reader.argparse_options()
+    args = {dest: default for dest, (default, _, _) in options.items()}
+    if config_file is not None:
+        dest = next((d for d, (_, strings, _) in options.items() if set(strings) & set(CONFIG_OPTIONS)), None)
+        if dest is not None:
+            argv = list(argv) + [next(s for s in options[dest][1] if s in CONFIG_OPTIONS), str(config_file)]
+    reader.apply_argv(options, args, argv)
+    calls = reader.recipe_calls(args)
+    if calls is None:
+        return None
+    if not calls:
+        return None
+    distinct = {(func.module.path, func.node.name, repr(sorted(kwargs.items()))): (func, kwargs)
+                for func, kwargs in calls}
+    if len(distinct) > 1:
+        names = ", ".join(sorted({func.node.name for func, _ in distinct.values()}))
+        return f"{script.name} builds one of several recipes depending on values mblint does not know ({names})"
+    func, kwargs = next(iter(distinct.values()))
+    if any(value is UNKNOWN for value in kwargs.values()):
+        return f"{script.name} calls {func.node.name} with arguments mblint does not know"
+    entry = Entry(func.module.path, func.node.name, kwargs, applies_cli=reader.applies_cli)
+    for value in reader.config_files:
+        if value is UNKNOWN:
+            return f"{script.name} reads an override file whose path mblint does not know"
+        if value is None:
+            continue
+        path = Path(str(value))
+        if not path.is_absolute():
+            from mblint.pairing import find_named_file
+
+            found = find_named_file(str(value), script, None)
+            path = found if found is not None else path
+        if path.is_file():
+            entry.config_files.append(path)
+        else:
+            entry.missing_files.append(str(value))
+    return entry
+
+
+class _EntryReader:
+    def __init__(self, interp: Any, script: Path, tree: ast.Module) -> None:
+        self.interp = interp
+        self.script = script
+        self.tree = tree
+        self.constants: dict[str, Any] = {}
+        self.config_files: list[Any] = []
+        self.applies_cli = False
+        self.steps = 0
+        self.resolved: dict[str, Any] = {}
+        self._module_constants()
+
+    # ----- names --------------------------------------------------------------------------
+
+    def resolve_name(self, name: str) -> Any:
+        """What a top-level ``from X import name`` or ``def name`` of the script binds, without
+        running the module body (which would run ``main()``)."""
+        from mblint.extract.scopes import LazyImport
+        from mblint.extract.values import FuncRef
+
+        for stmt in self.tree.body:
+            if isinstance(stmt, ast.ImportFrom):
+                for alias in stmt.names:
+                    if (alias.asname or alias.name) == name:
+                        try:
+                            return self.interp.resolve_import(LazyImport(stmt.module, alias.name, self.script,
+                                                                         stmt.level))
+                        except (SourceError, RecursionError):
+                            return None
+            elif isinstance(stmt, ast.FunctionDef) and stmt.name == name:
+                return FuncRef(self.interp.scope_for(self.script), stmt)
+        return None
+
+    # ----- module constants and argparse -------------------------------------------------
+
+    def _module_constants(self) -> None:
+        for stmt in self.tree.body:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+            value = getattr(stmt, "value", None)
+            if value is None:
+                continue
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    self.constants[target.id] = self.evaluate(value, {})
+
+    def argparse_options(self) -> dict[str, tuple]:
+        """dest -> (default, option strings, kind) of every ``add_argument`` in the script."""
+        options: dict[str, tuple] = {}
+        for node in ast.walk(self.tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "add_argument"):
+                continue
+            strings = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            longs = [s for s in strings if s.startswith("--")]
+            if not longs:
+                continue
+            keywords = {k.arg: k.value for k in node.keywords if k.arg}
+            dest = keywords.get("dest")
+            name = dest.value if isinstance(dest, ast.Constant) else longs[0][2:].replace("-", "_")
+            action = keywords.get("action")
+            kind = action.value if isinstance(action, ast.Constant) else "store"
+            if kind == "store_true":
+                default: Any = False
+            elif kind == "store_false":
+                default = True
+            elif "default" in keywords:
+                default = self.evaluate(keywords["default"], {})
+            else:
+                default = None
+            options[name] = (default, tuple(strings), kind)
+        return options
+
+    def apply_argv(self, options: dict, args: dict, argv: list[str | None]) -> None:
+        by_string = {string: (dest, kind) for dest, (_, strings, kind) in options.items() for string in strings}
+        index = 0
+        while index < len(argv):
+            token = argv[index]
+            index += 1
+            if token is None or not token.startswith("-"):
+                continue
+            name, eq, value = token.partition("=")
+            if name not in by_string:
+                continue
+            dest, kind = by_string[name]
+            if kind in ("store_true", "store_false"):
+                args[dest] = kind == "store_true"
+                continue
+            if not eq:
+                value = argv[index] if index < len(argv) else None
+                index += 1
+            args[dest] = UNKNOWN if value is None else value
+
+    # ----- the recipe ----------------------------------------------------------------------
+
+    def recipe_calls(self, args: dict) -> list | None:
+        """(FuncRef, kwargs) of each recipe call the script can make with these arguments."""
+        functions = [node for node in ast.walk(self.tree) if isinstance(node, (ast.FunctionDef, ast.Module))]
+        found: list = []
+        for function in functions:
+            if not any(self.recipe_of(call) is not None for call in ast.walk(function) if isinstance(call, ast.Call)):
+                continue
+            if isinstance(function, ast.Module):
+                body = [s for s in function.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))]
+            else:
+                body = function.body
+            self.walk(body, {"args": _Namespace(args)}, found)
+        return found
+
+    def recipe_of(self, call: ast.Call) -> Any:
+        from mblint.extract.values import FuncRef
+
+        if not isinstance(call.func, ast.Name):
+            return None
+        name = call.func.id
+        if name not in self.resolved:
+            self.resolved[name] = self.resolve_name(name)
+        value = self.resolved[name]
+        if not isinstance(value, FuncRef) or not value.node.name.endswith("_config"):
+            return None
+        path = value.module.path.as_posix()
+        if "/recipes/" in path or "/perf_recipes/" in path or value.module.path == self.script:
+            return value
+        return None
+
+    def walk(self, body: list, env: dict, found: list) -> None:
+        for stmt in body:
+            self.steps += 1
+            if self.steps > MAX_STATEMENTS:
+                return
+            if isinstance(stmt, ast.If):
+                test = self.evaluate(stmt.test, env)
+                if test is UNKNOWN:
+                    self.walk(stmt.body, dict(env), found)
+                    self.walk(stmt.orelse, dict(env), found)
+                else:
+                    self.walk(stmt.body if test else stmt.orelse, env, found)
+                continue
+            if isinstance(stmt, (ast.For, ast.While, ast.With, ast.Try)):
+                inner = getattr(stmt, "body", []) + getattr(stmt, "orelse", []) + getattr(stmt, "finalbody", [])
+                for handler in getattr(stmt, "handlers", []):
+                    inner += handler.body
+                self.walk(inner, env, found)
+                continue
+            if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+                continue
+            self.scan(stmt, env, found)
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                value = self.evaluate(stmt.value, env)
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        env[target.id] = value
+
+    def scan(self, stmt: ast.stmt, env: dict, found: list) -> None:
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            func = self.recipe_of(node)
+            if func is not None:
+                kwargs = {k.arg: self.evaluate(k.value, env) for k in node.keywords if k.arg}
+                if node.args:
+                    kwargs["*positional"] = UNKNOWN
+                found.append((func, kwargs))
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in HYDRA_PARSERS:
+                keywords = {k.arg: k.value for k in node.keywords if k.arg}
+                if name == "parse_hydra_overrides" or "cli_overrides" in keywords:
+                    self.applies_cli = True
+            if name in OVERRIDE_LOADERS:
+                keywords = {k.arg: k.value for k in node.keywords if k.arg}
+                target = keywords.get("config_filepath") or (node.args[1] if len(node.args) > 1 else None)
+                if target is not None:
+                    self.config_files.append(self.evaluate(target, env))
+            elif name == "load" and isinstance(node.func, ast.Attribute) and \
+                    getattr(node.func.value, "id", "") == "OmegaConf" and node.args:
+                self.config_files.append(self.evaluate(node.args[0], env))
+
+    # ----- values --------------------------------------------------------------------------
+
+    def evaluate(self, node: ast.expr, env: dict, depth: int = 0) -> Any:
+        if depth > 30:
+            return UNKNOWN
+        kind = type(node)
+        if kind is ast.Constant:
+            return node.value
+        if kind is ast.Name:
+            if node.id in env:
+                return env[node.id]
+            if node.id == "__file__":
+                return PurePosixPath(self.script.resolve().as_posix())
+            return self.constants.get(node.id, UNKNOWN)
+        if kind is ast.Attribute:
+            owner = self.evaluate(node.value, env, depth + 1)
+            if isinstance(owner, _Namespace):
+                return owner.values.get(node.attr, UNKNOWN)
+            if isinstance(owner, PurePosixPath) and node.attr == "parent":
+                return owner.parent
+            return UNKNOWN
+        if kind is ast.Call:
+            return self.call(node, env, depth)
+        if kind is ast.BinOp:
+            left = self.evaluate(node.left, env, depth + 1)
+            right = self.evaluate(node.right, env, depth + 1)
+            if isinstance(node.op, ast.Div) and isinstance(left, PurePosixPath) and isinstance(right, (str, PurePosixPath)):
+                return left / right
+            if isinstance(node.op, ast.Add) and isinstance(left, str) and isinstance(right, str):
+                return left + right
+            return UNKNOWN
+        if kind is ast.JoinedStr:
+            parts = []
+            for value in node.values:
+                part = self.evaluate(value.value, env, depth + 1) if isinstance(value, ast.FormattedValue) \
+                    else value.value
+                if part is UNKNOWN or isinstance(value, ast.FormattedValue) and value.format_spec is not None:
+                    return UNKNOWN
+                parts.append(str(part))
+            return "".join(parts)
+        if kind is ast.IfExp:
+            test = self.evaluate(node.test, env, depth + 1)
+            if test is UNKNOWN:
+                return UNKNOWN
+            return self.evaluate(node.body if test else node.orelse, env, depth + 1)
+        if kind is ast.Compare and len(node.ops) == 1:
+            left = self.evaluate(node.left, env, depth + 1)
+            right = self.evaluate(node.comparators[0], env, depth + 1)
+            if left is UNKNOWN or right is UNKNOWN:
+                return UNKNOWN
+            op = type(node.ops[0])
+            table = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Is: lambda a, b: a is b,
+                     ast.IsNot: lambda a, b: a is not b}
+            if op in (ast.In, ast.NotIn) and isinstance(right, (list, tuple, str)):
+                return (left in right) == (op is ast.In)
+            return table[op](left, right) if op in table else UNKNOWN
+        if kind is ast.UnaryOp and isinstance(node.op, ast.Not):
+            value = self.evaluate(node.operand, env, depth + 1)
+            return UNKNOWN if value is UNKNOWN else not value
+        if kind is ast.BoolOp:
+            values = [self.evaluate(v, env, depth + 1) for v in node.values]
+            if any(v is UNKNOWN for v in values):
+                return UNKNOWN
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if kind in (ast.List, ast.Tuple):
+            return [self.evaluate(e, env, depth + 1) for e in node.elts]
+        return UNKNOWN
+
+    def call(self, node: ast.Call, env: dict, depth: int) -> Any:
+        func = node.func
+        args = [self.evaluate(a, env, depth + 1) for a in node.args]
+        if any(a is UNKNOWN for a in args):
+            return UNKNOWN
+        if isinstance(func, ast.Name):
+            if func.id == "Path" and len(args) == 1 and isinstance(args[0], (str, PurePosixPath)):
+                return PurePosixPath(str(args[0]))
+            if func.id == "str" and len(args) == 1:
+                return str(args[0]) if isinstance(args[0], (str, PurePosixPath)) else UNKNOWN
+            return UNKNOWN
+        if isinstance(func, ast.Attribute):
+            owner = self.evaluate(func.value, env, depth + 1)
+            if isinstance(owner, PurePosixPath) and func.attr in ("resolve", "absolute", "expanduser") and not args:
+                return owner
+            dotted = ast.unparse(func)
+            strings = [a for a in args if isinstance(a, (str, PurePosixPath))]
+            if len(strings) == len(args) and args:
+                texts = [str(a) for a in args]
+                if dotted == "os.path.join":
+                    return posixpath.join(*texts)
+                if dotted == "os.path.dirname" and len(texts) == 1:
+                    return posixpath.dirname(texts[0])
+                if dotted in ("os.path.abspath", "os.path.realpath") and len(texts) == 1:
+                    return texts[0]
+        return UNKNOWN
+
+
+class _Namespace:
+    def __init__(self, values: dict) -> None:
+        self.values = values
+
+
+def entry_recipe(engine: Any, script: Path, launch: Any) -> tuple | str | None:
+    """(recipe file, function, override files, kwargs) for a launch line running a Python entry
+    script; a string saying why not; None when the script is not a training entry point."""
+    from mblint.pairing import find_named_file
+
+    written = launch.script or ""
+    path = find_named_file(written, script, None)
+    if path is None:
+        return f"entry script {written} not found beside the launch script"
+    words = launch.command.words
+    start = next(i for i, w in enumerate(words) if w is launch.entry_word) + 1
+    argv = [w.text for w in words[start:]]
+    found = analyse_entry(engine, path, argv)
+    if found is None or isinstance(found, str):
+        return found
+    if found.missing_files:
+        return f"override file {found.missing_files[0]} not found"
+    return found

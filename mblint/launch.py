@@ -178,8 +178,35 @@ class LaunchChecker:
         if isinstance(entry, str):
             self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span, f"launch not checked: {entry}", result)
             return set()
-        recipe_path, function, yaml_files = entry
-        return self.run(path, display, launch, recipe_path, function, "script", yaml_files, result)
+        if not entry.applies_cli:
+            launch.settings = []  # the script does not apply trailing KEY=VALUE arguments
+        return self.run(path, display, launch, entry.recipe_path, entry.function, "script", entry.config_files,
+                        result, kwargs=entry.kwargs)
+
+    def check_yaml_by_entry(self, path: Path, result: "FileResult") -> set[Path] | None:
+        """An override file no comment or setting pairs: paired by a training script beside it
+        (or up to two folders above) that names it and loads it, run as it documents it
+        (``--config-file <this file>``); None when no script pairs it."""
+        from mblint.entry import analyse_entry
+        from mblint.extract.shell import Command, Word
+        from mblint.pairing import entry_scripts_naming
+
+        texts = self.__dict__.setdefault("_texts", {})
+        target = path.resolve()
+        for script in entry_scripts_naming(path, texts):
+            entry = analyse_entry(self.engine, script, [], config_file=target)
+            if entry is None or isinstance(entry, str):
+                continue
+            if target not in {p.resolve() for p in entry.config_files}:
+                continue
+            display = self.engine.project_display(path)
+            start = Span(1, 1, 1, 2)
+            launch = Launch(Command([], start), "script", Word(None, start), script=str(script))
+            result.notes.append(f"{display}: paired with {entry.function} by {self.engine.project_display(script)}, "
+                                "which loads it")
+            return self.run(path, display, launch, entry.recipe_path, entry.function, "script",
+                            [target], result, kwargs=entry.kwargs) | {script.resolve()}
+        return None
 
     def lookup(self, interp: Any):
         from mblint.pairing import RecipeLookup
@@ -192,14 +219,14 @@ class LaunchChecker:
     # ----- the configuration -------------------------------------------------------------
 
     def run(self, path: Path, display: str, launch: Launch, recipe_path: Path, function: str, kind: str,
-            yaml_files: list[Path], result: "FileResult") -> set[Path]:
+            yaml_files: list[Path], result: "FileResult", kwargs: dict | None = None) -> set[Path]:
         from mblint.overrides import DotlistError, apply_overrides, apply_yaml_file
         from mblint.pairing import recipe_kwargs
 
         engine = self.engine
         project = engine.project
         interp = project.interpreter_for(recipe_path)
-        kwargs: dict | None = {}
+        kwargs = dict(kwargs or {})
         if kind != "script":
             func = interp.scope_for(recipe_path).lookup(function)
             peft = launch.mode if launch.mode in ("lora", "dora") else None
@@ -250,9 +277,9 @@ class LaunchChecker:
         result.resolved += 1
         alone = baseline.build()
         text = interp.finder.load(recipe_path).mblint_text
-        findings, world_readers = self.rule_findings(cfg, launch, text, result, display)
-        own = {f.identity() for f in self.recipe_findings(alone, text, result)}
         launch_files = {display} | {engine.project_display(p) for p in yaml_files}
+        findings, world_readers = self.rule_findings(cfg, launch, text, result, display, launch_files)
+        own = {f.identity() for f in self.recipe_findings(alone, text, result)}
         kept = 0
         for finding in findings:
             if finding.identity() in own:
@@ -280,7 +307,10 @@ class LaunchChecker:
                 made.append(parse_dotlist(setting.item, origin))
         return made
 
-    def rule_findings(self, cfg, launch: Launch, text: str, result: "FileResult", display: str) -> list[Finding]:
+    def rule_findings(self, cfg, launch: Launch, text: str, result: "FileResult", display: str,
+                      launch_files: set[str]) -> tuple[list[Finding], set[str]]:
+        """The rules' findings on the launched configuration, with the world size the launch
+        fixes; the launch's own files (script, override files) are where findings may land."""
         engine = self.engine
         if engine.options.world_size:
             world, source = engine.options.world_size, "option"
@@ -289,10 +319,11 @@ class LaunchChecker:
         else:
             world, source = engine.world_size_for(cfg, text)
         contexts = []
+        editable = engine.editable_frozen() | frozenset(launch_files)
         for rule_class in engine.rules:
             if rule_class in engine_rule_classes() or not rule_class.applies_to(cfg.schema_version):
                 continue
-            contexts.append((rule_class(), _WatchedContext(rule_class, world, source, engine.editable_frozen())))
+            contexts.append((rule_class(), _WatchedContext(rule_class, world, source, editable)))
         findings: list[Finding] = []
         RulePlan(contexts).calls(cfg).run(cfg, findings, result.notes)
         readers = {rule.id for rule, ctx in contexts if ctx.read_world}

@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from mblint.extract.modules import SourceError
+from mblint.extract.modules import SourceError, read_source
 from mblint.extract.values import FuncRef
 
 RECIPES = "megatron.bridge.recipes"
@@ -107,3 +107,37 @@ def find_named_file(written: str, script: Path, root: Path | None) -> Path | Non
             break
         folder = folder.parent
     return None
+
+
+MAX_ENTRY_CANDIDATES = 300  # Python files looked at per override file
+ENTRY_LEVELS = 3  # the override file's folder and two above it
+
+
+def entry_scripts_naming(yaml_path: Path, texts: dict) -> list[Path]:
+    """Python files in the override file's folder or up to two folders above it whose text
+    names the file (``"llama32_1b_finetune.yaml"``): the training scripts that may load it.
+    ``texts``: file texts already read in this run, by path."""
+    name = yaml_path.name
+    found: list[Path] = []
+    folder = yaml_path.resolve().parent
+    looked = 0
+    for _ in range(ENTRY_LEVELS):
+        try:
+            candidates = sorted(p for p in folder.iterdir() if p.suffix == ".py" and p.is_file())
+        except OSError:
+            candidates = []
+        for candidate in candidates:
+            looked += 1
+            if looked > MAX_ENTRY_CANDIDATES:
+                return found
+            if candidate not in texts:
+                try:
+                    texts[candidate] = read_source(candidate)
+                except SourceError:
+                    texts[candidate] = ""
+            if name in texts[candidate]:
+                found.append(candidate)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return found

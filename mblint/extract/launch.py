@@ -351,7 +351,8 @@ def _world_size(launch: Launch, world: _World) -> None:
         size *= value
     launch.world_size = size
     launch.world_spans = [span for _, span, _ in parts if span is not None]
-    launch.world_text = " x ".join(f"{value} {what}" for value, _, what in parts)
+    launch.world_text = " x ".join(f"{value} {what.replace('nodes', 'node') if value == 1 else what}"
+                                   for value, _, what in parts)
 
 
 def _runner_arguments(launch: Launch, words: list[Word]) -> None:
