@@ -84,7 +84,8 @@ def main() -> None:
 @click.option("--force-exclude/--no-force-exclude", default=True, show_default=True,
               help="Apply excludes to files passed explicitly (as pre-commit does).")
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply unsafe fixes (with --fix or --diff).")
+@click.option("--unsafe-fixes", is_flag=True,
+              help="Let --fix and --diff also apply unsafe fixes; alone it changes nothing (as in ruff).")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied and the findings left unfixed.")
 def check(paths, select, extend_select, ignore, output_format, world_size, version, search_paths, recipe, dotlist,
@@ -110,7 +111,10 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
     )
     try:
         engine = Engine(options)
-        if fix or unsafe_fixes or diff:
+        if recipe and not paths:  # lint that recipe, with the --set overrides
+            paths = (_recipe_file(engine, recipe),)
+            options.recipe_function = recipe.rsplit("::", 1)[1]
+        if fix or diff:
             from dataclasses import replace
 
             from mblint.fix import fix_command
@@ -139,8 +143,8 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         # fail-on is per finding: the setting in force for the finding's file, unless given here
         fail_levels = [Severity.parse(fail_on or engine.settings_for_display(f.location.path).fail_on or "warning")
                        for f in report.findings]
-    except (SettingsError, BaselineError) as error:
-        click.echo(f"mblint: error: {error}", err=True)
+    except (SettingsError, BaselineError, click.UsageError) as error:
+        click.echo(f"mblint: error: {getattr(error, 'message', error)}", err=True)
         sys.exit(EXIT_ERROR)
     _emit(report, output_format)
     for fmt, target in outputs:
@@ -163,6 +167,16 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
     if not exit_zero and any(f.severity >= level for f, level in zip(report.findings, fail_levels)):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _recipe_file(engine, recipe: str) -> str:
+    """The file of ``--recipe PATH_OR_MODULE::FUNCTION``, when no path is given to lint."""
+    if "::" not in recipe:
+        raise click.UsageError(f"--recipe {recipe!r}: expected PATH_OR_MODULE::FUNCTION")
+    target = engine.find_recipe(recipe, Path.cwd() / "__init__.py")
+    if target is None:
+        raise click.UsageError(f"--recipe {recipe!r}: {recipe.rsplit('::', 1)[0]} not found")
+    return str(target[0])
 
 
 def _check_dotlist(dotlist: tuple[str, ...]) -> None:
@@ -279,9 +293,16 @@ def show(target, override_files, dotlist, output_format, version, search_paths, 
     path, function = target.rsplit("::", 1)
     if not Path(path).is_file():
         raise click.UsageError(f"{path}: no such file")
+    from mblint.settings import SettingsError, SettingsResolver
+
     try:
-        cfg = resolve_recipe(path, function, search_paths=search_paths, version=version,
+        settings = SettingsResolver().for_path(Path(path))  # as check reads them for this file
+        search_paths = (*search_paths, *settings.resolved_search_paths())
+        cfg = resolve_recipe(path, function, search_paths=search_paths, version=version or settings.version,
                              override_files=override_files, dotlist=dotlist)
+    except SettingsError as error:
+        click.echo(f"mblint: error: {error}", err=True)
+        sys.exit(EXIT_ERROR)
     except (SourceError, LookupError, DotlistError) as error:
         location = f"{error.path}:{error.line}:{error.column}: " if isinstance(error, SourceError) else ""
         click.echo(f"mblint: error: {location}{getattr(error, 'message', error)}", err=True)

@@ -75,10 +75,46 @@ mblint's interpreter limits.
 """
 
 
+class NotAnalysedRule(Rule):
+    id = "SY005"
+    name = "not-analysed"
+    severity = Severity.WARNING
+    summary = "A configuration mblint was given could not be analysed (an unpaired override file, a recipe it cannot read)."
+    doc = """## What it does
+Reports a configuration that mblint was asked to lint but could not analyse, and says how to
+make it analysable:
+
+- a YAML file that looks like a Megatron-Bridge override file (its top-level keys are sections
+  of `ConfigContainer`: `train`, `model`, ...) but is paired with no recipe;
+- a recipe whose configuration comes from an import mblint could not read (Megatron-Bridge
+  not on the path of the interpreter running mblint, as under pre-commit);
+- a builder called only from an `if __name__ == "__main__":` block, which mblint never runs.
+
+## Why it matters
+A file nobody checked must not pass as checked: without this finding, a pre-commit hook that
+resolves nothing would report success.
+
+## Example
+`conf/finetune.yaml` holding `train: {micro_batch_size: 2}` with no pairing.
+
+## Fix
+Pair the override file (`# mblint: recipe=recipes/llama.py::llama3_8b_sft_config`, `pairing`
+in settings, or `--recipe`); give the folder holding Megatron-Bridge's `megatron/` with
+`--search-path` or `search-paths`. No automatic fix. Ignore the rule (`ignore = ["SY005"]`) to
+accept that these files are not checked.
+
+## Versions
+All.
+
+## Sources
+mblint's pairing and import resolution.
+"""
+
 
 from mblint.launch import LAUNCH_RULES  # noqa: E402 - LA001/LA002 live beside the launch reader
 
-ENGINE_RULES: tuple[type[Rule], ...] = (SyntaxErrorRule, ResolverLimitRule) + SUPPRESSION_RULES + LAUNCH_RULES
+ENGINE_RULES: tuple[type[Rule], ...] = (
+    (SyntaxErrorRule, ResolverLimitRule, NotAnalysedRule) + SUPPRESSION_RULES + LAUNCH_RULES)
 
 
 @dataclass(eq=False, repr=False)
@@ -100,6 +136,7 @@ class CheckOptions:
     jobs: int | None = None  # None: decide from the amount of work
     settings: Any = None  # mblint.settings.SettingsResolver; None: no settings files
     force_exclude: bool = True  # excludes apply to explicitly passed files too
+    recipe_function: str | None = None  # check only this function of the Python files (--recipe without paths)
 
 
 def select_rules(rules: Iterable[type[Rule]], select: tuple[str, ...], ignore: tuple[str, ...],
@@ -115,6 +152,40 @@ def select_rules(rules: Iterable[type[Rule]], select: tuple[str, ...], ignore: t
         if selected and not matches(rule, ignore):
             chosen.append(rule)
     return chosen
+
+
+def selector_problem(where: str, selectors: Iterable[str], rules: Iterable[type[Rule]]) -> str | None:
+    """What is wrong with ``selectors`` (rule ids, id prefixes, names, ALL) given at ``where``,
+    with a did-you-mean for each that selects no rule; None when every one selects some rule."""
+    rules = list(rules)
+    problems = []
+    for selector in selectors:
+        if selector == "ALL" or any(rule.id.startswith(selector) or rule.name == selector for rule in rules):
+            continue
+        close = _closest(selector, [rule.id for rule in rules] + [rule.name for rule in rules])
+        prefixes = ", ".join(sorted({rule.id.rstrip("0123456789") for rule in rules}))
+        hint = (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close
+                else f" (rule ids begin with {prefixes}; see `mblint rules`)")
+        problems.append(f"{selector!r} selects no rule{hint}")
+    return f"{where}: {'; '.join(problems)}" if problems else None
+
+
+def _closest(word: str, candidates: list[str], most: int = 2) -> list[str]:
+    """The candidates within a few edits of ``word`` (case ignored), nearest first."""
+    limit = max(1, len(word) // 3)
+    scored = sorted((_edits(word.upper(), candidate.upper()), candidate) for candidate in candidates)
+    return [candidate for distance, candidate in scored if distance <= limit][:most]
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        previous = current
+    return previous[-1]
 
 
 class Engine:
@@ -152,6 +223,13 @@ class Engine:
         self.catalogued_rules = catalogued
         self._all_rules = list(ENGINE_RULES) + list(plugins.rules)
         options = self.options
+        for option, selectors in (("--select", options.select), ("--extend-select", options.extend_select),
+                                  ("--ignore", options.ignore)):
+            problem = selector_problem(option, selectors, self._all_rules)
+            if problem:
+                from mblint.settings import SettingsError
+
+                raise SettingsError(problem)
         self._base_rules = select_rules(self._all_rules, options.select, options.ignore, options.extend_select)
         self._rules = self._base_rules
         self._rules_cache: dict = {}
@@ -314,6 +392,9 @@ class Engine:
         self.editable = set(displays)
         cache = self.make_cache()  # before the plugins are first needed: they may come from its catalog
         report.notes[0:0] = self.plugins.errors
+        files = self.with_valid_selectors(files)
+        displays = [self.project_display(p) for p in files]
+        self.editable = set(displays)
         pending = []
         seen: set = set()  # identities of the cached findings, which are reported first
         for path in files:
@@ -342,6 +423,20 @@ class Engine:
             report.errors.append(FileError(message, "the files these settings govern are not checked"))
         report.findings.sort(key=Finding.sort_key)
         return report
+
+    def with_valid_selectors(self, files: list[Path]) -> list[Path]:
+        """``files`` less those whose settings name a rule selector that selects no rule (the
+        settings error is reported, exit code 2)."""
+        problems: dict = {}
+        for path in files:
+            settings = self.settings_for(path)
+            if settings is not None and settings not in problems:
+                selectors = [*(settings.select or ()), *settings.extend_select, *settings.ignore,
+                             *(s for _, ids in settings.per_file_ignores for s in ids)]
+                problems[settings] = selector_problem(str(settings.source or "settings"), selectors, self.all_rules)
+                if problems[settings]:
+                    self.settings_errors.add(problems[settings])
+        return [path for path in files if problems.get(self.settings_for(path)) is None]
 
     def editable_frozen(self) -> frozenset[str]:
         if getattr(self, "_editable_frozen", None) is None or self._editable_frozen[0] is not self.editable:
@@ -487,7 +582,12 @@ class Engine:
 
         interp = self.project.interpreter_for(path)
         text = interp.finder.load(path).mblint_text
+        if self.options.recipe_function:
+            report.recipes += 1
+            self.check_recipe(path, self.options.recipe_function, text, report, dotlist=self.options.dotlist)
+            return
         steps = 0
+        analysed: set[str] = set()
         for index, node in enumerate(functions):
             if index == MAX_RECIPES_PER_FILE or steps > MAX_FILE_STEPS:
                 limit = (f"recipe limit ({MAX_RECIPES_PER_FILE} per file)" if index == MAX_RECIPES_PER_FILE
@@ -496,8 +596,10 @@ class Engine:
                                                f"{node.name} on are not checked", report)
                 return
             report.recipes += 1
-            self.check_recipe(path, node.name, text, report, dotlist=self.options.dotlist)
+            if self.check_recipe(path, node.name, text, report, dotlist=self.options.dotlist) is not None:
+                analysed.add(node.name)
             steps += interp.steps
+        self.report_main_only_calls(path, analysed, report)
 
     def check_recipe(self, path: Path, function: str, text: str, report: FileResult,
                      overrides: Iterable = (), dotlist: tuple[str, ...] = ()) -> EffectiveConfig | None:
@@ -512,6 +614,8 @@ class Engine:
         interp = self.project.interpreter_for(path)
         self.report_limits(interp.limits, path, function, report)
         if graph is None:
+            if not interp.limits:
+                self.explain_unresolved(path, function, report)
             return None
         overrides = tuple(overrides)
         if (overrides or dotlist) and not self.apply_overrides(graph, overrides, dotlist, report):
@@ -599,6 +703,42 @@ class Engine:
             self._world_size_comments[recipe_path] = int(match.group(1)) if match else None
         return self._world_size_comments[recipe_path]
 
+    def explain_unresolved(self, path: Path, function: str, report: FileResult) -> None:
+        """SY005 on the ``def`` line of a recipe left unresolved because it uses an import
+        mblint could not read (naming the import and how to provide it)."""
+        from mblint.unanalysed import unread_imports, unread_message
+
+        node = self._function_node(path, function)
+        if node is None:
+            return
+        interp = self.project.interpreter_for(path)
+        tree = interp.finder.load(path).tree
+        unread = unread_imports(tree, node, path, interp.finder, interp.schema)
+        if unread:
+            self.not_analysed_finding(path, node.lineno, node.col_offset + 1, len(f"def {node.name}"),
+                                      unread_message(function, unread), report, recipe=function)
+
+    def report_main_only_calls(self, path: Path, analysed: set[str], report: FileResult) -> None:
+        """SY005 at each call of a configuration builder that only the module's
+        ``if __name__ == "__main__":`` block makes."""
+        from mblint.unanalysed import main_only_calls, main_only_message
+
+        tree = self.project.interpreter_for(path).finder.load(path).tree
+        for found in main_only_calls(tree, analysed):
+            call = found.call
+            width = (call.end_col_offset - call.col_offset) if call.end_lineno == call.lineno else len(found.function)
+            self.not_analysed_finding(path, call.lineno, call.col_offset + 1, width, main_only_message(found), report)
+
+    def not_analysed_finding(self, path: Path, line: int, column: int, width: int, message: str,
+                             report: FileResult, recipe: str | None = None) -> None:
+        display = self.project_display(path)
+        report.not_analysed.append([display, message])
+        if self.rule_enabled(NotAnalysedRule):
+            rule = NotAnalysedRule
+            origin = Origin(display, line, column, line, column + max(width, 1))
+            report.findings.append(Finding(rule.id, rule.name, rule.severity, message, origin,
+                                           recipe=f"{display}::{recipe}" if recipe else ""))
+
     def report_limits(self, limits: list[str], path: Path, function: str, report: FileResult) -> None:
         """One SY002 per recipe that hit a limit, on its ``def`` line, naming the first limit."""
         if not limits:
@@ -646,22 +786,27 @@ class Engine:
     # ----- yaml --------------------------------------------------------------------------
 
     def check_yaml(self, path: Path, report: FileResult) -> set[Path]:
-        """Lint an override file paired with a recipe; returns the files the result depends on."""
-        from mblint.overrides import load_yaml, recipe_pairing
+        """Lint an override file with the recipe it is paired with; returns the files the
+        result depends on. A file paired with no recipe is reported as not analysed."""
+        from mblint.overrides import load_yaml
+        from mblint.pairing import Unpaired, pairing
 
         self.enter_file(path)
-        settings = self.settings_for(path)
-        pairing = self.options.recipe or recipe_pairing(path) or (settings.pairing_for(path) if settings else None)
-        if pairing is None:
-            return self.launch_checker().check_yaml_by_entry(path, report) or set()
         try:
-            load_yaml(path)
+            document = load_yaml(path)
         except SourceError as error:
             self.syntax_finding(error, report)
             return set()
-        target = self.find_recipe(pairing, path)
+        paired = pairing(path, document, self.options.recipe, self.settings_for(path))
+        if isinstance(paired, Unpaired):
+            by_entry = self.launch_checker().check_yaml_by_entry(path, report)  # a training script loading it
+            if by_entry is not None:
+                return by_entry
+            self.unpaired(path, paired, report)
+            return set()
+        target = self.find_recipe(paired.recipe, path)
         if target is None:
-            report.errors.append(FileError(str(path), f"paired recipe {pairing!r} not found"))
+            report.errors.append(FileError(str(path), f"paired recipe {paired.recipe!r} not found"))
             return set()
         recipe_path, function = target
         try:
@@ -672,6 +817,15 @@ class Engine:
         report.recipes += 1
         self.check_recipe(recipe_path, function, text, report, overrides=[path], dotlist=self.options.dotlist)
         return self._deps(recipe_path) | {recipe_path.resolve()}
+
+    def unpaired(self, path: Path, unpaired, report: FileResult) -> None:
+        """An override file paired with no recipe is a SY005 finding on its first section;
+        any other YAML file is only counted as not analysed."""
+        message = unpaired.message()
+        if unpaired.looks_like_override:
+            self.not_analysed_finding(path, unpaired.line, 1, len(unpaired.override_keys[0]), message, report)
+        else:
+            report.not_analysed.append([self.project_display(path), message])
 
     def find_recipe(self, pairing: str, near: Path) -> tuple[Path, str] | None:
         if "::" not in pairing:
@@ -764,7 +918,7 @@ def _check_in_workers(engine: Engine, paths: list[Path], groups: list[list[Path]
 
 def _file_result_reduced(result: FileResult) -> tuple:
     return FileResult, (result.findings, result.errors, result.notes, result.recipes, result.resolved,
-                        result.directive_free)
+                        result.directive_free, result.not_analysed)
 
 
 def _file_error_reduced(error: FileError) -> tuple:

@@ -1,4 +1,13 @@
-"""Which recipe a launch or an override file belongs to, without comments: a recipe *name* is
+"""Which recipe a YAML file overrides, and what to say about a YAML file that overrides none.
+
+A YAML file is linted as the override file of one recipe. ``pairing`` answers for one file:
+``Paired(recipe)`` when a recipe is named for it (``--recipe``, the file's
+``# mblint: recipe=PATH::FUNCTION`` comment, ``pairing`` in settings), else ``Unpaired``,
+which says whether the file looks like a Megatron-Bridge override (then it is a finding:
+a configuration nobody checked) or like some other YAML file (then it is only counted as not
+analysed). Every way of pairing a file goes through ``pairing``.
+
+Which recipe a launch or an override file belongs to, without comments: a recipe *name* is
 found the way Megatron-Bridge's runner finds it (``megatron.bridge.recipes``' exports, then
 its ``<family>.h100`` packages, then ``megatron.bridge.perf_recipes.<family>``), read
 statically through the interpreter's import machinery; a file named on a launch line is
@@ -8,11 +17,91 @@ looked for where the launch would find it.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mblint.extract.modules import SourceError, read_source
 from mblint.extract.values import FuncRef
+
+HOW_TO_PAIR = ("pair it with its recipe: a `# mblint: recipe=PATH::FUNCTION` comment in the file, "
+               "`pairing` in the settings, or --recipe PATH::FUNCTION")
+
+
+@dataclass(frozen=True)
+class Paired:
+    recipe: str  # PATH_OR_MODULE::FUNCTION
+    source: str  # how the pairing was found: option, comment, settings
+
+
+@dataclass(frozen=True)
+class Unpaired:
+    override_keys: tuple[str, ...]  # its top-level keys that are ConfigContainer sections
+    line: int = 1  # of the first of them
+
+    @property
+    def looks_like_override(self) -> bool:
+        return bool(self.override_keys)
+
+    def message(self) -> str:
+        if self.looks_like_override:
+            keys = ", ".join(self.override_keys[:4]) + (", ..." if len(self.override_keys) > 4 else "")
+            return (f"not analysed: this looks like a Megatron-Bridge override file (top-level {keys} of "
+                    f"ConfigContainer) but is paired with no recipe; {HOW_TO_PAIR}")
+        return "not analysed: no Megatron-Bridge override file (no top-level key is a section of ConfigContainer)"
+
+
+def pairing(path: Path, document: Any, option_recipe: str | None, settings) -> Paired | Unpaired:
+    """How the YAML file ``path`` (parsed: ``document``) is paired; ``settings`` may be None."""
+    from mblint.overrides import recipe_pairing
+
+    if option_recipe:
+        return Paired(option_recipe, "option")
+    from_comment = recipe_pairing(path)
+    if from_comment:
+        return Paired(from_comment, "comment")
+    from_settings = settings.pairing_for(path) if settings is not None else None
+    if from_settings:
+        return Paired(from_settings, "settings")
+    keys = override_sections(document)
+    return Unpaired(keys, _key_line(document, keys[0]) if keys else 1)
+
+
+def override_sections(document: Any) -> tuple[str, ...]:
+    """The top-level keys of ``document`` that are sections of ConfigContainer, when most of
+    its top-level keys are (a Megatron-Bridge override file); else ()."""
+    if not isinstance(document, dict) or not document:
+        return ()
+    keys = [str(key) for key in document]
+    known = [key for key in keys if key in _config_container_fields()]
+    if not known or 2 * len(known) < len(keys):
+        return ()
+    if not any(isinstance(document[key], dict) for key in document if str(key) in known):
+        return ()  # a section of ConfigContainer is a mapping in an override file
+    return tuple(known)
+
+
+def _key_line(document: Any, key: str) -> int:
+    """1-based line of a top-level key of a ruamel.yaml document (1 when it is not known)."""
+    try:
+        return document.lc.key(key)[0] + 1
+    except (AttributeError, KeyError, TypeError):
+        return 1
+
+
+_FIELDS: frozenset[str] | None = None
+
+
+def _config_container_fields() -> frozenset[str]:
+    global _FIELDS
+    if _FIELDS is None:
+        from mblint.schema import available_lines, load_schema
+
+        _FIELDS = frozenset(name for line in available_lines() for name in load_schema(line).root.fields)
+    return _FIELDS
+
+
+# ----- recipes named by launch scripts --------------------------------------------------
 
 RECIPES = "megatron.bridge.recipes"
 PERF_RECIPES = "megatron.bridge.perf_recipes"

@@ -29,18 +29,20 @@ class FileResult:
 
     def __init__(self, findings: list[Finding] | None = None, errors: list[FileError] | None = None,
                  notes: list[str] | None = None, recipes: int = 0, resolved: int = 0,
-                 directive_free: bool = False) -> None:
+                 directive_free: bool = False, not_analysed: list | None = None) -> None:
         self.findings = [] if findings is None else findings
         self.errors = [] if errors is None else errors
         self.notes = [] if notes is None else notes
         self.recipes = recipes
         self.resolved = resolved
         self.directive_free = directive_free
+        self.not_analysed = [] if not_analysed is None else not_analysed  # [display path, why]
 
     def to_dict(self) -> dict:
         return {"findings": [finding_to_dict(f) for f in self.findings],
                 "errors": [vars(e) for e in self.errors], "notes": self.notes,
-                "recipes": self.recipes, "resolved": self.resolved, "directive_free": self.directive_free}
+                "recipes": self.recipes, "resolved": self.resolved, "directive_free": self.directive_free,
+                "not_analysed": self.not_analysed}
 
     @classmethod
     def from_dict(cls, data: dict, seen: set | None = None) -> "FileResult":
@@ -48,7 +50,8 @@ class FileResult:
         in it is left out (a duplicate the report drops anyway) and is never decoded."""
         findings = data["findings"] if seen is None else _unseen(data["findings"], seen)
         return cls([finding_from_dict(f) for f in findings], [FileError(**e) for e in data["errors"]],
-                   list(data["notes"]), data["recipes"], data["resolved"], data.get("directive_free", False))
+                   list(data["notes"]), data["recipes"], data["resolved"], data.get("directive_free", False),
+                   [list(entry) for entry in data.get("not_analysed", [])])
 
 
 class Report:
@@ -57,7 +60,8 @@ class Report:
     def __init__(self, findings: list[Finding] | None = None, errors: list[FileError] | None = None,
                  notes: list[str] | None = None, files: int = 0, recipes: int = 0, resolved: int = 0,
                  cache_hits: int = 0, suppressed: int = 0, baselined: int = 0, stale_baseline: list | None = None,
-                 rules: list | None = None, checked: list[str] | None = None) -> None:
+                 rules: list | None = None, checked: list[str] | None = None,
+                 not_analysed: list | None = None) -> None:
         self.findings = [] if findings is None else findings
         self.errors = [] if errors is None else errors
         self.notes = [] if notes is None else notes
@@ -70,9 +74,11 @@ class Report:
         self.stale_baseline = [] if stale_baseline is None else stale_baseline  # mblint.baseline.StaleEntry
         self.rules = [] if rules is None else rules  # every rule enabled for some checked file
         self.checked = [] if checked is None else checked  # display paths of the checked files
+        self.not_analysed = [] if not_analysed is None else not_analysed  # [display path, why] of the files given
 
     def add(self, result: FileResult) -> None:
         self.findings.extend(result.findings)
+        self.not_analysed.extend(result.not_analysed)
         self.errors.extend(result.errors)
         self.notes.extend(result.notes)
         self.recipes += result.recipes

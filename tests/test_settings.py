@@ -152,7 +152,7 @@ def test_search_paths_relative_to_settings_file(tmp_path: Path) -> None:
     (tmp_path / "project" / "recipes").mkdir(parents=True)
     (tmp_path / "project" / "recipes" / "r.py").write_text(
         "from helpers import base\n\n\ndef sft_config():\n    cfg = base()\n    cfg.train.micro_batch_size = 2\n    return cfg\n")
-    assert ids(tmp_path / "project", "recipes") == []  # helpers not found: unknown, silent
+    assert ids(tmp_path / "project", "recipes") == ["SY005"]  # helpers not found: the recipe is not analysed
     (tmp_path / "project" / "mblint.toml").write_text("search-paths = ['../shared']\n")
     assert ids(tmp_path / "project", "recipes") == ["PK001"]
 
@@ -162,7 +162,7 @@ def test_pairing_setting(tmp_path: Path) -> None:
     (tmp_path / "recipes" / "r.py").write_text(GOOD_RECIPE)
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "run.yaml").write_text("train:\n  micro_batch_size: 4\n")
-    assert ids(tmp_path, "conf") == []
+    assert ids(tmp_path, "conf") == ["SY005"]  # an override file paired with no recipe
     (tmp_path / "pyproject.toml").write_text("[tool.mblint.pairing]\n'conf/*.yaml' = 'recipes/r.py::sft_config'\n")
     got = findings(tmp_path, "conf")
     assert [(f["rule"], f["location"]["path"], f["location"]["line"]) for f in got] == [("PK001", "conf/run.yaml", 2)]

@@ -34,6 +34,7 @@ def render(report: Report) -> str:
         "errors": [{"path": e.path, "line": e.line, "column": e.column, "message": e.message} for e in report.errors],
         "summary": {"files": report.files, "recipes": report.recipes, "resolved": report.resolved,
                     "findings": len(report.findings), "suppressed": report.suppressed,
-                    "baselined": report.baselined, "stale_baseline": [str(e) for e in report.stale_baseline]},
+                    "baselined": report.baselined, "stale_baseline": [str(e) for e in report.stale_baseline],
+                    "not_analysed": [{"path": path, "reason": reason} for path, reason in report.not_analysed]},
     }
     return json.dumps(document, indent=2) + "\n"

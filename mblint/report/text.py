@@ -64,15 +64,30 @@ def _render_finding(finding: Finding, sources: dict[str, dict[int, str]], show_s
 
 
 def summary_line(report: Report) -> str:
+    """"All checks passed" only when every file given was analysed and nothing stopped mblint."""
     counts = {severity: 0 for severity in Severity}
     for finding in report.findings:
         counts[finding.severity] += 1
     total = len(report.findings)
+    scope = f"{_count(report.files, 'file')}, {_count(report.resolved, 'configuration')} resolved"
+    unchecked = _unchecked(report)
     if not total:
-        return f"All checks passed ({_count(report.files, 'file')}, {_count(report.resolved, 'configuration')} resolved){_hidden(report)}."
+        opening = "No findings" if unchecked else "All checks passed"
+        return f"{opening} ({scope}{unchecked}){_hidden(report)}."
     parts = ", ".join(f"{counts[s]} {s.label}{'s' if counts[s] != 1 and s is not Severity.INFO else ''}" for s in reversed(Severity) if counts[s])
-    return (f"Found {_count(total, 'finding')} ({parts}) in {_count(report.files, 'file')}, "
-            f"{_count(report.resolved, 'configuration')} resolved{_hidden(report)}.")
+    return f"Found {_count(total, 'finding')} ({parts}) in {scope}{unchecked}{_hidden(report)}."
+
+
+def _unchecked(report: Report) -> str:
+    """What was not analysed and the errors that stopped mblint, when there are any."""
+    parts = []
+    not_analysed = sorted({path for path, _ in getattr(report, "not_analysed", ())})
+    if not_analysed:
+        names = ", ".join(not_analysed[:3]) + (", ..." if len(not_analysed) > 3 else "")
+        parts.append(f"{_count(len(not_analysed), 'file')} not analysed: {names}")
+    if report.errors:
+        parts.append(f"{_count(len(report.errors), 'error')} (below) stopped mblint")
+    return f"; {'; '.join(parts)}" if parts else ""
 
 
 def _count(number: int, noun: str) -> str:
