@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from mblint.findings import Finding
+from mblint.paths import read_json
 
 FORMAT_VERSION = 1
 
@@ -66,22 +67,28 @@ def write_baseline(path: Path, findings: Iterable[Finding], display_root: Path) 
         for key, count in sorted(counts.items())
     ]
     document = {"mblint-baseline": FORMAT_VERSION, "entries": entries}
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    try:
+        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise BaselineError(f"{path}: cannot write baseline: {error.strerror or error}") from error
     return sum(counts.values())
 
 
 def load_baseline(path: Path) -> Counter:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        if document.get("mblint-baseline") != FORMAT_VERSION:
+        document = read_json(path)
+        if not isinstance(document, dict) or document.get("mblint-baseline") != FORMAT_VERSION:
             raise BaselineError(f"{path}: not an mblint baseline (version {FORMAT_VERSION})")
         counts: Counter = Counter()
         for entry in document["entries"]:
             key = (entry["path"], entry["rule"], tuple(sorted(entry.get("fields", []))), entry.get("recipe", ""))
-            counts[key] += int(entry.get("count", 1))
+            count = entry.get("count", 1)
+            if type(count) is not int or count < 0:
+                raise ValueError(f"count {count!r} is not a whole number")
+            counts[key] += count
         return counts
     except OSError as error:
-        raise BaselineError(f"{path}: cannot read baseline: {error.strerror}") from error
+        raise BaselineError(f"{path}: cannot read baseline: {error.strerror or error}") from error
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         if isinstance(error, BaselineError):
             raise

@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from pathlib import Path
 from typing import Any
 
 from mblint import __version__
+from mblint.paths import read_json
 
 try:  # the function hashlib.blake2b is, without hashlib loading OpenSSL at start-up
     from _blake2 import blake2b
@@ -110,23 +112,33 @@ class ResultCache:
         """The cached result for ``path``; ``extra`` names per-file inputs (its settings file)."""
         entry_path = self._entry_path(path, extra)
         try:
-            with open(entry_path, encoding="utf-8") as handle:
-                entry = json.load(handle)
+            entry = read_json(entry_path, follow_links=False)
         except (OSError, ValueError):
             self.misses += 1
             return None
-        if not isinstance(entry, dict) or entry.get("settings") != self.settings_key or not self._deps_unchanged(entry.get("deps", {})):
+        if (not isinstance(entry, dict) or entry.get("settings") != self.settings_key
+                or not isinstance(entry.get("result"), dict) or not self._deps_unchanged(entry.get("deps"))):
             self.misses += 1
             return None
         self.hits += 1
         return entry["result"]
 
-    def _deps_unchanged(self, deps: dict[str, Any]) -> bool:
-        return all(self._dep_unchanged(dep, recorded) for dep, recorded in deps.items())
+    def miss(self) -> None:
+        """An entry that ``get`` returned could not be decoded: it counts as a miss (and is
+        rewritten once the file is checked)."""
+        self.hits -= 1
+        self.misses += 1
+
+    def _deps_unchanged(self, deps: Any) -> bool:
+        return isinstance(deps, dict) and all(self._dep_unchanged(dep, recorded) for dep, recorded in deps.items())
 
     def _dep_unchanged(self, dep: str, recorded: Any) -> bool:
         """``recorded`` is [digest, signature or None] (or a bare digest, the older format)."""
+        if isinstance(recorded, list) and len(recorded) != 2:
+            return False
         digest, signature = recorded if isinstance(recorded, list) else (recorded, None)
+        if not isinstance(digest, str):
+            return False
         if signature is not None and self._signature(dep) == signature:
             return True
         return content_hash(Path(dep), self.hashes) == digest
@@ -159,8 +171,7 @@ class ResultCache:
         }
         entry_path = Path(self._entry_path(path, extra))
         try:
-            entry_path.parent.mkdir(parents=True, exist_ok=True)
-            _ensure_gitignore(self.folder.parent)
+            make_cache_folder(entry_path.parent)
             handle, temporary = tempfile.mkstemp(dir=entry_path.parent, prefix=".tmp-")
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 json.dump(entry, stream)
@@ -216,10 +227,43 @@ def settings_key(parts: dict) -> str:
     return blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
 
 
-def _ensure_gitignore(folder: Path) -> None:
-    ignore = folder / ".gitignore"
-    if not ignore.exists():
+def make_cache_folder(folder: Path) -> None:
+    """Create ``folder`` (``<cache>/<version>`` or a folder in it) and the cache's
+    ``.gitignore``, never through a symbolic link: a committed ``.mblint_cache`` that links to
+    another folder, or a link anywhere in the cache, makes this an OSError (nothing written).
+    The folder above the cache's own (the project root, the ``--cache-dir`` parent) is taken
+    as it is."""
+    cache = _cache_base(folder)
+    parts = folder.relative_to(cache.parent).parts
+    current = cache.parent
+    os.makedirs(current, exist_ok=True)
+    for part in parts:
+        current = current / part
         try:
-            ignore.write_text(GITIGNORE_TEXT, encoding="utf-8")
-        except OSError:
+            os.mkdir(current)
+        except FileExistsError:
             pass
+        info = os.lstat(current)
+        if not stat.S_ISDIR(info.st_mode):
+            raise OSError(f"{current}: not a folder (a symbolic link?); the cache is not written")
+        if current == cache:
+            _ensure_gitignore(cache)
+
+
+def _cache_base(folder: Path) -> Path:
+    """The cache folder holding ``folder`` (the parent of its version folder)."""
+    for candidate in (folder, *folder.parents):
+        if candidate.name == __version__:
+            return candidate.parent
+    return folder.parent
+
+
+def _ensure_gitignore(folder: Path) -> None:
+    """Created only if no file (nor link) of that name exists, never through a link."""
+    try:
+        handle = os.open(folder / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                         0o644)
+    except OSError:
+        return
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        stream.write(GITIGNORE_TEXT)

@@ -21,6 +21,7 @@ from typing import Any
 
 from mblint import __version__
 from mblint.findings import Severity
+from mblint.paths import read_json
 
 CATALOG_FILE = "plugins.json"
 RACY_WINDOW_NS = 3_000_000_000
@@ -74,8 +75,7 @@ def load_catalog(folder: Path):
     """The catalogued plugins (a ``LoadedPlugins`` of ``CataloguedRule``), or None when there
     is no catalog or anything it depends on changed."""
     try:
-        with open(folder / CATALOG_FILE, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = read_json(folder / CATALOG_FILE, follow_links=False)
         if data["mblint"] != __version__ or data["environment"] != environment_key():
             return None
         if any(_signature(path) != signature for path, signature in data["files"].items()):
@@ -99,8 +99,10 @@ def save_catalog(folder: Path, plugins, fingerprint: str) -> None:
     data = {"mblint": __version__, "environment": environment_key(), "files": files,
             "rules": [rule_record(rule) for rule in plugins.rules], "defaults": plugins.defaults,
             "versions": plugins.versions, "fingerprint": fingerprint}
+    from mblint.cache import make_cache_folder
+
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_cache_folder(folder)
         import tempfile
 
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")

@@ -106,7 +106,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         select=_split(select), ignore=_split(ignore), extend_select=_split(extend_select),
         world_size=world_size, version=version, search_paths=tuple(Path(p) for p in search_paths),
         recipe=recipe, dotlist=tuple(dotlist), use_cache=not no_cache, jobs=jobs,
-        cache_dir=Path(os.path.abspath(cache_dir)) if cache_dir else None,
+        cache_dir=Path(os.path.realpath(cache_dir)) if cache_dir else None,
         settings=resolver, force_exclude=force_exclude,
     )
     try:
@@ -123,9 +123,9 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
             options = replace(options, use_cache=False, jobs=1)
             report, changed, write_errors = fix_command(lambda: Engine(options), list(paths) or ["."],
                                                         unsafe=unsafe_fixes, diff=diff, show_fixes=show_fixes,
-                                                        echo=click.echo)
+                                                        echo=_echo_fix_output)
             for error in write_errors:
-                click.echo(f"mblint: error: {error}", err=True)
+                click.echo(_printable(f"mblint: error: {error}"), err=True)
             if diff:
                 sys.exit(EXIT_ERROR if write_errors else (EXIT_FINDINGS if changed else EXIT_CLEAN))
             if write_errors:
@@ -144,7 +144,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         fail_levels = [Severity.parse(fail_on or engine.settings_for_display(f.location.path).fail_on or "warning")
                        for f in report.findings]
     except (SettingsError, BaselineError, click.UsageError) as error:
-        click.echo(f"mblint: error: {getattr(error, 'message', error)}", err=True)
+        click.echo(_printable(f"mblint: error: {getattr(error, 'message', error)}"), err=True)
         sys.exit(EXIT_ERROR)
     _emit(report, output_format)
     for fmt, target in outputs:
@@ -154,10 +154,10 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         except OSError as error:
             click.echo(f"mblint: error: cannot write {target}: {error.strerror}", err=True)
             sys.exit(EXIT_ERROR)
-    from mblint.report.text import printable
+    from mblint.report import printable
 
     for entry in report.stale_baseline:
-        click.echo(f"mblint: note: stale baseline entry (fixed? shrink the baseline): {entry}", err=True)
+        click.echo(printable(f"mblint: note: stale baseline entry (fixed? shrink the baseline): {entry}"), err=True)
     for note in report.notes:
         click.echo(f"mblint: note: {printable(note)}", err=True)
     for error in report.errors:
@@ -177,6 +177,18 @@ def _recipe_file(engine, recipe: str) -> str:
     if target is None:
         raise click.UsageError(f"--recipe {recipe!r}: {recipe.rsplit('::', 1)[0]} not found")
     return str(target[0])
+
+
+def _echo_fix_output(text: str, err: bool = False, **options) -> None:
+    """What the fix loop prints: its messages (on stderr) quote findings and file names and are
+    neutralised; the diff (on stdout) is the files' own text, for ``patch``, and is not."""
+    click.echo(_printable(text) if err else text, err=err, **options)
+
+
+def _printable(text: str) -> str:
+    from mblint.report import printable
+
+    return printable(text)
 
 
 def _check_dotlist(dotlist: tuple[str, ...]) -> None:
@@ -266,7 +278,7 @@ def show_settings(path, config_file, output_format) -> None:
     try:
         settings = SettingsResolver(Path(config_file) if config_file else None).for_path(Path(path))
     except SettingsError as error:
-        click.echo(f"mblint: error: {error}", err=True)
+        click.echo(_printable(f"mblint: error: {error}"), err=True)
         sys.exit(EXIT_ERROR)
     if output_format == "json":
         click.echo(json.dumps(settings.to_json(), indent=2))
@@ -287,6 +299,7 @@ def show(target, override_files, dotlist, output_format, version, search_paths, 
     from mblint.api import resolve_recipe
     from mblint.extract.modules import SourceError
     from mblint.overrides import DotlistError
+    from mblint.report import printable
 
     if "::" not in target:
         raise click.UsageError("TARGET must be PATH::FUNCTION")
@@ -305,19 +318,19 @@ def show(target, override_files, dotlist, output_format, version, search_paths, 
         sys.exit(EXIT_ERROR)
     except (SourceError, LookupError, DotlistError) as error:
         location = f"{error.path}:{error.line}:{error.column}: " if isinstance(error, SourceError) else ""
-        click.echo(f"mblint: error: {location}{getattr(error, 'message', error)}", err=True)
+        click.echo(printable(f"mblint: error: {location}{getattr(error, 'message', error)}"), err=True)
         sys.exit(EXIT_ERROR)
     if output_format == "json":
         click.echo(json.dumps(cfg.to_json(), indent=2))
         return
-    click.echo(f"# {cfg.recipe.label} (Megatron-Bridge {cfg.schema_version})")
+    click.echo(printable(f"# {cfg.recipe.label} (Megatron-Bridge {cfg.schema_version})"))
     for path_name, resolved in sorted(cfg.fields.items()):
         last = resolved.last_origin
         if not show_all and (last is None or last.kind == "default"):
             continue
         value = "<unknown>" if not resolved.known else repr(resolved.value)
         where = f"  # {last.path}:{last.line}" if last is not None else ""
-        click.echo(f"{path_name} = {value}{where}")
+        click.echo(printable(f"{path_name} = {value}{where}"))
 
 
 @main.command("rules")

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from mblint.discover import YAML_SUFFIXES, discover
-from mblint.extract.modules import SourceError, SourceLimit
+from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit
 from mblint.findings import TRANSFER_REDUCERS, Finding, Severity
 from mblint.model import EffectiveConfig, Origin
+from mblint.paths import Confinement, confinement_for
 from mblint.results import FileError, FileResult, Report
 from mblint.rule import Rule, RuleContext, RulePlan
 from mblint.suppress import SUPPRESSION_RULES, apply_suppressions
@@ -208,6 +209,10 @@ class Engine:
         self._known_link_modes: dict[Path, int] = {}  # os.lstat modes of the paths given, as discovery found them
         self._run_cwd: str | None = None  # the working folder, asked once per run
         self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
+        # What may be read: the project of the working folder, the search paths and the
+        # installations of Megatron-Bridge; check_paths adds the projects of the paths it is given.
+        self.confinement: Confinement = confinement_for([], options.search_paths)
+        self.confinement_errors: set[tuple[str, str]] = set()  # (settings file, message)
         if plugins is not None or not options.use_cache:
             self.use_plugins(plugins)
         # else: with a cache, the plugins come from the catalog when possible (make_cache)
@@ -330,7 +335,10 @@ class Engine:
         if not self.options.version:
             self.project.version = settings.version
         for extra in settings.resolved_search_paths():
-            if extra not in self.project.search_paths:
+            if not self.confinement.allows(extra):
+                self.confinement_errors.add((str(settings.source), f"search path {extra} is outside the "
+                                                                   "project: not searched"))
+            elif extra not in self.project.search_paths:
                 self.project.search_paths.append(extra)
 
     def excluded_by_settings(self, path: Path, explicit: "_ExplicitFiles") -> bool:
@@ -347,7 +355,8 @@ class Engine:
         if self._project is None:
             from mblint.resolve import Project
 
-            self._project = Project(list(self.options.search_paths), self.options.version, self.display_root)
+            self._project = Project(list(self.options.search_paths), self.options.version, self.display_root,
+                                    self.confinement)
         self._project.display_root = self.display_root
         self._project.real_paths.cwd = self._run_cwd
         return self._project
@@ -371,6 +380,8 @@ class Engine:
 
     def _check_paths(self, paths: list[str]) -> Report:
         report = Report()
+        self.confinement.roots = confinement_for(paths, self.options.search_paths, self._run_cwd).roots
+        report.confinement = self.confinement
         found = discover(paths, self.options.excludes, self.options.force_exclude, self._run_cwd)
         self._known_sizes = found.sizes
         self._known_link_modes = found.link_modes
@@ -400,7 +411,11 @@ class Engine:
         for path in files:
             cached = cache.get(path, self.settings_source(path)) if cache else None
             if cached is not None:
-                result = FileResult.from_dict(cached, seen)
+                result = _decoded(cached, seen)
+                if result is None:  # a damaged entry: checked again, and the entry rewritten
+                    cache.miss()
+                    pending.append(path)
+                    continue
                 report.add(result)
                 if result.directive_free:
                     self.directive_free.add(self.project_display(path))
@@ -421,6 +436,7 @@ class Engine:
         report.rules = sorted(self.used_rules or self.base_rules, key=lambda r: r.id)
         for message in sorted(self.settings_errors):
             report.errors.append(FileError(message, "the files these settings govern are not checked"))
+        report.errors.extend(FileError(source, message) for source, message in sorted(self.confinement_errors))
         report.findings.sort(key=Finding.sort_key)
         return report
 
@@ -793,6 +809,8 @@ class Engine:
 
         self.enter_file(path)
         try:
+            if not self.confinement.allows(path):
+                raise SourceError(path, OUTSIDE_PROJECT)
             document = load_yaml(path)
         except SourceError as error:
             self.syntax_finding(error, report)
@@ -804,9 +822,18 @@ class Engine:
                 return by_entry
             self.unpaired(path, paired, report)
             return set()
+        where, _, function = paired.recipe.rpartition("::")
+        if not where or not function.isidentifier():
+            report.errors.append(FileError(str(path), f"malformed pairing {paired.recipe!r}: expected "
+                                                      "recipe=PATH_OR_MODULE::FUNCTION"))
+            return set()
         target = self.find_recipe(paired.recipe, path)
         if target is None:
             report.errors.append(FileError(str(path), f"paired recipe {paired.recipe!r} not found"))
+            return set()
+        if not self.confinement.allows(target[0]):
+            report.errors.append(FileError(str(path), f"paired recipe {paired.recipe!r} is outside the project and "
+                                                      "its search paths: not read"))
             return set()
         recipe_path, function = target
         try:
@@ -861,6 +888,29 @@ def _directive_free(path: Path) -> bool:
             return b"mblint" not in handle.read()
     except OSError:
         return False
+
+
+def _decoded(cached: dict, seen: set) -> FileResult | None:
+    """The result a cache entry holds, or None when the entry is damaged (a severity out of
+    range, a wrong type, a missing key): a cache folder may come from an untrusted checkout.
+    ``seen`` is left as it was for a damaged entry."""
+    before = set(seen)
+    try:
+        result = FileResult.from_dict(cached, seen)
+        if not all(isinstance(n, str) for n in result.notes) or not all(map(_well_formed, result.findings)):
+            raise TypeError("not a result")
+        return result
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
+        seen.clear()
+        seen.update(before)
+        return None
+
+
+def _well_formed(finding: Finding) -> bool:
+    places = (finding.location, *(related.origin for related in finding.related))
+    return (isinstance(finding.message, str) and isinstance(finding.recipe, str)
+            and all(isinstance(place.path, str) and all(type(number) is int for number in
+                    (place.line, place.column, place.end_line, place.end_column)) for place in places))
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

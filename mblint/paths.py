@@ -51,3 +51,100 @@ class RealFolders:
                 known = os.path.realpath(folder) if linked else os.path.join(self.of(parent), os.path.basename(folder))
             self._known[folder] = known
         return known
+
+
+class Confinement:
+    """The folders mblint may read for a run: the project (the repository, or the folder its
+    settings or cache markers mark), each folder named on the command line, the search paths
+    and the Megatron-Bridge installations on ``sys.path``. A file whose real path is outside
+    all of them is never read, so never quoted: a pairing comment, an import, a search path
+    from settings or a symbolic link committed to a pull request cannot reach ``/etc/passwd``
+    or a credentials file."""
+
+    def __init__(self, roots=()) -> None:
+        self.roots: list[str] = []
+        for root in roots:
+            self.add(root)
+
+    def add(self, root) -> None:
+        real = os.path.realpath(root)
+        if real not in self.roots:
+            self.roots.append(real)
+
+    def allows(self, path, real: str | None = None) -> bool:
+        """``real``: the real path of ``path`` when the caller has it."""
+        real = os.fspath(real) if real is not None else os.path.realpath(path)
+        return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.roots)
+
+
+PROJECT_MARKERS = ("pyproject.toml", "mblint.toml", ".git")
+
+
+def project_root(start) -> str:
+    """The repository holding ``start`` (the nearest folder above with ``.git``), else the
+    nearest folder with a settings file, else ``start`` (a folder, absolute)."""
+    start = os.path.realpath(start)
+    folders = [start]
+    while os.path.dirname(folders[-1]) != folders[-1]:
+        folders.append(os.path.dirname(folders[-1]))
+    for marker in (".git", *PROJECT_MARKERS):
+        for folder in folders:
+            if os.path.lexists(os.path.join(folder, marker)):
+                return folder
+    return start
+
+
+def confinement_for(paths, search_paths=(), cwd: str | None = None) -> Confinement:
+    """The confinement of a run on ``paths`` (as given on the command line) with the search
+    paths given there: the project of the working folder and of each path (a file's folder,
+    not a symbolic link's target), the search paths, and the Megatron-Bridge installations."""
+    from mblint.extract.modules import installed_megatron_roots
+
+    cwd = cwd or os.getcwd()
+    roots = [project_root(cwd)]
+    for given in paths:
+        full = absolute(given, cwd)
+        folder = full if os.path.isdir(full) and not os.path.islink(full) else os.path.dirname(full)
+        roots.append(project_root(folder))
+    return Confinement([*roots, *(absolute(p, cwd) for p in search_paths), *installed_megatron_roots()])
+
+
+# mblint's own JSON files (cache entries, the plugin catalog, a baseline) are a few kB to a
+# few MB; one that is larger, deeper than this or not a regular file is not mblint's.
+MAX_JSON_BYTES = 64_000_000
+
+
+def read_json(path, limit: int = MAX_JSON_BYTES, follow_links: bool = True):
+    """The JSON document in ``path``, read as a regular file (never a FIFO or a device: opening
+    does not block) of at most ``limit`` bytes. ``follow_links=False``: a symbolic link is not
+    read. OSError when it cannot be read; ValueError when it is not such a document (too large,
+    not UTF-8, not JSON, nested too deeply, or holding ``NaN``/``Infinity``)."""
+    import json
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
+    handle = os.open(path, flags)
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_size > limit:
+            raise ValueError(f"larger than {limit:,} bytes")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(handle, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise ValueError(f"larger than {limit:,} bytes")
+    finally:
+        os.close(handle)
+    try:
+        return json.loads(b"".join(chunks).decode("utf-8"), parse_constant=_no_constant)
+    except RecursionError as error:
+        raise ValueError("nested too deeply") from error
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")

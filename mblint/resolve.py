@@ -38,8 +38,10 @@ class Project:
         search_paths: list[Path] | None = None,
         version: str | None = None,
         display_root: Path | None = None,
+        confinement=None,
     ) -> None:
         self.search_paths = list(search_paths or [])
+        self.confinement = confinement  # mblint.paths.Confinement: what may be read; None: anything
         self.version = version
         self.display_root = display_root or Path.cwd()
         self._interpreters: dict[tuple, Interpreter] = {}
@@ -66,6 +68,8 @@ class Project:
             if ancestor.parent == ancestor:
                 break
             ancestor = ancestor.parent
+            if self.confinement is not None and not self.confinement.allows(ancestor):
+                break
             roots.append(ancestor)
         return roots + self.search_paths + list(installed_megatron_roots())
 
@@ -119,7 +123,7 @@ class Project:
         key = (tuple(roots), line)
         interp = self._interpreters.get(key)
         if interp is None:
-            finder = ModuleFinder(roots, self.display_root, self.real_paths, self._texts)
+            finder = ModuleFinder(roots, self.display_root, self.real_paths, self._texts, self.confinement)
             interp = Interpreter(load_schema(line), finder)
             self._interpreters[key] = interp
         return interp

@@ -75,6 +75,7 @@ class Report:
         self.rules = [] if rules is None else rules  # every rule enabled for some checked file
         self.checked = [] if checked is None else checked  # display paths of the checked files
         self.not_analysed = [] if not_analysed is None else not_analysed  # [display path, why] of the files given
+        self.confinement = None  # mblint.paths.Confinement: the files the text report may quote; None: any
 
     def add(self, result: FileResult) -> None:
         self.findings.extend(result.findings)

@@ -152,7 +152,7 @@ def test_sarif_of_wheel_recipes_validates(mb06: Path, monkeypatch) -> None:
 def test_github_format_and_escaping(tmp_path: Path) -> None:
     from mblint.report.github import escape_data, escape_property
 
-    assert escape_data("50%\r\nnext") == "50%25%0D%0Anext"
+    assert escape_data("50%\r\nnext") == "50%25\\x0d\\x0anext"  # line breaks from a linted file: neutralised
     assert escape_property("a:b,c%") == "a%3Ab%2Cc%25"
     (tmp_path / "dir, a:b").mkdir()
     (tmp_path / "dir, a:b" / "r.py").write_text(BAD_RECIPE)

@@ -147,6 +147,7 @@ def test_rule_plans_follow_the_rules_in_force() -> None:
 
 
 def test_search_paths_relative_to_settings_file(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # one repository: search paths must stay inside it (tests/test_hostile.py)
     (tmp_path / "shared").mkdir()
     (tmp_path / "shared" / "helpers.py").write_text(GOOD_RECIPE.replace("def sft_config", "def base"))
     (tmp_path / "project" / "recipes").mkdir(parents=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mblint.report.text import _all_printable, _file_lines
+from mblint.report import all_printable as _all_printable
+from mblint.report.text import _file_lines
 
 FILES = {
     "plain": b"a = 1\nb = 2\n\nc = 3\n",

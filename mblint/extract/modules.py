@@ -17,6 +17,9 @@ from mblint.paths import RealFolders, absolute
 MAX_SOURCE_BYTES = 4_000_000
 
 
+OUTSIDE_PROJECT = "not read: outside the project and its search paths"
+
+
 class SourceError(Exception):
     """A file that cannot be read or parsed; carries the position when there is one."""
 
@@ -187,8 +190,9 @@ class ModuleFinder:
     """Maps module names to files under an ordered list of roots, and parses each file once."""
 
     def __init__(self, roots: list[Path], display_root: Path | None = None, real_paths: RealPaths | None = None,
-                 texts: dict[Path, str] | None = None) -> None:
+                 texts: dict[Path, str] | None = None, confinement=None) -> None:
         self.real_paths = real_paths or RealPaths()
+        self.confinement = confinement  # mblint.paths.Confinement; None: read anywhere (library use)
         self.roots = _unique(roots, self.real_paths)
         self.display_root = display_root or Path.cwd()
         self._parsed: dict[Path, ModuleSource | SourceError] = {}
@@ -248,6 +252,8 @@ class ModuleFinder:
         return cached
 
     def _parse(self, path: Path) -> "ModuleSource | SourceError":
+        if self.confinement is not None and not self.confinement.allows(path, self.real_paths.of(path)):
+            return SourceError(path, OUTSIDE_PROJECT)
         try:
             text = self._texts.pop(path, None) if not SOURCE_OVERLAY else None
             return parse_source(path, read_source(path) if text is None else text, self.display(path))

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from mblint.findings import Finding, Severity
+from mblint.report import printable
 from mblint.report.text import summary_line
 from mblint.results import Report
 
@@ -18,7 +19,9 @@ COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO:
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A command's message: control characters neutralised (``printable``), then what the
+    runner decodes (``%``, CR, LF) percent-encoded."""
+    return printable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:
@@ -45,12 +48,12 @@ def annotation(finding: Finding, root: Path | None = None) -> str:
     if end_line == loc.line and loc.end_column > loc.column:
         properties.append(("endColumn", str(loc.end_column)))
     properties.append(("title", f"mblint {finding.rule_id} ({finding.rule_name})"))
-    body = finding.message
+    lines = [finding.message]
     for related in finding.related:
         r = related.origin
-        body += f"\nrelated: {r.path}:{r.line}:{r.column}: {related.message}"
+        lines.append(f"related: {r.path}:{r.line}:{r.column}: {related.message}")
     props = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
-    return f"::{COMMANDS[finding.severity]} {props}::{escape_data(body)}"
+    return f"::{COMMANDS[finding.severity]} {props}::" + "%0A".join(escape_data(line) for line in lines)
 
 
 def render(report: Report) -> str:
@@ -60,5 +63,5 @@ def render(report: Report) -> str:
     ordered = sorted((f for f in report.findings if not f.suppressed),
                      key=lambda f: (-int(f.severity), f.sort_key()))
     lines = [annotation(f, root) for f in ordered]
-    lines.append(summary_line(report))
+    lines.append(printable(summary_line(report)))
     return "\n".join(lines) + "\n"

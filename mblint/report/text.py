@@ -2,45 +2,23 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from mblint.findings import Finding, Severity
+from mblint.report import all_printable, printable  # noqa: F401 - printable: imported from here too
 from mblint.results import Report
 
 
 def render(report: Report, show_source: bool = True) -> str:
-    sources = source_lines(report.findings) if show_source else {}
+    confinement = getattr(report, "confinement", None)
+    sources = source_lines(report.findings, confinement) if show_source else {}
     lines: list[str] = []
     for finding in report.findings:
         lines.extend(_render_finding(finding, sources, show_source))
     lines.append(summary_line(report))
-    if not _all_printable("".join(lines)):  # one test of the whole text (every line, most often)
+    if not all_printable("".join(lines)):  # one test of the whole text (every line, most often)
         lines = [printable(line) for line in lines]
     return "\n".join(lines) + "\n"
-
-
-# Control characters from a linted file (a binary file, an escape sequence in a string) are
-# shown escaped, so a file cannot drive the terminal that shows the report.
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-_ASCII_CONTROLS = tuple(chr(code) for code in [*range(0x20), 0x7F])
-
-
-def _all_printable(text: str) -> bool:
-    """``text.isprintable()``; an ASCII text (a report, most often) is searched for each of its
-    control characters (a memchr each) instead of looking every character up."""
-    if text.isascii():
-        return not any(control in text for control in _ASCII_CONTROLS)
-    return text.isprintable()
-
-
-def printable(text: str) -> str:
-    if text.isprintable():  # every character _CONTROL matches is one isprintable() rejects
-        return text
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                        text)
 
 
 def _render_finding(finding: Finding, sources: dict[str, dict[int, str]], show_source: bool) -> list[str]:
@@ -107,13 +85,16 @@ def _hidden(report: Report) -> str:
     return f"; {', '.join(parts)}" if parts else ""
 
 
-def source_lines(findings: list[Finding]) -> dict[str, dict[int, str]]:
+def source_lines(findings: list[Finding], confinement=None) -> dict[str, dict[int, str]]:
     """The text of each line that ``findings`` point at, by path and line number. Each file is
-    read once, and its other lines are dropped before the next file is read."""
+    read once, and its other lines are dropped before the next file is read. A file outside
+    ``confinement`` (mblint.paths.Confinement: the project and its search paths) is never
+    quoted."""
     wanted: dict[str, set[int]] = {}
     for finding in findings:
         wanted.setdefault(finding.location.path, set()).add(finding.location.line)
-    return {path: _file_lines(path, numbers) for path, numbers in wanted.items()}
+    return {path: _file_lines(path, numbers) if confinement is None or confinement.allows(path) else {}
+            for path, numbers in wanted.items()}
 
 
 # What str.splitlines() breaks lines at besides "\n", in UTF-8: bytes of their own, and

@@ -1,0 +1,200 @@
+"""Hostile input, round two (issue #22), through the real command line: nothing read or
+quoted from outside the project and its search paths, the cache never writes through a link,
+no control character reaches a terminal or a CI log, bounded work on every file mblint reads,
+clear errors instead of tracebacks, and fixes that never damage a file. Each test is modelled
+on an attack that broke the promise before; docs/robustness.md states the promises."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mblint.cli import main
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "robustness"
+PAIRED = "# mblint: recipe=recipes/good.py::good_sft_recipe\n"
+TERMINAL_CONTROLS = ("\x1b", "\x07", "\x9b")
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch) -> Path:
+    """A project (a pyproject.toml marks its root) with the fixture seed and good recipe."""
+    work = tmp_path / "work"
+    shutil.copytree(FIXTURES / "recipes", work / "recipes")
+    (work / "pyproject.toml").write_text("[project]\nname = 'victim'\n")
+    monkeypatch.chdir(work)
+    return work
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+def check(*args: str):
+    return invoke("check", "--no-cache", *args)
+
+
+def findings(result) -> list[dict]:
+    return json.loads(result.stdout)["findings"]
+
+
+# ----- output injection -------------------------------------------------------------------
+
+
+def test_github_format_neutralises_control_characters_in_keys_and_file_names(tree):
+    name = "e\x1b[2J.yaml"
+    (tree / name).write_text(PAIRED + 'train:\n  "\\e]0;pwned\\a\\e[2Jmicro": 1\n')
+    result = check("--format", "github", name)
+    assert "OT001" in result.stdout and "file=e\\x1b[2J.yaml" in result.stdout
+    assert not any(control in result.output for control in TERMINAL_CONTROLS)
+
+
+def test_show_neutralises_control_characters_and_cannot_forge_lines(tree):
+    name = "g\x1b]0;t\x07\nx.y = 1.py"
+    shutil.copyfile(tree / "recipes" / "good.py", tree / "recipes" / name)
+    (tree / "recipes" / name).write_text((tree / "recipes" / "good.py").read_text())
+    result = invoke("show", f"recipes/{name}::good_sft_recipe")
+    assert result.exit_code == 0, result.output
+    assert "train.micro_batch_size = 2" in result.stdout
+    assert not any(control in result.output for control in TERMINAL_CONTROLS)
+    assert not any(line.startswith("x.y = 1") for line in result.stdout.splitlines())
+
+
+# ----- nothing outside the project is read or quoted -----------------------------------------
+
+
+@pytest.fixture
+def secret(tmp_path) -> Path:
+    """A credentials file outside the project, whose first line a report must never show."""
+    path = tmp_path / "home" / "credentials.py"
+    path.parent.mkdir()
+    path.write_text("https://user:TOKEN123@example.com = 1\nSECRET_TWO = = 2\n")
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
+def test_pairing_comment_cannot_read_a_file_outside_the_project(tree, secret, fmt):
+    relative = os.path.relpath(secret, tree)
+    for name, where in [("absolute.yaml", str(secret)), ("dotdot.yaml", relative)]:
+        (tree / name).write_text(f"# mblint: recipe={where}::x\ntrain:\n  micro_batch_size: 1\n")
+    result = check("--format", fmt, ".")
+    assert "TOKEN123" not in result.output and "SECRET_TWO" not in result.output
+    assert "absolute.yaml: paired recipe" in result.stderr and "outside the project" in result.stderr
+    assert "dotdot.yaml: paired recipe" in result.stderr and result.exit_code == 2
+    assert "PK001" in result.stdout  # the project's own files are still linted
+
+
+def test_symbolic_link_to_a_file_outside_the_project_is_not_read(tree, secret):
+    (tree / "recipes" / "evil.py").symlink_to(secret)
+    (tree / "recipes" / "evil.yaml").symlink_to(secret)
+    result = check("recipes", "recipes/evil.py")
+    assert "TOKEN123" not in result.output and "SECRET_TWO" not in result.output
+    assert "recipes/evil.py:1:1: SY001 [error] not read: outside the project" in result.stdout
+    assert "PK001" in result.stdout
+
+
+def test_imports_and_settings_search_paths_stay_in_the_project(tree, secret):
+    # Read (through the settings' search path, or the folders above the project that were
+    # import roots), it would give PK001 on thief.py.
+    (secret.parent / "outside.py").write_text("MBS = 2\n")
+    (tree / "pyproject.toml").write_text(f"[tool.mblint]\nsearch-paths = [{str(secret.parent)!r}]\n")
+    (tree / "recipes" / "thief.py").write_text(
+        "from megatron.bridge.training.config import ConfigContainer\n"
+        "from outside import MBS\nfrom home.outside import MBS as DOTTED\nfrom .common import _sft_common\n\n\n"
+        "def absolute_recipe() -> ConfigContainer:\n    cfg = _sft_common()\n"
+        "    cfg.train.micro_batch_size = MBS\n    return cfg\n\n\n"
+        "def relative_recipe() -> ConfigContainer:\n    cfg = _sft_common()\n"
+        "    cfg.train.micro_batch_size = DOTTED\n    return cfg\n")
+    result = check("--format", "text", ".")
+    assert "TOKEN123" not in result.output and "SECRET_TWO" not in result.output
+    assert f"search path {secret.parent} is outside the project: not searched" in result.stderr
+    assert "thief.py" not in result.stdout, result.stdout
+    assert result.exit_code == 2 and "recipes/good.py:10:5: PK001" in result.stdout
+
+
+def test_malformed_pairing_is_a_clear_error(tree):
+    (tree / "empty.yaml").write_text("# mblint: recipe=::\ntrain:\n  micro_batch_size: 1\n")
+    result = check(".")
+    assert "empty.yaml: malformed pairing '::'" in result.stderr and "internal error" not in result.output
+    assert result.exit_code == 2 and "PK001" in result.stdout
+
+
+# ----- the cache never writes through a link, and a damaged entry is ignored ----------------
+
+
+def cache_files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() or p.is_symlink()]
+
+
+def test_a_committed_cache_link_is_not_written_through(tree, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tree / ".mblint_cache").symlink_to(elsewhere)
+    result = invoke("check", "recipes")
+    assert result.exit_code == 1 and "PK001" in result.stdout
+    assert cache_files(elsewhere) == []
+
+
+def test_a_dangling_gitignore_link_in_the_cache_creates_nothing(tree, tmp_path):
+    target = tmp_path / "planted"
+    (tree / ".mblint_cache").mkdir()
+    (tree / ".mblint_cache" / ".gitignore").symlink_to(target)
+    result = invoke("check", "recipes")
+    assert result.exit_code == 1 and "PK001" in result.stdout
+    assert not target.exists()
+
+
+def test_a_link_inside_the_cache_is_not_written_through(tree, tmp_path):
+    from mblint import __version__
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tree / ".mblint_cache").mkdir()
+    (tree / ".mblint_cache" / __version__).symlink_to(elsewhere)
+    invoke("check", "recipes")
+    assert cache_files(elsewhere) == []
+
+
+def entries(tree: Path) -> list[Path]:
+    return [p for p in (tree / ".mblint_cache").rglob("*.json") if p.name != "plugins.json"]
+
+
+@pytest.mark.parametrize("damage", [
+    lambda e: e["result"]["findings"][0].update(severity=99),
+    lambda e: e.update(deps=["not", "a", "mapping"]),
+    lambda e: e["result"]["findings"][0]["location"].update(line="one"),
+    lambda e: e["result"].update(findings="nope"),
+    "deep",
+], ids=["severity 99", "deps list", "line not a number", "findings not a list", "100,000-deep array"])
+def test_a_damaged_cache_entry_is_ignored_and_rewritten(tree, damage):
+    first = invoke("check", "recipes")
+    assert first.exit_code == 1
+    for entry in entries(tree):
+        data = json.loads(entry.read_text())
+        if damage == "deep":
+            entry.write_text("[" * 100_000 + "]" * 100_000)
+        elif data["result"]["findings"]:
+            damage(data)
+            entry.write_text(json.dumps(data))
+    again = invoke("check", "recipes")
+    assert again.exit_code == 1 and again.stdout == first.stdout and again.stderr == ""
+    assert all(json.loads(entry.read_text()).get("settings") for entry in entries(tree))  # rewritten
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_cache_files_that_are_not_regular_files_are_never_waited_on(tree, kind):
+    first = invoke("check", "recipes")
+    targets = entries(tree) + list((tree / ".mblint_cache").rglob("plugins.json"))
+    assert targets
+    for target in targets:
+        target.unlink()
+        os.mkfifo(target) if kind == "fifo" else target.symlink_to(kind)
+    again = invoke("check", "recipes")
+    assert again.stdout == first.stdout and again.exit_code == 1
