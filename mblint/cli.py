@@ -11,6 +11,7 @@ gc.disable()
 
 import json  # noqa: E402
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -301,8 +302,13 @@ def show(target, override_files, dotlist, output_format, version, search_paths, 
     from mblint.overrides import DotlistError
     from mblint.report import printable
 
+    launch_target = re.fullmatch(r"(.+):(\d+)", target) if "::" not in target else None
+    if launch_target is not None and Path(launch_target.group(1)).is_file():
+        _show_launch(Path(launch_target.group(1)), int(launch_target.group(2)), search_paths, version, output_format,
+                     show_all)
+        return
     if "::" not in target:
-        raise click.UsageError("TARGET must be PATH::FUNCTION")
+        raise click.UsageError("TARGET must be PATH::FUNCTION, or LAUNCH_SCRIPT:LINE")
     path, function = target.rsplit("::", 1)
     if not Path(path).is_file():
         raise click.UsageError(f"{path}: no such file")
@@ -331,6 +337,33 @@ def show(target, override_files, dotlist, output_format, version, search_paths, 
         value = "<unknown>" if not resolved.known else repr(resolved.value)
         where = f"  # {last.path}:{last.line}" if last is not None else ""
         click.echo(printable(f"{path_name} = {value}{where}"))
+
+
+def _show_launch(path: Path, line: int, search_paths, version, output_format, show_all) -> None:
+    """The configuration the launch line at ``line`` produces (recipe, override files, command
+    line, what the runner does itself) and the world size it fixes."""
+    from mblint.engine import CheckOptions, Engine
+    from mblint.launch import launch_configuration
+
+    engine = Engine(CheckOptions(search_paths=tuple(Path(p) for p in search_paths), version=version))
+    launch, cfg = launch_configuration(engine, path, line)
+    if launch is None:
+        click.echo(f"mblint: error: {path}:{line}: {cfg}", err=True)
+        sys.exit(EXIT_ERROR)
+    if output_format == "json":
+        document = cfg.to_json()
+        document["world_size"] = launch.world_size
+        click.echo(json.dumps(document, indent=2))
+        return
+    world = f"world size {launch.world_size} ({launch.world_text})" if launch.world_size else "world size unknown"
+    click.echo(f"# {path}:{launch.command.span.line}: {cfg.recipe.label} (Megatron-Bridge {cfg.schema_version}), {world}")
+    for path_name, resolved in sorted(cfg.fields.items()):
+        last = resolved.last_origin
+        if not show_all and (last is None or last.kind == "default"):
+            continue
+        value = "<unknown>" if not resolved.known else repr(resolved.value)
+        where = f"  # {last.path}:{last.line}" if last is not None else ""
+        click.echo(f"{path_name} = {value}{where}")
 
 
 @main.command("rules")

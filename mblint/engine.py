@@ -817,9 +817,13 @@ class Engine:
             return set()
         paired = pairing(path, document, self.options.recipe, self.settings_for(path))
         if isinstance(paired, Unpaired):
-            by_entry = self.launch_checker().check_yaml_by_entry(path, report)  # a training script loading it
+            checker = self.launch_checker()
+            by_entry = checker.check_yaml_by_entry(path, report)  # a training script loading it
             if by_entry is not None:
                 return by_entry
+            commands = checker.check_yaml_commands(path, report)  # launch lines kept in the YAML
+            if commands is not None:
+                return commands
             self.unpaired(path, paired, report)
             return set()
         where, _, function = paired.recipe.rpartition("::")

@@ -114,6 +114,7 @@ class LaunchChecker:
     def __init__(self, engine: "Engine") -> None:
         self.engine = engine
         self._lookups: dict[int, Any] = {}
+        self.collected: list | None = None  # (launch, configuration) of each launch, for `mblint show`
 
     # ----- one script --------------------------------------------------------------------
 
@@ -175,6 +176,8 @@ class LaunchChecker:
         entry = entry_recipe(self.engine, path, launch)
         if entry is None:
             return set()
+        if isinstance(entry, str) and entry.startswith("entry script ") and not (launch.settings or launch.config_files):
+            return set()  # a Python script that is not there, run without configuration arguments
         if isinstance(entry, str):
             self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span, f"launch not checked: {entry}", result)
             return set()
@@ -207,6 +210,32 @@ class LaunchChecker:
             return self.run(path, display, launch, entry.recipe_path, entry.function, "script",
                             [target], result, kwargs=entry.kwargs) | {script.resolve()}
         return None
+
+    def check_yaml_commands(self, path: Path, result: "FileResult") -> set[Path] | None:
+        """``command:`` entries of a YAML file (Megatron-Bridge's model verification cards)
+        that run the runner, ``train.sh`` or the torch launcher: each is checked as a launch
+        line, its findings on the tokens of the entry; None when the file holds none."""
+        from mblint.overrides import load_yaml
+
+        try:
+            document = load_yaml(path)
+        except SourceError:
+            return None
+        entries = list(_command_entries(document))
+        if not entries:
+            return None
+        text = read_source(path)
+        starts = _line_starts(text)
+        display = self.engine.project_display(path)
+        deps: set[Path] = set()
+        for line, column, command in entries[:MAX_YAML_COMMANDS]:
+            cursor = starts[min(line, len(starts) - 1)] + column
+            script = parse_script(command, str(path.resolve().parent))
+            for parsed in script.commands:
+                cursor = _place_words(parsed, text, starts, cursor)
+            for launch in find_launches(script.commands, []):
+                deps |= self.check_launch(path, display, launch, result)
+        return deps
 
     def lookup(self, interp: Any):
         from mblint.pairing import RecipeLookup
@@ -275,6 +304,9 @@ class LaunchChecker:
         cfg.overrides_applied = True  # the configuration being launched, not a recipe still to complete
         cfg.command_line_origins = frozenset(o.origin for o in command_line)
         result.resolved += 1
+        if self.collected is not None:
+            self.collected.append((launch, cfg))
+            return deps
         alone = baseline.build()
         text = interp.finder.load(recipe_path).mblint_text
         launch_files = {display} | {engine.project_display(p) for p in yaml_files}
@@ -361,6 +393,28 @@ class LaunchChecker:
         if not self.engine.rule_enabled(rule):
             return
         result.findings.append(Finding(rule.id, rule.name, rule.severity, message, self.origin(display, span)))
+
+
+def launch_configuration(engine: "Engine", path: Path, line: int) -> tuple:
+    """(launch, configuration) of the launch line at ``line`` of a launch script or of a YAML
+    file's ``command:`` entry; (None, reason) when there is none to show."""
+    from mblint.discover import YAML_SUFFIXES
+    from mblint.results import FileResult
+
+    checker = LaunchChecker(engine)
+    checker.collected = []
+    result = FileResult()
+    engine.display_root = Path.cwd()
+    if path.suffix in YAML_SUFFIXES:
+        checker.check_yaml_commands(path, result)
+    else:
+        checker.check(path, result)
+    for launch, cfg in checker.collected:
+        span = launch.command.span
+        if span.line <= line <= max(span.end_line, launch.line):
+            return launch, cfg
+    reasons = [f.message for f in result.findings if f.location.line <= line] + [e.message for e in result.errors]
+    return None, reasons[-1] if reasons else f"no launch line mblint can read at line {line}"
 
 
 class _WatchedContext(RuleContext):
@@ -545,3 +599,64 @@ def benchmark_defaults(graph, explicit: set, mode: str | None, origin: Origin) -
         _force(graph, "optimizer.use_precision_aware_optimizer", UNKNOWN, origin)
     if mode in ("sft", "lora", "dora"):
         _force(graph, "dataset", UNKNOWN, origin)
+
+
+# ----- launch lines inside YAML (verification cards) ---------------------------------------------
+
+MAX_YAML_COMMANDS = 1_000
+LAUNCHERS = ("run_recipe.py", "train.sh", "setup_experiment.py", "torchrun", "torch.distributed.run")
+
+
+def _command_entries(document: Any, depth: int = 0):
+    """(0-based line, column, text) of every ``command:`` string value that starts a launcher."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if depth > 64:
+        return
+    if isinstance(document, CommentedMap):
+        for key, value in document.items():
+            if key == "command" and isinstance(value, str) and any(word in value for word in LAUNCHERS):
+                line, column = document.lc.value(key)
+                yield line, column, str(value)
+            elif isinstance(value, (CommentedMap, CommentedSeq)):
+                yield from _command_entries(value, depth + 1)
+    elif isinstance(document, CommentedSeq):
+        for item in document:
+            yield from _command_entries(item, depth + 1)
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for index, char in enumerate(text):
+        if char == "\n":
+            starts.append(index + 1)
+    return starts
+
+
+def _place_words(command: Any, text: str, starts: list[int], cursor: int) -> int:
+    """Each word's place in the YAML file: the next occurrence of its text after the previous
+    word (a folded or plain scalar keeps the words' text as written; quotes around them are
+    the shell's). Words not found keep the entry's start."""
+    import bisect
+
+    from mblint.extract.shell import Span
+
+    def span_at(offset: int, length: int) -> Span:
+        row = bisect.bisect_right(starts, offset) - 1
+        column = offset - starts[row] + 1
+        return Span(row + 1, column, row + 1, column + length)
+
+    fallback = span_at(cursor, 1)
+    for word in command.words:
+        where = text.find(word.text, cursor) if word.text else -1
+        if where < 0 or "\n" in (word.text or ""):
+            word.span = fallback
+            continue
+        word.span = span_at(where, len(word.text))
+        cursor = where + len(word.text)
+    if command.words:
+        first, last = command.words[0].span, command.words[-1].span
+        command.span = Span(first.line, first.column, last.end_line, last.end_column)
+    else:
+        command.span = fallback
+    return cursor

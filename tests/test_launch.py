@@ -41,6 +41,10 @@ EXPECTED = {
     "uv_run_typo.sh": [("OT001", "error", 5, 5)],
     "world_gbs.sh": [("PB003", "error", 5, 78)],
     "train_sh_model_mode.sh": [("LA002", "info", 12, 1)],
+    # Launch commands kept in YAML, as in the model verification cards: train.sh on 2 x 8 GPUs
+    # running llama32_1b_sft_config (packed offline) with -mb 2 -> PK001 on `-mb 2`; a misspelt
+    # train.global_batchsize on the command line -> OT001 as an error; `echo` is no launch.
+    "card.yaml": [("PK001", "error", 9, 7), ("OT001", "error", 16, 7)],
     # A training script of the team's in the style of the tutorials: finetune_with_yaml.py
     # builds llama32_1b_peft_config (its --scheme default "lora") and loads --config-file with
     # process_config_with_overrides. conf/finetune.yaml carries no pairing comment: the script,
@@ -80,7 +84,8 @@ def test_every_fixture_is_expected():
 
 
 def top_level(report) -> list:
-    return [f for f in report.findings if "/tutorial/" not in f.location.path]
+    """Findings on the launch scripts at the top of fixtures/launch."""
+    return [f for f in report.findings if "/tutorial/" not in f.location.path and not f.location.path.endswith(".yaml")]
 
 
 def test_finding_texts_and_related_places(fixture_report):
@@ -105,6 +110,11 @@ def test_located_text_is_the_token_that_set_the_value(fixture_report):
             location = finding.location
             line = (REPO / location.path).read_text().splitlines()[location.line - 1]
             assert line[location.column - 1:location.end_column - 1] == expected[finding.rule_id]
+    in_card = {f.rule_id: f.location for f in fixture_report.findings if f.location.path.endswith("card.yaml")}
+    lines = (FIXTURES / "card.yaml").read_text().splitlines()
+    for rule, text in (("PK001", "-mb 2"), ("OT001", "train.global_batchsize=64")):
+        location = in_card[rule]
+        assert lines[location.line - 1][location.column - 1:location.end_column - 1] == text
 
 
 def test_runner_syncs_are_what_keeps_the_train_sh_launch_clean(mb06, monkeypatch):
@@ -234,3 +244,30 @@ def test_shebang_files_without_suffix_are_discovered(tmp_path):
     (tmp_path / "notes").write_text("plain text\n")
     found = discover([str(tmp_path)])
     assert [p.name for p in found.scripts] == ["launch"]
+
+
+def test_show_a_launch_line(mb06, monkeypatch):
+    monkeypatch.chdir(REPO)
+    result = run(["show", "fixtures/launch/world_gbs.sh:5", "--search-path", str(mb06)], REPO)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "world size 16 (2 nodes x 8 processes per node)" in lines[0]
+    assert "train.global_batch_size = 100  # fixtures/launch/world_gbs.sh:5" in lines
+    assert "model.tensor_model_parallel_size = 2  # fixtures/launch/world_gbs.sh:5" in lines
+    result = run(["show", "fixtures/launch/card.yaml:9", "--search-path", str(mb06), "--format", "json"], REPO)
+    document = json.loads(result.stdout)
+    assert document["world_size"] == 16
+    assert document["fields"]["train.micro_batch_size"]["value"] == 2
+    # the runner packs to the dataset's sequence length (sync_offline_packing_alignment)
+    assert document["fields"]["dataset.offline_packing_specs.packed_sequence_size"]["origins"][-1]["line"] == 7
+    result = run(["show", "fixtures/launch/world_gbs.sh:1", "--search-path", str(mb06)], REPO)
+    assert result.exit_code == 2 and "no launch line" in result.stderr
+
+
+def test_a_script_that_only_names_a_yaml_does_not_pair_it(tmp_path, mb06):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "over.yaml").write_text("train:\n  micro_batch_size: 2\n")
+    (tmp_path / "notes.py").write_text("from megatron.bridge.recipes.llama import llama32_1b_peft_config\n"
+                                       "HELP = 'see conf/over.yaml'\n\ndef main():\n    cfg = llama32_1b_peft_config()\n")
+    report = lint([tmp_path / "conf" / "over.yaml"], mb06)
+    assert report.findings == [] and report.resolved == 0
