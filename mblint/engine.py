@@ -859,8 +859,12 @@ class Engine:
             report.not_analysed.append([self.project_display(path), message])
 
     def find_recipe(self, pairing: str, near: Path) -> tuple[Path, str] | None:
+        """``path::function``, ``module::function``, or a recipe name that
+        ``megatron.bridge.recipes`` exports (``llama32_1b_peft_config``)."""
         if "::" not in pairing:
-            return None
+            interp = self.project.interpreter_for(near)
+            found = self.launch_checker().lookup(interp).find(pairing.strip())
+            return (found[0], found[1]) if found else None
         where, function = pairing.rsplit("::", 1)
         candidates = [Path(where), near.parent / where]
         for candidate in candidates:

@@ -182,8 +182,10 @@ def _convert(value: Any, kind: str, where: str) -> Any:
             raise SettingsError(f"{where} must be a table of glob = [rule ids]")
         return tuple((glob, _convert(ids, "ids", f"{where}.{glob!r}")) for glob, ids in value.items())
     if kind == "glob-str":
-        if not isinstance(value, dict) or not all(isinstance(v, str) and "::" in v for v in value.values()):
-            raise SettingsError(f"{where} must be a table of glob = \"path/or/module::function\"")
+        if not isinstance(value, dict) or not all(isinstance(v, str) and ("::" in v or v.isidentifier())
+                                                  for v in value.values()):
+            raise SettingsError(f"{where} must be a table of glob = \"path/or/module::function\" or glob = "
+                                f"\"recipe_name\"")
         return tuple(value.items())
     if kind == "severity":
         if value not in SEVERITIES:

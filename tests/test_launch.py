@@ -271,3 +271,16 @@ def test_a_script_that_only_names_a_yaml_does_not_pair_it(tmp_path, mb06):
                                        "HELP = 'see conf/over.yaml'\n\ndef main():\n    cfg = llama32_1b_peft_config()\n")
     report = lint([tmp_path / "conf" / "over.yaml"], mb06)
     assert report.findings == [] and report.resolved == 0
+
+
+def test_settings_pair_a_glob_with_a_recipe_name(tmp_path, mb06):
+    (tmp_path / "mblint.toml").write_text('[pairing]\n"conf/*.yaml" = "llama32_1b_peft_config"\n')
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "ft.yaml").write_text("train:\n  micro_batch_size: 2\n")
+    from mblint.settings import SettingsResolver
+
+    engine = Engine(CheckOptions(search_paths=(mb06,), settings=SettingsResolver(None)))
+    engine.display_root = tmp_path
+    report = engine.check_paths([str(tmp_path / "conf" / "ft.yaml")])
+    assert [(f.rule_id, f.location.path, f.location.line) for f in report.findings
+            if f.rule_id == "PK001"] == [("PK001", "conf/ft.yaml", 2)]
