@@ -25,7 +25,8 @@ from mblint.extract.modules import SourceError, read_source
 from mblint.extract.values import FuncRef
 
 HOW_TO_PAIR = ("pair it with its recipe: a `# mblint: recipe=PATH::FUNCTION` comment in the file, "
-               "`pairing` in the settings, or --recipe PATH::FUNCTION")
+               "`pairing` in the settings (a recipe name will do), --recipe PATH::FUNCTION, or lint the launch "
+               "script or training script that loads it")
 
 
 @dataclass(frozen=True)

@@ -270,7 +270,7 @@ def test_a_script_that_only_names_a_yaml_does_not_pair_it(tmp_path, mb06):
     (tmp_path / "notes.py").write_text("from megatron.bridge.recipes.llama import llama32_1b_peft_config\n"
                                        "HELP = 'see conf/over.yaml'\n\ndef main():\n    cfg = llama32_1b_peft_config()\n")
     report = lint([tmp_path / "conf" / "over.yaml"], mb06)
-    assert report.findings == [] and report.resolved == 0
+    assert [f.rule_id for f in report.findings] == ["SY005"] and report.resolved == 0  # unpaired, and said so
 
 
 def test_settings_pair_a_glob_with_a_recipe_name(tmp_path, mb06):
