@@ -50,10 +50,13 @@ def content_hash(path: Path, memo: dict | None = None) -> str | None:
     key = os.path.abspath(path)
     if memo is not None and key in memo:
         return memo[key]
-    try:
-        with open(key, "rb") as handle:
+    try:  # never a FIFO or a device (a dependency replaced by one since it was recorded)
+        handle = os.open(key, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(handle, "rb", closefd=True) as stream:
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                raise OSError("not a regular file")
             hasher = blake2b(digest_size=16)
-            for chunk in iter(lambda: handle.read(1 << 20), b""):  # a huge imported file: bounded memory
+            for chunk in iter(lambda: stream.read(1 << 20), b""):  # a huge imported file: bounded memory
                 hasher.update(chunk)
             digest = hasher.hexdigest()
     except OSError:

@@ -889,12 +889,12 @@ class _ExplicitFiles:
 
 
 def _directive_free(path: Path) -> bool:
-    if not path.is_file():  # never open a FIFO or device
-        return False
-    try:
-        with open(path, "rb") as handle:
-            return b"mblint" not in handle.read()
-    except OSError:
+    from mblint.extract.modules import MAX_SOURCE_BYTES
+    from mblint.paths import read_regular
+
+    try:  # never a FIFO or device, never past the size limit
+        return b"mblint" not in read_regular(path, MAX_SOURCE_BYTES)
+    except (OSError, ValueError):
         return False
 
 

@@ -114,13 +114,11 @@ def confinement_for(paths, search_paths=(), cwd: str | None = None) -> Confineme
 MAX_JSON_BYTES = 64_000_000
 
 
-def read_json(path, limit: int = MAX_JSON_BYTES, follow_links: bool = True):
-    """The JSON document in ``path``, read as a regular file (never a FIFO or a device: opening
-    does not block) of at most ``limit`` bytes. ``follow_links=False``: a symbolic link is not
-    read. OSError when it cannot be read; ValueError when it is not such a document (too large,
-    not UTF-8, not JSON, nested too deeply, or holding ``NaN``/``Infinity``)."""
-    import json
-
+def read_regular(path, limit: int, follow_links: bool = True) -> bytes:
+    """The bytes of ``path``, a regular file (opened without blocking: a FIFO is never waited
+    on; a device such as ``/dev/zero`` is refused) of at most ``limit`` bytes, never reading
+    past ``limit``. ``follow_links=False``: a symbolic link is not opened. OSError when it
+    cannot be opened; ValueError when it is not a regular file or is larger than ``limit``."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
     handle = os.open(path, flags)
     try:
@@ -136,12 +134,22 @@ def read_json(path, limit: int = MAX_JSON_BYTES, follow_links: bool = True):
                 break
             chunks.append(chunk)
             size += len(chunk)
-        if size > limit:
-            raise ValueError(f"larger than {limit:,} bytes")
     finally:
         os.close(handle)
+    if size > limit:
+        raise ValueError(f"larger than {limit:,} bytes")
+    return b"".join(chunks)
+
+
+def read_json(path, limit: int = MAX_JSON_BYTES, follow_links: bool = True):
+    """The JSON document in ``path``, read by ``read_regular``. OSError when it cannot be
+    read; ValueError when it is not such a document (too large, not a regular file, not UTF-8,
+    not JSON, nested too deeply, or holding ``NaN``/``Infinity``)."""
+    import json
+
+    data = read_regular(path, limit, follow_links)
     try:
-        return json.loads(b"".join(chunks).decode("utf-8"), parse_constant=_no_constant)
+        return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except RecursionError as error:
         raise ValueError("nested too deeply") from error
 

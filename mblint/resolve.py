@@ -12,6 +12,7 @@ from typing import Any, Iterator
 from mblint.extract.interpreter import Interpreter
 from mblint.extract.limits import BudgetExceeded
 from mblint.extract.modules import (
+    MAX_SOURCE_BYTES,
     SOURCE_OVERLAY,
     ModuleFinder,
     RealPaths,
@@ -22,6 +23,7 @@ from mblint.extract.modules import (
 from mblint.extract.positions import _with_kind
 from mblint.extract.scopes import Return
 from mblint.extract.values import FuncRef, Obj, true_origins
+from mblint.paths import read_regular
 from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, Origin, RecipeRef, ResolvedField, Unknown, _NodeMarker
 from mblint.schema import Schema, load_schema
 
@@ -555,8 +557,12 @@ def _annotation_text(node: ast.expr | None) -> str:
 def _line_of_root(root: Path) -> str | None:
     """The Megatron-Bridge line ("0.6") of the package_info.py below ``root``, if any."""
     info = root / "megatron" / "bridge" / "package_info.py"
-    if info.is_file():
-        found = dict(_VERSION_LINE.findall(info.read_text(encoding="utf-8", errors="replace")))
+    try:
+        text = read_regular(info, MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
+    except (OSError, ValueError):
+        text = None
+    if text is not None:
+        found = dict(_VERSION_LINE.findall(text))
         if "MAJOR" in found and "MINOR" in found:
             return f"{found['MAJOR']}.{found['MINOR']}"
     return None
@@ -569,9 +575,11 @@ def detect_line_from_text(text: str) -> str:
 
 
 def _safe_text(path: Path) -> str:
+    """The text of a file the finder could not read, for the schema line's hints: never read
+    past the size limit (a 1.5 GB recipe is not read at all), never a FIFO or device."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return read_regular(path, MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
+    except (OSError, ValueError):
         return ""
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mblint.model import FrozenRecord
-from mblint.paths import RealFolders, absolute
+from mblint.paths import RealFolders, absolute, read_regular
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -129,15 +129,23 @@ class Settings(FrozenRecord):
 # ----- loading ----------------------------------------------------------------------------
 
 
+MAX_SETTINGS_BYTES = 1_000_000  # a pyproject.toml is a few kB
+
+
 def read_settings_file(path: Path) -> Settings | None:
     """The settings in ``path``; None for a ``pyproject.toml`` without ``[tool.mblint]``."""
     try:
-        with open(path, "rb") as handle:
-            document = tomllib.load(handle)
+        document = tomllib.loads(read_regular(path, MAX_SETTINGS_BYTES).decode("utf-8"))
     except OSError as error:
-        raise SettingsError(f"{path}: cannot read settings: {error.strerror}") from error
+        raise SettingsError(f"{path}: cannot read settings: {error.strerror or error}") from error
+    except UnicodeDecodeError as error:
+        raise SettingsError(f"{path}: cannot read settings: not UTF-8 (byte {error.start})") from error
+    except RecursionError as error:
+        raise SettingsError(f"{path}: invalid TOML: nested too deeply") from error
     except tomllib.TOMLDecodeError as error:
         raise SettingsError(f"{path}: invalid TOML: {error}") from error
+    except ValueError as error:  # not a regular file, too large
+        raise SettingsError(f"{path}: cannot read settings: {error}") from error
     if path.name == "pyproject.toml":
         table = document.get("tool", {}).get("mblint")
         if table is None:

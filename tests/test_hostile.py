@@ -198,3 +198,93 @@ def test_cache_files_that_are_not_regular_files_are_never_waited_on(tree, kind):
         os.mkfifo(target) if kind == "fifo" else target.symlink_to(kind)
     again = invoke("check", "recipes")
     assert again.stdout == first.stdout and again.exit_code == 1
+
+
+# ----- bounded work ---------------------------------------------------------------------------
+
+
+def unknown_branches_recipe(count: int) -> str:
+    lines = ["import os", "from megatron.bridge.training.config import ConfigContainer", "",
+             "from .common import _sft_common", "", "", "def branches_recipe() -> ConfigContainer:",
+             "    cfg = _sft_common()"]
+    for index in range(count):
+        lines += [f'    if os.environ.get("X{index}"):', f"        cfg.train.train_iters = {index}"]
+    return "\n".join(lines + ["    cfg.train.micro_batch_size = 2", "    return cfg", ""])
+
+
+def run_mblint(args: list[str], cwd: Path, timeout: float, memory: int | None = None):
+    """``mblint`` in a process of its own, killed after ``timeout`` seconds; ``memory``: an
+    address-space limit in bytes."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        if memory is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return subprocess.run([sys.executable, "-c", "from mblint.cli import run; run()", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, preexec_fn=limit)
+
+
+def test_sequential_unknown_branches_stay_linear(tree):
+    # 2,000 `if <unknown>:` statements setting one field: cubic before (1,000 took 45 s, 2,000
+    # ran past 120 s); each merge now keeps at most MAX_ORIGINS origins (about 1 s).
+    (tree / "recipes" / "branches.py").write_text(unknown_branches_recipe(2_000))
+    result = run_mblint(["check", "--no-cache", "--format", "json", "recipes"], tree, timeout=60)
+    found = {(f["rule"], f["location"]["path"]) for f in json.loads(result.stdout)["findings"]}
+    assert ("PK001", "recipes/branches.py") in found and ("PK001", "recipes/good.py") in found
+
+
+def test_an_over_size_python_file_is_never_read(tree):
+    huge = tree / "recipes" / "huge.py"
+    with open(huge, "wb") as handle:  # sparse: 1.5 GB that take no disk
+        handle.truncate(1_500_000_000)
+    result = run_mblint(["check", "--no-cache", "--format", "json", "recipes"], tree, timeout=60,
+                        memory=1_000_000_000)
+    found = {(f["rule"], f["location"]["path"]) for f in json.loads(result.stdout)["findings"]}
+    assert ("SY002", "recipes/huge.py") in found and ("PK001", "recipes/good.py") in found, result.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_baseline_that_is_not_a_regular_file_is_a_clear_error(tree, kind):
+    def plant(path: Path) -> None:
+        path.unlink(missing_ok=True)
+        os.mkfifo(path) if kind == "fifo" else path.symlink_to(kind)
+
+    plant(tree / "baseline.json")
+    result = run_mblint(["check", "--no-cache", "--baseline", "baseline.json", "recipes"], tree, timeout=30)
+    assert result.returncode == 2 and "baseline.json: malformed baseline: not a regular file" in result.stderr
+
+
+# ----- clear errors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("settings, message", [
+    (b"[tool.mblint]\nselect = " + b"[" * 10_000 + b"]" * 10_000 + b"\n", "invalid TOML: nested too deeply"),
+    (b"[tool.mblint]\nselect = ['PK\xff']\n", "cannot read settings: not UTF-8 (byte 27)"),
+], ids=["select nested 10,000 deep", "byte not UTF-8"])
+def test_malformed_settings_are_clear_errors(tree, settings, message):
+    (tree / "pyproject.toml").write_bytes(settings)
+    result = check("recipes")
+    assert result.exit_code == 2 and f"pyproject.toml: {message}" in result.stderr
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("document, message", [
+    ('{"mblint-baseline": 1, "entries": [{"path": "recipes/good.py", "rule": "PK001", "count": Infinity}]}',
+     "malformed baseline: Infinity is not a JSON number"),
+    ('{"mblint-baseline": 1, "entries": [{"path": "recipes/good.py", "rule": "PK001", "count": 1e999}]}',
+     "malformed baseline: count inf is not a whole number"),
+    ("[" * 100_000 + "]" * 100_000, "malformed baseline: nested too deeply"),
+], ids=["Infinity", "1e999", "100,000 deep"])
+def test_malformed_baselines_are_clear_errors(tree, document, message):
+    (tree / "baseline.json").write_text(document)
+    result = check("--baseline", "baseline.json", "recipes")
+    assert result.exit_code == 2 and f"baseline.json: {message}" in result.stderr
+
+
+def test_an_unwritable_baseline_path_is_a_clear_error(tree):
+    result = check("--write-baseline", "recipes/good.py/baseline.json", "recipes")  # a file as the folder
+    assert result.exit_code == 2 and "baseline.json: cannot write baseline: Not a directory" in result.stderr
+    assert "Traceback" not in result.output

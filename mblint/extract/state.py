@@ -6,7 +6,7 @@ import operator
 from itertools import compress
 
 from mblint.extract.scopes import Frame
-from mblint.extract.values import Obj, Rebase, _versions, children_among, merge_values
+from mblint.extract.values import MAX_ORIGINS, Obj, Rebase, _versions, children_among, merge_values
 from mblint.model import UNKNOWN, Origin
 from mblint.schema import ClassSpec
 
@@ -54,10 +54,14 @@ def _merge_slots(left: tuple | None, right: tuple | None) -> tuple:
 
 
 def _merge_origins(left: tuple, right: tuple) -> tuple:
+    """``left``, then the origins of ``right`` it lacks; kept to ``MAX_ORIGINS`` (the first and
+    the latest) as a write keeps them: a field set in each of thousands of unknown branches
+    stays linear (each merge once compared every origin with every other: cubic in all)."""
+    known = set(left)
     merged = list(left)
-    for origin in right:
-        if origin not in merged:
-            merged.append(origin)
+    merged.extend(origin for origin in right if origin not in known)
+    if len(merged) > MAX_ORIGINS:
+        merged = merged[:1] + merged[1 - MAX_ORIGINS:]
     return tuple(merged)
 
 
