@@ -826,8 +826,8 @@ class Engine:
                 return commands
             self.unpaired(path, paired, report)
             return set()
-        where, _, function = paired.recipe.rpartition("::")
-        if not where or not function.isidentifier():
+        where, separator, function = paired.recipe.rpartition("::")
+        if separator and (not where or not function.isidentifier()):
             report.errors.append(FileError(str(path), f"malformed pairing {paired.recipe!r}: expected "
                                                       "recipe=PATH_OR_MODULE::FUNCTION"))
             return set()
