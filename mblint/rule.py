@@ -115,7 +115,7 @@ class RuleContext:
             related=tuple(_unique_related(related)),
             fields=tuple(fields),
             recipe=cfg.recipe.label,
-            fixes=tuple(fixes),
+            fixes=tuple(_keeping_intent(cfg, fix, self.editable_paths) for fix in fixes),
         )
 
 
@@ -229,6 +229,23 @@ def _primary_origin(cfg: EffectiveConfig, lasts: list[Origin | None], primary: s
         if pool:
             return max(pool, key=lambda o: o.seq)
     return cfg.recipe.origin()
+
+
+def _keeping_intent(cfg: EffectiveConfig, fix: FixIntent, editable: frozenset[str] | None) -> FixIntent:
+    """A safe fix keeps behaviour and evident intent: one that would replace a value written in
+    a linted file or an override with a different value is unsafe, whatever the rule proposed.
+    (A value an installed base builder set is no intent of the linted files' author.)"""
+    if not fix.safe or fix.action != "set":
+        return fix
+    origin = cfg.last_origin(fix.field)
+    if origin is None or origin.kind not in ("set", "override"):
+        return fix
+    if origin.kind == "set" and editable is not None and origin.path not in editable:
+        return fix
+    written = cfg.value(fix.field)
+    if not is_known(written) or is_node(written) or (written == fix.value and type(written) is type(fix.value)):
+        return fix
+    return replace(fix, safe=False)
 
 
 def _unique_related(related: list[Related]) -> list[Related]:

@@ -15,3 +15,70 @@ def test_unsafe_fixes_alone_writes_nothing(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "PK001" in result.stdout and "Fixed" not in result.stdout + result.stderr
     assert (tmp_path / "r.py").read_text() == BAD_RECIPE
+
+
+DIST_OPT = """from megatron.bridge.training.config import (ConfigContainer, DistributedDataParallelConfig, OptimizerConfig,
+                                             TrainingConfig)
+
+
+def dist_config() -> ConfigContainer:
+    cfg = ConfigContainer(
+        train=TrainingConfig(micro_batch_size=1, global_batch_size=8),
+        optimizer=OptimizerConfig(optimizer="adam", lr=1e-4, use_distributed_optimizer=True),
+        ddp=DistributedDataParallelConfig(),
+    )
+    cfg.ddp.use_distributed_optimizer = False
+    return cfg
+"""
+
+
+def test_a_safe_fix_never_turns_an_explicit_false_into_true(tmp_path: Path) -> None:
+    """OT002: the author wrote ddp.use_distributed_optimizer = False; Megatron-Bridge turns it
+    on anyway. --fix must not write True over that False (the opposite of what was written)."""
+    (tmp_path / "r.py").write_text(DIST_OPT)
+    shown = run(["check", "--no-cache", "r.py"], tmp_path)
+    assert "r.py:11:5: OT002" in shown.stdout
+    assert "  = unsafe fix: set optimizer.use_distributed_optimizer = False too, as ddp.use_distributed_optimizer says" \
+        in shown.stdout
+    assert "  = alternative (not applied): or set ddp.use_distributed_optimizer = True" in shown.stdout
+    assert "  = fix:" not in shown.stdout
+    fixed = run(["check", "--no-cache", "--fix", "r.py"], tmp_path)
+    assert (tmp_path / "r.py").read_text() == DIST_OPT, fixed.stderr
+    unsafe = run(["check", "--no-cache", "--fix", "--unsafe-fixes", "r.py"], tmp_path)
+    assert unsafe.exit_code == 0, unsafe.stdout + unsafe.stderr
+    text = (tmp_path / "r.py").read_text()
+    assert "use_distributed_optimizer=False)" in text and "cfg.ddp.use_distributed_optimizer = False" in text
+
+
+def test_any_safe_fix_that_contradicts_a_written_value_becomes_unsafe(tmp_path: Path) -> None:
+    """CG003's fix (use_te_rng_tracker = True for CUDA graphs) is safe where the recipe never
+    set the tracker, and unsafe where the recipe wrote False."""
+    from integration_support import FIXABLE_RECIPE
+
+    (tmp_path / "unset.py").write_text(FIXABLE_RECIPE)
+    written = FIXABLE_RECIPE.replace('    return cfg', '    cfg.model.use_te_rng_tracker = False\n    return cfg')
+    (tmp_path / "written.py").write_text(written)
+    result = run(["check", "--no-cache", "--format", "json", "--select", "CG003", "."], tmp_path)
+    import json
+
+    safety = {f["location"]["path"]: [fix["safe"] for fix in f["fixes"]]
+              for f in json.loads(result.stdout)["findings"]}
+    assert safety == {"unset.py": [True], "written.py": [False]}
+
+
+def test_fixes_of_different_findings_on_one_field_are_planned_together(tmp_path: Path) -> None:
+    """PK001's unsafe fix (MBS 1, GBS 64 -> 32, pack 2048 -> 4096: the same tokens per step) must
+    not be half undone by PK006's fix of the pack size in a later round; the summary counts what
+    was done."""
+    from integration_support import recipe
+
+    original = recipe(2).replace("global_batch_size=8", "global_batch_size=64")
+    (tmp_path / "r.py").write_text(original)
+    result = run(["check", "--no-cache", "--fix", "--unsafe-fixes", "--show-fixes", "r.py"], tmp_path)
+    text = (tmp_path / "r.py").read_text()
+    assert "micro_batch_size=1, global_batch_size=32" in text
+    assert "packed_sequence_size=4096" in text  # PK001's pack stands
+    assert "Fixed 1 finding with 3 edits in 1 file." in result.stderr
+    assert ("Not fixed: r.py:12: PK006 set packed_sequence_size to 2048 (it would undo the PK001 fix that set "
+            "dataset.offline_packing_specs.packed_sequence_size to 4096 in this run" in result.stderr)
+    assert "r.py:12:55: PK006" in result.stdout  # still reported: the user chooses

@@ -107,7 +107,7 @@ def test_fix_that_leaves_finding_is_dropped(tmp_path, mb06):
         "from megatron.bridge.recipes.common import _pretrain_common\n\n\n"
         "def c_config():\n    cfg = _pretrain_common()\n    cfg.train.global_batch_size = 128\n    return cfg\n")
     make = engine_factory([rule], tmp_path, [mb06])
-    run = run_fixes(make, [str(tmp_path / "recipe.py")])
+    run = run_fixes(make, [str(tmp_path / "recipe.py")], unsafe=True)  # it replaces the written 128
     assert not run.changed and not run.applied
     assert run.dropped and "still reported" in run.dropped[0].reason
 
@@ -124,7 +124,7 @@ def test_command_line_override_is_not_fixed(tmp_path, mb06):
         engine.display_root = tmp_path
         return engine
 
-    run = run_fixes(make, [str(tmp_path / "recipe.py")])
+    run = run_fixes(make, [str(tmp_path / "recipe.py")], unsafe=True)  # it replaces the --set 128
     assert not run.changed
     assert run.unfixable and "command line" in run.unfixable[0].reason
 
@@ -256,7 +256,7 @@ def test_a_fix_run_parses_each_text_once(tmp_path, mb06, monkeypatch):
     (tmp_path / "recipe.py").write_text(
         "from megatron.bridge.recipes.common import _pretrain_common\n\n\n"
         "def c_config():\n    cfg = _pretrain_common()\n    cfg.train.global_batch_size = 128\n    return cfg\n")
-    run = run_fixes(engine_factory([rule], tmp_path, [mb06]), [str(tmp_path / "recipe.py")])
+    run = run_fixes(engine_factory([rule], tmp_path, [mb06]), [str(tmp_path / "recipe.py")], unsafe=True)
     assert run.applied and not run.dropped
     assert len(parsed) == len(set(parsed))
 
@@ -390,8 +390,9 @@ def test_wheel_recipes_pass_through_fix(line, tmp_path, mb_roots):
 
 
 def test_alternative_intents_are_shown_not_applied(tmp_path, mb06):
-    """OT002 offers 'set the False one to True' (the fix) or 'set the other to False too' (an
-    alternative): applying both would swap the two values and keep them disagreeing."""
+    """OT002 offers 'set the other to False too' (the fix, keeping the False the author wrote) or
+    'set the False one to True' (an alternative): applying both would swap the two values and
+    keep them disagreeing."""
     (tmp_path / "recipe.py").write_text(
         "from megatron.bridge.recipes.common import _pretrain_common\n\n\n"
         "def c_config():\n    cfg = _pretrain_common()\n    cfg.ddp.use_distributed_optimizer = False\n"
@@ -403,8 +404,8 @@ def test_alternative_intents_are_shown_not_applied(tmp_path, mb06):
     run = run_fixes(make, [str(tmp_path / "recipe.py")], unsafe=True)
     run.write()
     text = (tmp_path / "recipe.py").read_text()
-    assert "cfg.ddp.use_distributed_optimizer = True" in text and "optimizer.use_distributed_optimizer" not in \
-        text.replace("cfg.ddp.use_distributed_optimizer", ""), text
+    assert "cfg.ddp.use_distributed_optimizer = False" in text, text
+    assert "cfg.optimizer.use_distributed_optimizer = False" in text, text
     assert not lint(make, [str(tmp_path / "recipe.py")]).findings
 
 

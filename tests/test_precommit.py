@@ -61,7 +61,7 @@ def test_fix_hook_then_check_hook_passes(target) -> None:
     fixing = try_repo(repo, env, "mblint-fix", "--files", "fixable.py", "good.py")
     output = fixing.stdout + fixing.stderr
     assert fixing.returncode == 1, output  # pre-commit fails a hook that modified files
-    assert "files were modified by this hook" in output and "Fixed 1 finding in 1 file." in output, output
+    assert "files were modified by this hook" in output and "Fixed 1 finding with 1 edit in 1 file." in output, output
     fixed = (repo / "fixable.py").read_text()
     assert "cfg.model.use_te_rng_tracker = True" in fixed and "cfg.rng.te_rng_tracker" not in fixed, fixed
     checking = try_repo(repo, env, "mblint", "--files", "fixable.py", "good.py")

@@ -89,6 +89,7 @@ class FixRun:
     states: dict[Path, FileState] = field(default_factory=dict)
     texts: dict[Path, str] = field(default_factory=dict)
     rounds: int = 0
+    fixed_findings: int = 0  # the findings whose fix groups were applied, one per (finding, recipe)
 
     @property
     def changed(self) -> dict[Path, str]:
@@ -154,8 +155,9 @@ def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bo
     run = FixRun(report=None, states=states, texts=texts)
     parsed = ParsedFiles()
     engine, report, captured = _lint(make_engine, paths, texts)
+    fixed_fields: dict[tuple[str, str], tuple] = {}  # (recipe, field) -> (value, the fix that set it)
     for round_number in range(1, max_rounds + 1):
-        groups, unfixable = _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed)
+        groups, unfixable = _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed, fixed_fields)
         run.unfixable = unfixable
         if not groups:
             break
@@ -180,6 +182,10 @@ def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bo
                 continue
             for group in active:
                 run.applied.extend(_records(group))
+                run.fixed_findings += 1
+                for edit in group.edits:
+                    if edit.intent.action in ("set", "add"):
+                        fixed_fields[(group.finding.recipe, edit.intent.field)] = (edit.intent.value, _records(group)[0])
             texts.clear()
             texts.update(new_texts)
             engine, report, captured = engine2, report2, captured2
@@ -223,7 +229,20 @@ def _lint(make_engine, paths, texts):
     return engine, report, captured
 
 
-def _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed):
+def _undoes(finding, fixed_fields: dict) -> str:
+    """Why ``finding``'s fix may not be applied: it would set a field that a fix applied
+    earlier in this run set to another value (the fixes of different findings touching the
+    same field are planned together: the first one stands); "" when it would not."""
+    for intent in finding.applicable_fixes:
+        earlier = fixed_fields.get((finding.recipe, intent.field))
+        if intent.action in ("set", "add") and earlier is not None and earlier[0] != intent.value:
+            value, record = earlier
+            return (f"it would undo the {record.rule_id} fix that set {intent.field} to {value!r} in this run; "
+                    f"choose between them by hand")
+    return ""
+
+
+def _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed, fixed_fields=None):
     planner = Planner(engine, texts, parsed)
     groups: list[FixGroup] = []
     unfixable: list[FixRecord] = []
@@ -237,6 +256,12 @@ def _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed):
         if key in failed_keys or key in seen_keys:
             continue
         seen_keys.add(key)
+        undoing = _undoes(finding, fixed_fields or {})
+        if undoing:
+            unfixable.append(FixRecord(finding.rule_id, finding.recipe, finding.location.path, finding.location.line,
+                                       "; ".join(i.description or i.action for i in finding.applicable_fixes),
+                                       all(i.safe for i in finding.applicable_fixes), undoing))
+            continue
         if not unsafe and not all(i.safe for i in finding.applicable_fixes):
             unfixable.append(FixRecord(finding.rule_id, finding.recipe, finding.location.path, finding.location.line,
                                        "; ".join(i.description or i.action for i in finding.applicable_fixes), False,
@@ -371,10 +396,10 @@ def fix_command(make_engine, paths: list[str], *, unsafe: bool, diff: bool, show
     for record in run.dropped:
         echo(f"mblint: note: fix dropped: {record}", err=True)
     if run.applied:
-        count = len({(r.rule_id, r.recipe) for r in run.applied})
-        echo(f"{verb} {count} finding{'s' if count != 1 else ''} in {len(run.changed)} "
-             f"file{'s' if len(run.changed) != 1 else ''}.", err=True)
-    if show_fixes:
-        for record in run.unfixable:
+        count, edits, files = run.fixed_findings, len(run.applied), len(run.changed)
+        echo(f"{verb} {count} finding{'s' if count != 1 else ''} with {edits} edit{'s' if edits != 1 else ''} "
+             f"in {files} file{'s' if files != 1 else ''}.", err=True)
+    for record in run.unfixable:
+        if show_fixes or "would undo" in record.reason:
             echo(f"Not fixed: {record}", err=True)
     return run.report, changed, errors

@@ -33,8 +33,10 @@ cfg.ddp.use_distributed_optimizer = False   # silently turned back to True
 ```
 
 ## Fix
-Set both to the same value: to really disable it, set both to False (unsafe: changes memory
-use and the checkpoint layout); to keep today's behaviour, set the False one to True (safe).
+Set both to the same value. The fix keeps what the author wrote: it sets the other one to
+False too, really disabling it (unsafe: changes memory use and the checkpoint layout). The
+alternative, never applied, sets the False one to True, what runs today; it is no safe fix
+either, since it replaces an explicit `False` with the opposite of what the author wrote.
 
 ## Versions
 0.3.x and 0.6.x.
@@ -76,7 +78,7 @@ optimizer.use_distributed_optimizer = True).
             message = (f"{off} is False, but {on} is True; Megatron-Bridge enables {name} on both at job start, "
                        f"so this False has no effect")
             yield ctx.report(cfg, message, [off, on], primary=off,
-                             fixes=[FixIntent("set", off, True, safe=True,
-                                              description=f"set {off} = True (what runs today)"),
-                                    FixIntent("set", on, False, safe=False, alternative=True,
-                                              description=f"or set {on} = False too, to really disable it")])
+                             fixes=[FixIntent("set", on, False, safe=False,
+                                              description=f"set {on} = False too, as {off} says"),
+                                    FixIntent("set", off, True, safe=False, alternative=True,
+                                              description=f"or set {off} = True (what runs today)")])
