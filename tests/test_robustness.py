@@ -472,7 +472,9 @@ def test_killed_while_fixing_every_file_is_old_or_new(tmp_path):
     fixable_tree(original, 40)
     shutil.copytree(original, fixed)
     started = time.monotonic()
-    assert fix_command(fixed).wait(timeout=120) == 0  # everything fixed
+    # every PK001 fixed; the PK006 its pack size raises stays reported (a later fix may not undo
+    # an earlier one's field), hence exit 1
+    assert fix_command(fixed).wait(timeout=120) == 1
     duration = time.monotonic() - started
     before, after = snapshot(original), snapshot(fixed)
     assert all(before[name] != after[name] for name in before if name.startswith("recipes/r"))
