@@ -662,7 +662,9 @@ class Engine:
 
     def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult) -> None:
         world_size, source = self.world_size_for(cfg, text)
-        self.config_rules(cfg.schema_version, world_size, source).calls(cfg).run(cfg, report.findings, report.notes)
+        crashes: list[str] = []  # a rule that raised: an error (exit 2), never a passing run
+        self.config_rules(cfg.schema_version, world_size, source).calls(cfg).run(cfg, report.findings, crashes)
+        report.errors.extend(FileError(cfg.recipe.path, crash) for crash in crashes)
 
     def config_rules(self, line: str, world_size: int | None, source: str) -> RulePlan:
         """The plan of each enabled rule that checks a configuration of schema line ``line``,

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mblint.extract.modules import SourceError, SourceLimit, read_source
+from mblint.extract.modules import SourceError, SourceLimit, read_source, source_lines
+from mblint.extract.limits import MAX_INT_BITS
 from mblint.extract.values import Obj
 from mblint.model import UNKNOWN, Origin, Unknown
 
@@ -62,7 +63,10 @@ def _read_yaml(path: Path) -> tuple[str, Any]:
         if node is None:
             return text, None
         _check_nodes(path, node)
-        return text, constructor.construct_document(node)
+        try:
+            return text, constructor.construct_document(node)
+        except ValueError as error:  # an integer of more than 4,300 digits (Python's limit)
+            raise SourceError(path, f"invalid YAML: {error}".split(";")[0], 1, 1) from error
     except YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         line, column = (mark.line + 1, mark.column + 1) if mark else _line_column(text, getattr(error, "position", 0))
@@ -120,7 +124,7 @@ def yaml_overrides(path: Path, display: str) -> list[Override]:
 
     if not isinstance(document, CommentedMap):
         raise SourceError(path, "an override file must be a mapping of config fields", 1, 1)
-    lines = text.splitlines()
+    lines = source_lines(text)
     overrides: list[Override] = []
     _collect_yaml(document, (), display, lines, overrides, depth=0)
     return overrides
@@ -132,7 +136,7 @@ def _collect_yaml(node: Any, prefix: tuple, display: str, lines: list[str], out:
     if depth > 64:
         return
     for key in node:
-        line, column = node.lc.key(key)
+        line, column = _key_position(node, key)
         end_column = len(lines[line]) + 1 if line < len(lines) else column + 2
         origin = Origin(display, line + 1, column + 1, line + 1, end_column, "override", _next_seq())
         value = node[key]
@@ -142,6 +146,18 @@ def _collect_yaml(node: Any, prefix: tuple, display: str, lines: list[str], out:
             _collect_yaml(value, path, display, lines, out, depth + 1)
         else:
             out.append(Override(path, _plain_yaml(value, depth), origin))
+
+
+def _key_position(node: Any, key: Any) -> tuple[int, int]:
+    """0-based line and column of ``key`` in ``node``; a key merged in (``<<: *anchor``) or
+    read from an ``!!omap`` has none of its own: the mapping's position stands for it."""
+    try:
+        position = node.lc.key(key)
+    except (KeyError, AttributeError, TypeError):
+        position = None
+    if position is None or position[0] is None:
+        return node.lc.line or 0, node.lc.col or 0
+    return position
 
 
 _override_clock = iter(range(1_000_000_000, 10**12))
@@ -172,6 +188,8 @@ def _plain_yaml(value: Any, depth: int = 0) -> Any:
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
+        if value.bit_length() > MAX_INT_BITS:  # as the interpreter: no rule computes with it
+            return Unknown(f"integer of {value.bit_length():,} bits, beyond mblint's limit")
         return int(value)
     if isinstance(value, float):
         return float(value)

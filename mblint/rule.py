@@ -162,7 +162,8 @@ class RuleCalls:
 
     def run(self, cfg: EffectiveConfig, findings: list[Finding], notes: list[str]) -> None:
         """Each rule's findings on ``cfg`` appended to ``findings`` in rule order. A rule that
-        raises adds a note instead and the others still run: then the rules are run again
+        raises adds a message to ``notes`` instead (the engine reports it as an error: a crash
+        must never turn a failing run into a passing one) and the others still run: then the rules are run again
         one by one (they only read ``cfg``), the findings of the first attempt dropped."""
         start = len(findings)
         try:

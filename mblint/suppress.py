@@ -214,7 +214,9 @@ def _python_comments(text: str) -> list[tuple[int, int, str]]:
 
 def _yaml_comments(text: str) -> list[tuple[int, int, str]]:
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    from mblint.extract.modules import source_lines
+
+    for number, line in enumerate(source_lines(text), start=1):
         if "mblint" not in line:
             continue
         match = re.search(YAML_COMMENT, line)

@@ -288,3 +288,91 @@ def test_an_unwritable_baseline_path_is_a_clear_error(tree):
     result = check("--write-baseline", "recipes/good.py/baseline.json", "recipes")  # a file as the folder
     assert result.exit_code == 2 and "baseline.json: cannot write baseline: Not a directory" in result.stderr
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("document, expected", [
+    ("base: &b\n  micro_batch_size: 1\ntrain:\n  <<: *b\n", "merged"),
+    ("a: &a {micro_batch_size: 1}\nb: &b {global_batch_size: 8}\ntrain:\n  <<: [*a, *b]\n", "merged"),
+    ("train: !!omap\n  - micro_batch_size: 1\n", "merged"),
+    ("train:\n  micro_batch_size: !!value 1\n", "merged"),
+    ("train:\n  micro_batch_size: 2\n  global_batch_size: !!binary aGk=\n", "PK001"),
+], ids=["merge key", "merge list", "omap", "value", "binary"])
+def test_core_schema_yaml_constructs_are_applied_or_reported(tree, document, expected):
+    (tree / "o.yaml").write_text(PAIRED + document)
+    result = check("--format", "json", "o.yaml")
+    assert "internal error" not in result.output and result.exit_code in (0, 1), result.output
+    rules = {f["rule"] for f in findings(result)}
+    if expected == "merged":  # micro_batch_size 1 reached the recipe: PK001 no longer fires
+        assert "PK001" not in rules
+    else:
+        assert "PK001" in rules
+
+
+def test_an_integer_beyond_python_s_digit_limit_is_sy001(tree):
+    (tree / "o.yaml").write_text(PAIRED + "train:\n  micro_batch_size: " + "1" * 5_000 + "\n")
+    result = check("--format", "json", ".")
+    assert "internal error" not in result.output
+    assert [f["rule"] for f in findings(result) if f["location"]["path"] == "o.yaml"] == ["SY001"]
+    assert "recipes/good.py" in {f["location"]["path"] for f in findings(result)}
+
+
+def test_a_huge_hex_integer_keeps_the_run_failing(tree):
+    (tree / "o.yaml").write_text(PAIRED + "train:\n  global_batch_size: 0x" + "f" * 5_000 + "\n")
+    result = check("--format", "json", "o.yaml")
+    assert result.exit_code == 1 and "internal error" not in result.output
+    assert "PK001" in {f["rule"] for f in findings(result)}  # micro_batch_size 2 is still an error
+
+
+def test_a_rule_that_crashes_makes_the_run_fail(tree, monkeypatch):
+    from mblint.plugins import load_plugins
+
+    rule = next(r for r in load_plugins().rules if r.id == "PK001")
+    monkeypatch.setattr(rule, "check", lambda self, cfg, ctx: 1 / 0)
+    result = check("recipes")
+    assert result.exit_code == 2 and "internal error in rule PK001" in result.stderr
+    assert "All checks passed" not in result.output
+
+
+def test_sarif_uri_of_a_file_name_that_is_not_utf8(tree):
+    name = os.fsdecode(b"bad\xff.py")
+    shutil.copyfile(tree / "recipes" / "good.py", tree / "recipes" / name)
+    result = check("--format", "sarif", "recipes")
+    assert result.exit_code == 1, result.output
+    uris = {location["physicalLocation"]["artifactLocation"]["uri"]
+            for run in json.loads(result.stdout)["runs"] for r in run["results"] for location in r["locations"]}
+    assert "recipes/bad%FF.py" in uris
+
+
+@pytest.mark.parametrize("data", [
+    PAIRED.encode() + b"train:\n  micro_batch_size: 1\x00\n",
+    PAIRED.encode() + b"train:\n  micro_batch_size: 1  # caf\xe9\n",
+    (PAIRED + "train:\n  micro_batch_size: 1\n").encode("utf-16"),
+], ids=["NUL", "Latin-1", "UTF-16"])
+def test_a_paired_yaml_file_that_is_not_utf8_text_is_sy001(tree, data):
+    (tree / "o.yaml").write_bytes(data)
+    result = check("--format", "json", "o.yaml")
+    assert result.exit_code == 1 and [f["rule"] for f in findings(result)] == ["SY001"]
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\x0c", "\x1c", "\x85"])
+def test_the_snippet_is_the_line_reported_after_unusual_line_breaks(tree, separator):
+    text = (tree / "recipes" / "good.py").read_text()
+    text = text.replace("from .common import", f"# a comment with a{separator}break\nfrom .common import")
+    (tree / "recipes" / "good.py").write_text(text)
+    result = check("recipes/good.py")
+    assert "recipes/good.py:11:5: PK001" in result.stdout
+    assert "11 |     cfg.train.micro_batch_size = 2  # PK001: offline packing needs 1" in result.stdout
+
+
+
+def test_python_m_mblint_does_not_import_the_linted_tree(tree):
+    import subprocess
+    import sys
+
+    for name in ("click", "json", "ruamel"):  # modules mblint imports
+        (tree / f"{name}.py").write_text(f"open({str(tree / 'pwned')!r}, 'a').write('{name}\\n')\n")
+    for command in (["-m", "mblint"], ["-P", "-m", "mblint"]) if sys.version_info >= (3, 11) else (["-m", "mblint"],):
+        result = subprocess.run([sys.executable, *command, "check", "--no-cache", "recipes"], cwd=tree,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 1 and "PK001" in result.stdout, result.stderr
+    assert not (tree / "pwned").exists(), (tree / "pwned").read_text()

@@ -180,7 +180,7 @@ def test_mutation_lands_on_changed_line(tree, monkeypatch, rel, function, origin
         engine.check_recipe(relative, function, "".join(lines), result)
     finally:
         path.write_text(text)
-    assert not [n for n in result.notes if "internal error" in n], result.notes
+    assert not [n for n in result.notes + [e.message for e in result.errors] if "internal error" in n], result.errors
     on_line = {(f.rule_id, f.severity.name) for f in result.findings if f.location.line == index + 1}
     assert (rule, "ERROR") in on_line, (
         f"expected {rule} error on line {index + 1} ({mutated}); got on line: {sorted(on_line)}; "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import stat
 import sys
 from functools import lru_cache
@@ -15,6 +16,19 @@ from mblint.paths import RealFolders, absolute
 # Larger files are not read: the biggest Megatron-Bridge module is about 170 kB, and parsing
 # costs about 100 bytes of memory per byte of source.
 MAX_SOURCE_BYTES = 4_000_000
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """``text``'s lines as Python's tokenizer (and YAML) number them: ended by ``\n``, ``\r\n``
+    or a lone ``\r`` only. ``str.splitlines`` also breaks at a form feed, ``\x1c``-``\x1e``,
+    ``\x85``, U+2028 and U+2029, so a comment holding one would shift every later line."""
+    lines = _LINE_BREAK.split(text)
+    if lines and not lines[-1]:
+        lines.pop()
+    return lines
 
 
 OUTSIDE_PROJECT = "not read: outside the project and its search paths"
@@ -50,9 +64,9 @@ class ModuleSource:
         # What a search for "mblint" comments finds in the text: nothing when it is "".
         self.mblint_text = text if "mblint" in text else ""
         # The (1-based) lines where ``char_column`` is not ``byte_offset + 1``, numbered as
-        # ``str.splitlines`` numbers them.
+        # Python numbers them (``source_lines``).
         self.wide_lines: dict[int, str] = {} if text.isascii() else {
-            number: line for number, line in enumerate(text.splitlines(), 1) if not line.isascii()}
+            number: line for number, line in enumerate(source_lines(text), 1) if not line.isascii()}
 
     @property
     def is_ascii(self) -> bool:
@@ -142,7 +156,7 @@ def parse_source(path: Path, text: str, display_path: str | None = None) -> Modu
 
 
 def _longest_line(text: str) -> int:
-    lengths = [len(line) for line in text.splitlines()] or [0]
+    lengths = [len(line) for line in source_lines(text)] or [0]
     return lengths.index(max(lengths)) + 1
 
 

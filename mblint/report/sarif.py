@@ -161,7 +161,7 @@ def _uri(display_path: str, root: Path, display_root: Path) -> tuple[str, bool]:
         relative = absolute.relative_to(root)
     except ValueError:
         return absolute.as_uri(), False
-    return quote(relative.as_posix(), safe="/"), True
+    return quote(os.fsencode(relative.as_posix()), safe="/"), True  # the raw bytes of a name that is not UTF-8
 
 
 def _physical(origin: Origin, root: Path, display_root: Path) -> om.PhysicalLocation:

@@ -97,19 +97,16 @@ def source_lines(findings: list[Finding], confinement=None) -> dict[str, dict[in
             for path, numbers in wanted.items()}
 
 
-# What str.splitlines() breaks lines at besides "\n", in UTF-8: bytes of their own, and
-# sequences of characters beyond ASCII.
-_OTHER_BREAKS = tuple(char.encode() for char in "\r\x0b\x0c\x1c\x1d\x1e")
-_OTHER_BREAKS_BEYOND_ASCII = tuple(char.encode() for char in "\x85\u2028\u2029")
 _BOM = b"\xef\xbb\xbf"
 
 
 def _file_lines(path: str, numbers: set[int]) -> dict[int, str]:
-    """Lines ``numbers`` of the file, as ``splitlines`` of its text (UTF-8, a leading BOM
-    dropped, bad bytes replaced) numbers them. Where the file up to the last line wanted
+    """Lines ``numbers`` of the file, as Python's tokenizer numbers them (``source_lines``: a
+    form feed or U+2028 in a comment ends no line), UTF-8, a leading BOM dropped, bad bytes
+    replaced. Where the file up to the last line wanted
     breaks lines at b"\n" alone, only that part is split, as bytes, and only the lines wanted
     are decoded (a bad UTF-8 sequence never spans b"\n", which no multi-byte sequence holds)."""
-    from mblint.extract.modules import SourceError, read_regular_file
+    from mblint.extract.modules import SourceError, read_regular_file, source_lines
 
     try:
         data = read_regular_file(Path(path))
@@ -121,7 +118,7 @@ def _file_lines(path: str, numbers: set[int]) -> dict[int, str]:
         data = data[len(_BOM):]
     parts = _lines_up_to(data, max(numbers))
     if parts is None:
-        lines = data.decode("utf-8", errors="replace").splitlines()
+        lines = source_lines(data.decode("utf-8", errors="replace"))
         return {number: lines[number - 1] for number in numbers if 0 < number <= len(lines)}
     return {number: parts[number - 1].decode("utf-8", errors="replace")
             for number in numbers if 0 < number <= len(parts)}
@@ -137,7 +134,6 @@ def _lines_up_to(data: bytes, last: int) -> list[bytes] | None:
         del parts[last:]
     elif not parts[-1]:  # the whole file: an empty piece after its last b"\n" is no line
         parts.pop()
-    breaks = _OTHER_BREAKS if data.isascii() else _OTHER_BREAKS + _OTHER_BREAKS_BEYOND_ASCII
-    if any(data.find(other, 0, end) >= 0 for other in breaks):
+    if data.find(b"\r", 0, end) >= 0:  # the only other line break (with "\r\n")
         return None
     return parts
