@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import os
 
 
@@ -50,8 +52,8 @@ def test_a_file_larger_than_its_reported_size_is_read_whole_up_to_the_limit(tmp_
 
 
 def _columns_from_text(text: str, line: int, byte_offset: int) -> int:
-    """``char_column`` worked out from the whole text, as when sources kept it."""
-    lines = text.splitlines()
+    """``char_column`` worked out from the whole text, its lines numbered as Python numbers them."""
+    lines = re.split(r"\r\n|\r|\n", text)
     if 0 < line <= len(lines) and not lines[line - 1].isascii():
         return len(lines[line - 1].encode("utf-8")[:byte_offset].decode("utf-8", "replace")) + 1
     return byte_offset + 1
@@ -63,8 +65,8 @@ def test_a_parsed_source_keeps_no_text_but_its_character_columns():
 
     from mblint.extract.modules import parse_source
 
-    # "\x85" ends a line for str.splitlines (not for Python): the numbering of the lines kept
-    # for char_column is that of splitlines, as before.
+    # "\x85" ends a line for str.splitlines, not for Python: the lines kept for char_column are
+    # numbered as Python numbers them (issue #22).
     text = "a = 'é' ; b = 1\nc = 2  # \x85 ü = 3\nd = 'ü'\ne = 4\n"
     before = sys.getrefcount(text)
     source = parse_source(Path("m.py"), text)
