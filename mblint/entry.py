@@ -30,6 +30,18 @@ class _Unknown:
 UNKNOWN = _Unknown()
 OVERRIDE_LOADERS = ("process_config_with_overrides",)
 HYDRA_PARSERS = ("parse_hydra_overrides", "process_config_with_overrides")
+# Megatron-Bridge's training entry points: they run the configuration they get, as is.
+TRAINERS = ("pretrain", "finetune", "distill", "train", "run_config")
+# Calls whose first argument is the configuration the script trains (and overrides).
+CONFIG_CONSUMERS = ("process_config_with_overrides", "apply_overrides", "create_omegaconf_dict_config")
+
+
+class _Built:
+    """A local variable holding the result of a recipe call."""
+
+    def __init__(self, func: Any, kwargs: dict) -> None:
+        self.func = func
+        self.kwargs = kwargs
 
 
 @dataclass
@@ -40,6 +52,8 @@ class Entry:
     config_files: list[Path] = field(default_factory=list)
     applies_cli: bool = False
     missing_files: list[str] = field(default_factory=list)
+    mutations: list = field(default_factory=list)  # (field path, value or UNKNOWN) set by the script itself
+    script: Path | None = None
 
 
 CONFIG_OPTIONS = ("--config-file", "--config_file", "--config")
@@ -64,10 +78,10 @@ def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file
             argv = list(argv) + [next(s for s in options[dest][1] if s in CONFIG_OPTIONS), str(config_file)]
     reader.apply_argv(options, args, argv)
     calls = reader.recipe_calls(args)
-    if calls is None:
-        return None
     if not calls:
         return None
+    if reader.overridden:  # the recipe whose result the script overrides (a student, not its teacher)
+        calls = reader.overridden
     distinct = {(func.module.path, func.node.name, repr(sorted(kwargs.items()))): (func, kwargs)
                 for func, kwargs in calls}
     if len(distinct) > 1:
@@ -76,7 +90,10 @@ def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file
     func, kwargs = next(iter(distinct.values()))
     if any(value is UNKNOWN for value in kwargs.values()):
         return f"{script.name} calls {func.node.name} with arguments mblint does not know"
-    entry = Entry(func.module.path, func.node.name, kwargs, applies_cli=reader.applies_cli)
+    if reader.opaque:
+        return f"{script.name} passes the recipe's configuration to {reader.opaque[0]}(), which mblint does not follow"
+    entry = Entry(func.module.path, func.node.name, kwargs, applies_cli=reader.applies_cli, script=script.resolve())
+    entry.mutations = [(path, value) for built, path, value in reader.mutations if built.func is func]
     for value in reader.config_files:
         if value is UNKNOWN:
             return f"{script.name} reads an override file whose path mblint does not know"
@@ -86,9 +103,9 @@ def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file
         if not path.is_absolute():
             from mblint.pairing import find_named_file
 
-            found = find_named_file(str(value), script, None)
+            found = find_named_file(str(value), script, None, engine.confinement.allows)
             path = found if found is not None else path
-        if path.is_file():
+        if path.is_file() and engine.confinement.allows(path):
             entry.config_files.append(path)
         else:
             entry.missing_files.append(str(value))
@@ -102,6 +119,9 @@ class _EntryReader:
         self.tree = tree
         self.constants: dict[str, Any] = {}
         self.config_files: list[Any] = []
+        self.overridden: list = []  # (FuncRef, kwargs) of the recipe results handed to the override loaders
+        self.mutations: list = []  # (_Built, field path, value or UNKNOWN) the script assigns on a recipe's result
+        self.opaque: list[str] = []  # calls that get a recipe's result and may change anything in it
         self.applies_cli = False
         self.steps = 0
         self.resolved: dict[str, Any] = {}
@@ -219,6 +239,11 @@ class _EntryReader:
             return value
         return None
 
+    @staticmethod
+    def consumer(call: ast.Call) -> bool:
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+        return name in CONFIG_CONSUMERS
+
     def walk(self, body: list, env: dict, found: list) -> None:
         for stmt in body:
             self.steps += 1
@@ -244,11 +269,23 @@ class _EntryReader:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 value = self.evaluate(stmt.value, env)
+                if isinstance(stmt.value, ast.Call) and self.recipe_of(stmt.value) is not None:
+                    value = _Built(self.recipe_of(stmt.value), found[-1][1] if found else {})
+                elif isinstance(stmt.value, ast.Call) and self.consumer(stmt.value) and stmt.value.args:
+                    value = self.evaluate(stmt.value.args[0], env)  # cfg = process_config_with_overrides(cfg, ...)
                 for target in targets:
                     if isinstance(target, ast.Name):
                         env[target.id] = value
 
     def scan(self, stmt: ast.stmt, env: dict, found: list) -> None:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                path = _attribute_path(target)
+                if path and isinstance(env.get(path[0]), _Built) and len(path) > 1:
+                    value = self.evaluate(stmt.value, env) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else UNKNOWN
+                    plain = value if isinstance(value, (bool, int, float, str)) or value is None else UNKNOWN
+                    self.mutations.append((env[path[0]], path[1:], plain))
         for node in ast.walk(stmt):
             if not isinstance(node, ast.Call):
                 continue
@@ -260,6 +297,15 @@ class _EntryReader:
                 found.append((func, kwargs))
                 continue
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            config_arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "config"), None)
+            if name not in CONFIG_CONSUMERS and name not in TRAINERS:
+                for argument in list(node.args) + [k.value for k in node.keywords]:
+                    if isinstance(self.evaluate(argument, env), _Built):
+                        self.opaque.append(name or ast.unparse(node.func))
+            if name in CONFIG_CONSUMERS and config_arg is not None:
+                built = self.evaluate(config_arg, env)
+                if isinstance(built, _Built) and all(built.func is not f or built.kwargs != k for f, k in self.overridden):
+                    self.overridden.append((built.func, built.kwargs))
             if name in HYDRA_PARSERS:
                 keywords = {k.arg: k.value for k in node.keywords if k.arg}
                 if name == "parse_hydra_overrides" or "cli_overrides" in keywords:
@@ -369,6 +415,17 @@ class _EntryReader:
         return UNKNOWN
 
 
+def _attribute_path(node: ast.expr) -> tuple[str, ...]:
+    """``cfg.model.seq_length`` -> ("cfg", "model", "seq_length"); () for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ()
+    return (node.id, *reversed(parts))
+
+
 class _Namespace:
     def __init__(self, values: dict) -> None:
         self.values = values
@@ -380,7 +437,7 @@ def entry_recipe(engine: Any, script: Path, launch: Any) -> tuple | str | None:
     from mblint.pairing import find_named_file
 
     written = launch.script or ""
-    path = find_named_file(written, script, None)
+    path = find_named_file(written, script, None, engine.confinement.allows)
     if path is None:
         return f"entry script {written} not found beside the launch script"
     words = launch.command.words

@@ -184,7 +184,7 @@ class LaunchChecker:
         if not entry.applies_cli:
             launch.settings = []  # the script does not apply trailing KEY=VALUE arguments
         return self.run(path, display, launch, entry.recipe_path, entry.function, "script", entry.config_files,
-                        result, kwargs=entry.kwargs)
+                        result, kwargs=entry.kwargs, mutations=entry.mutations) | {entry.script}
 
     def check_yaml_by_entry(self, path: Path, result: "FileResult") -> set[Path] | None:
         """An override file no comment or setting pairs: paired by a training script beside it
@@ -196,7 +196,7 @@ class LaunchChecker:
 
         texts = self.__dict__.setdefault("_texts", {})
         target = path.resolve()
-        for script in entry_scripts_naming(path, texts):
+        for script in entry_scripts_naming(path, texts, self.engine.confinement.allows):
             entry = analyse_entry(self.engine, script, [], config_file=target)
             if entry is None or isinstance(entry, str):
                 continue
@@ -208,7 +208,7 @@ class LaunchChecker:
             result.notes.append(f"{display}: paired with {entry.function} by {self.engine.project_display(script)}, "
                                 "which loads it")
             return self.run(path, display, launch, entry.recipe_path, entry.function, "script",
-                            [target], result, kwargs=entry.kwargs) | {script.resolve()}
+                            [target], result, kwargs=entry.kwargs, mutations=entry.mutations) | {script.resolve()}
         return None
 
     def check_yaml_commands(self, path: Path, result: "FileResult") -> set[Path] | None:
@@ -248,7 +248,10 @@ class LaunchChecker:
     # ----- the configuration -------------------------------------------------------------
 
     def run(self, path: Path, display: str, launch: Launch, recipe_path: Path, function: str, kind: str,
-            yaml_files: list[Path], result: "FileResult", kwargs: dict | None = None) -> set[Path]:
+            yaml_files: list[Path], result: "FileResult", kwargs: dict | None = None,
+            mutations: list | None = None) -> set[Path]:
+        """``mutations``: (field path, value) a training script assigns on the recipe's result
+        before the overrides (an unknown value makes the field unknown)."""
         from mblint.overrides import DotlistError, apply_overrides, apply_yaml_file
         from mblint.pairing import recipe_kwargs
 
@@ -281,6 +284,8 @@ class LaunchChecker:
             return deps
         result.recipes += 1
         runner_origin = self.origin(display, launch.entry_word.span)
+        for field_path, value in mutations or ():
+            _force(graph, ".".join(field_path), value if value is not _entry_unknown() else UNKNOWN, runner_origin)
         if launch.dataset is not None:  # --dataset: the preset replaces the recipe's dataset
             _force(graph, "dataset", UNKNOWN, self.origin(display, launch.dataset_span))
         try:
@@ -438,6 +443,12 @@ def engine_rule_classes() -> tuple:
     from mblint.engine import ENGINE_RULES
 
     return ENGINE_RULES
+
+
+def _entry_unknown():
+    from mblint.entry import UNKNOWN as ENTRY_UNKNOWN
+
+    return ENTRY_UNKNOWN
 
 
 def _error(display: str, launch: Launch, message: str):

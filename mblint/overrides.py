@@ -335,7 +335,7 @@ class _ValueParser:
 
 def _scalar(text: str) -> Any:
     lowered = text.lower()
-    if lowered in ("null", "~", "none"):
+    if lowered == "null":  # Hydra's grammar: NULL is [Nn][Uu][Ll][Ll]; "none" stays the string 'none'
         return None
     if lowered == "true":
         return True

@@ -180,18 +180,18 @@ def recipe_kwargs(node: ast.FunctionDef, peft_scheme: str | None) -> dict | None
     return {}
 
 
-def find_named_file(written: str, script: Path, root: Path | None) -> Path | None:
+def find_named_file(written: str, script: Path, root: Path | None, allows=lambda path: True) -> Path | None:
     """A file a launch line names: as written when absolute, else relative to the script's
     folder or one of its parent folders up to ``root`` (the launch's working folder is not
     known; scripts are run from their own folder or from the repository's top)."""
     candidate = Path(written)
     if candidate.is_absolute():
-        return candidate if candidate.is_file() else None
+        return candidate if candidate.is_file() and allows(candidate) else None
     folder = script.parent.resolve()
     top = root.resolve() if root is not None else None
     for _ in range(12):
         found = folder / candidate
-        if found.is_file():
+        if found.is_file() and allows(found):
             return found
         if top is not None and folder == top or folder.parent == folder:
             break
@@ -203,17 +203,18 @@ MAX_ENTRY_CANDIDATES = 300  # Python files looked at per override file
 ENTRY_LEVELS = 3  # the override file's folder and two above it
 
 
-def entry_scripts_naming(yaml_path: Path, texts: dict) -> list[Path]:
+def entry_scripts_naming(yaml_path: Path, texts: dict, allows=lambda path: True) -> list[Path]:
     """Python files in the override file's folder or up to two folders above it whose text
     names the file (``"llama32_1b_finetune.yaml"``): the training scripts that may load it.
-    ``texts``: file texts already read in this run, by path."""
+    ``texts``: file texts already read in this run, by path; ``allows``: whether a file may
+    be read (the run's confinement)."""
     name = yaml_path.name
     found: list[Path] = []
     folder = yaml_path.resolve().parent
     looked = 0
     for _ in range(ENTRY_LEVELS):
         try:
-            candidates = sorted(p for p in folder.iterdir() if p.suffix == ".py" and p.is_file())
+            candidates = sorted(p for p in folder.iterdir() if p.suffix == ".py" and p.is_file() and allows(p))
         except OSError:
             candidates = []
         for candidate in candidates:

@@ -284,3 +284,51 @@ def test_settings_pair_a_glob_with_a_recipe_name(tmp_path, mb06):
     report = engine.check_paths([str(tmp_path / "conf" / "ft.yaml")])
     assert [(f.rule_id, f.location.path, f.location.line) for f in report.findings
             if f.rule_id == "PK001"] == [("PK001", "conf/ft.yaml", 2)]
+
+
+def test_hydra_reads_none_as_a_string_and_null_as_none():
+    """Hydra's override grammar (hydra/grammar/OverrideLexer.g4: NULL is [Nn][Uu][Ll][Ll]):
+    `model.cuda_graph_impl=none` is the string 'none' (checked with hydra-core's
+    OverridesParser: a=none -> 'none', b=null -> None, c=None -> 'None')."""
+    from mblint.overrides import parse_value
+
+    assert parse_value("none") == "none" and parse_value("None") == "None"
+    assert parse_value("null") is None and parse_value("NULL") is None
+
+
+def test_words_of_a_bash_c_string_land_where_they_were_written():
+    text = ('MBS=4\nOVERRIDES="\\\n    train.micro_batch_size=$MBS \\\n    train.train_iters=5"\n'
+            'CMD="python run_recipe.py --recipe r_sft_config \\\n    $OVERRIDES"\nsrun bash -c "$CMD"\n')
+    script = parse_script(text)
+    [launch] = find_launches(script.commands, script.directives)
+    spans = {s.item: (s.span.line, s.span.column, s.span.end_column) for s in launch.settings}
+    assert spans == {"train.micro_batch_size=4": (3, 5, 28), "train.train_iters=5": (4, 5, 24)}
+
+
+def test_a_training_script_with_student_and_teacher_pairs_the_student(tmp_path, mb06):
+    """The recipe whose result goes to process_config_with_overrides is the one trained; what
+    the script assigns on it before (cfg.model = ...) is unknown or its literal value."""
+    (tmp_path / ".git").mkdir()  # the project: mblint reads no file outside it
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "distill.yaml").write_text("train:\n  micro_batch_size: 2\n  global_batch_size: 64\n")
+    (tmp_path / "distill.py").write_text(
+        "import argparse\n"
+        "from megatron.bridge.recipes.llama import llama32_1b_peft_config, llama32_3b_pretrain_config\n"
+        "from megatron.bridge.training.utils.omegaconf_utils import process_config_with_overrides\n"
+        "DEFAULT = 'conf/distill.yaml'\n\n"
+        "def main():\n"
+        "    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--config-file', default=DEFAULT)\n"
+        "    args, rest = parser.parse_known_args()\n"
+        "    cfg = llama32_1b_peft_config()\n"
+        "    teacher = llama32_3b_pretrain_config()\n"
+        "    cfg.dataset.enable_offline_packing = make_flag()\n"
+        "    cfg = process_config_with_overrides(config=cfg, config_filepath=args.config_file)\n")
+    report = lint([tmp_path / "conf" / "distill.yaml"], mb06)
+    # paired with the student (a packed PEFT recipe); the script's own unknown assignment to
+    # enable_offline_packing makes PK001 silent
+    assert report.resolved == 1 and "PK001" not in {f.rule_id for f in report.findings}
+    assert any("paired with llama32_1b_peft" in note for note in report.notes)
+    (tmp_path / "distill.py").write_text((tmp_path / "distill.py").read_text().replace("make_flag()", "True"))
+    report = lint([tmp_path / "conf" / "distill.yaml"], mb06)
+    assert [(f.rule_id, f.location.line) for f in report.findings if f.rule_id == "PK001"] == [("PK001", 2)]

@@ -55,6 +55,7 @@ class Word:
     span: Span
     many: bool = False
     used_at: Span | None = None  # where the word appears on the command line, when elsewhere
+    positions: tuple | None = field(default=None, repr=False)  # (line, column) or None per character
 
 
 @dataclass
@@ -309,13 +310,27 @@ class _Reader:
         inner.visit(tree.root_node, dict(env), in_loop)
         self.words = inner.words
         self.truncated = self.truncated or inner.truncated
-        exact = word.span.line == word.span.end_line and word.span.end_column - word.span.column == len(word.text)
+        starts = [0] + [i + 1 for i, ch in enumerate(word.text) if ch == "\n"]
+        positions = word.positions or ()
 
         def moved(span: Span) -> Span:
-            if exact and span.line == 1 and span.end_line == 1:
-                return Span(word.span.line, word.span.column + span.column - 1,
-                            word.span.line, word.span.column + span.end_column - 1)
-            return word.span
+            """The inner span's place in the script: where its first and last characters were
+            written, when both are known and on one line."""
+            if len(positions) != len(word.text) or span.line > len(starts) or span.end_line > len(starts):
+                return word.span
+            first_offset = starts[span.line - 1] + span.column - 1
+            last_offset = starts[span.end_line - 1] + span.end_column - 2
+            if not 0 <= first_offset <= last_offset < len(positions):
+                return word.span
+            first = positions[first_offset]
+            if first is None:
+                return word.span
+            last = first
+            for position in positions[first_offset:last_offset + 1]:  # as far as it was written on one line
+                if position is None or position[0] != first[0] or position[1] < last[1]:
+                    break
+                last = position
+            return Span(first[0], first[1], last[0], last[1] + 1)
 
         for command in inner.commands:
             words = [Word(w.text, moved(w.span), w.many, word.used_at) for w in command.words]
@@ -690,7 +705,7 @@ def _word(chars: list, fallback: Span, many: bool) -> Word:
             last = position
         span = Span(first[0], first[1], last[0], last[1] + 1)
     used_at = fallback if span != fallback else None
-    return Word(text, span, used_at=used_at)
+    return Word(text, span, used_at=used_at, positions=tuple(positions))
 
 
 def _error_nodes(root: Any, reader: _Reader) -> list[tuple[int, int, str]]:
