@@ -317,10 +317,10 @@ class LaunchChecker:
         launch_files = {display} | {engine.project_display(p) for p in yaml_files}
         findings, world_readers = self.rule_findings(cfg, launch, text, result, display, launch_files)
         own = {f.identity() for f in self.recipe_findings(alone, text, result)}
+        findings = [f for f in findings if f.identity() not in own]
+        findings = self.beyond_unknown_arguments(cfg, launch, command_line, findings, display, result)
         kept = 0
         for finding in findings:
-            if finding.identity() in own:
-                continue
             finding.fixes = ()  # no writer edits a launch script yet
             if finding.location.path not in launch_files:
                 self.relocate(finding, display, launch, finding.rule_id in world_readers)
@@ -330,6 +330,30 @@ class LaunchChecker:
             result.notes.append(f"{display}:{launch.line}: {len(own)} finding(s) of {alone.recipe.label} itself are "
                                 "not repeated here (lint the recipe's file to see them)")
         return deps
+
+    def beyond_unknown_arguments(self, cfg, launch: Launch, command_line: list, findings: list, display: str,
+                                 result: "FileResult") -> list:
+        """An argument whose text is unknown may be any overrides: a finding stands only when
+        every field it reads was set by an override written after the last such argument
+        (Hydra applies overrides in order; the last one wins). The others are not reported,
+        and that is said (LA002)."""
+        if not launch.unknown_overrides:
+            return findings
+        span, written_before = launch.unknown_overrides[-1]
+        trailing = [o for o, s in zip(command_line, launch.settings) if not s.flag]
+        after = {o.origin.seq for o in trailing[written_before:]}
+        kept = []
+        for finding in findings:
+            # a rejected key is in no field: its place is the finding's own location
+            lasts = [cfg.last_origin(path) or finding.location for path in finding.fields]
+            if finding.fields and all(o is not None and o.seq in after for o in lasts):
+                kept.append(finding)
+        dropped = len(findings) - len(kept)
+        if dropped:
+            self.finding(LaunchNotAnalysedRule, display, span,
+                         f"{dropped} finding(s) on this launch not reported: this argument's value is unknown and "
+                         "may override the fields they read", result)
+        return kept
 
     def overrides(self, display: str, settings: list[Setting]) -> list:
         from mblint.overrides import Override, _next_seq, parse_dotlist

@@ -332,3 +332,22 @@ def test_a_training_script_with_student_and_teacher_pairs_the_student(tmp_path, 
     (tmp_path / "distill.py").write_text((tmp_path / "distill.py").read_text().replace("make_flag()", "True"))
     report = lint([tmp_path / "conf" / "distill.yaml"], mb06)
     assert [(f.rule_id, f.location.line) for f in report.findings if f.rule_id == "PK001"] == [("PK001", 2)]
+
+
+def test_an_unknown_argument_may_override_anything(tmp_path, mb06):
+    """Modelled on examples/models/nemotron/nemotron_3/ultra/slurm_pretrain.sh, where
+    "${OPTIONAL_OVERRIDES[@]}" sets model.recompute_method and recompute_num_layers: a finding
+    on fields written before an unknown argument is not reported (LA002 says so); one whose
+    fields are all written after it stands."""
+    script = tmp_path / "go.sh"
+    script.write_text('EXTRA=(model.recompute_method=uniform model.recompute_num_layers=1)\n'
+                      'torchrun --nproc_per_node=8 run_recipe.py --recipe llama32_1b_pretrain_config \\\n'
+                      '    model.recompute_granularity=full "${EXTRA[@]}" train.micro_batchsize=1 '
+                      'train.global_batch_size=12\n')
+    report = lint([script], mb06)
+    found = sorted((f.rule_id, f.location.line, f.location.column) for f in report.findings)
+    # RC001 (full recompute without method) and PB003 (12 % 8; DP depends on TP/PP/CP, which the
+    # array could set) are held back; the misspelt key written after the array stands
+    assert found == [("LA002", 3, 38), ("OT001", 3, 52)]
+    [note] = [f for f in report.findings if f.rule_id == "LA002"]
+    assert note.message.startswith("2 finding(s) on this launch not reported")

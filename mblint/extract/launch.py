@@ -103,6 +103,9 @@ class Launch:
     problems: list[tuple[Span, str]] = field(default_factory=list)  # the launcher would reject these
     unanalysed: list[tuple[Span, str]] = field(default_factory=list)  # what mblint cannot follow
     unknown_arguments: int = 0
+    # Arguments whose text is unknown (``"${ARRAY[@]}"``, ``$EXTRA``): each may be any number
+    # of KEY=VALUE overrides. Kept as (span, number of trailing overrides written before it).
+    unknown_overrides: list[tuple[Span, int]] = field(default_factory=list)
 
     @property
     def line(self) -> int:
@@ -366,7 +369,7 @@ def _runner_arguments(launch: Launch, words: list[Word]) -> None:
         word = words[index]
         if word.text is None:
             launch.unknown_arguments += 1
-            launch.unanalysed.append((word.span, "an argument whose value is unknown (it may set anything)"))
+            launch.unknown_overrides.append((word.span, len(trailing)))
             index += 1
             continue
         name = word.text.partition("=")[0]
@@ -477,6 +480,7 @@ def _script_arguments(launch: Launch, words: list[Word]) -> None:
         text = word.text
         if text is None:
             launch.unknown_arguments += 1
+            launch.unknown_overrides.append((word.span, len(launch.settings)))
             index += 1
             continue
         name, eq, value = text.partition("=")
