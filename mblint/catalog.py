@@ -25,7 +25,7 @@ from mblint.paths import read_json
 
 CATALOG_FILE = "plugins.json"
 RACY_WINDOW_NS = 3_000_000_000
-RULE_ATTRIBUTES = ("id", "name", "summary", "doc", "versions", "tags", "fixable")
+RULE_ATTRIBUTES = ("id", "name", "summary", "doc", "versions", "requires", "tags", "fixable")
 
 
 class LoadedPlugins:
@@ -50,7 +50,7 @@ class CataloguedRule:
 
     def __init__(self, data: dict) -> None:
         for attribute in RULE_ATTRIBUTES:
-            value = data[attribute]
+            value = data.get(attribute, ())
             setattr(self, attribute, tuple(value) if isinstance(value, list) else value)
         self.severity = Severity(data["severity"])
         self.precision = data.get("precision")
@@ -58,13 +58,16 @@ class CataloguedRule:
     def __repr__(self) -> str:
         return f"<catalogued rule {self.id}>"
 
-    def applies_to(self, line: str) -> bool:
-        return line in self.versions
+    def applies_to(self, schema) -> bool:
+        from mblint.rule import Rule
+
+        return Rule.applies_to.__func__(self, schema)
 
 
 def rule_record(rule: Any) -> dict:
     record = {attribute: getattr(rule, attribute) for attribute in RULE_ATTRIBUTES}
     record["versions"] = list(record["versions"])
+    record["requires"] = list(record["requires"] or ())
     record["tags"] = list(record["tags"] or ())
     record["severity"] = int(rule.severity)
     record["precision"] = getattr(rule, "precision", None)

@@ -60,7 +60,12 @@ def main() -> None:
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
               help="Output format (default text; github when GITHUB_ACTIONS=true).")
 @click.option("--world-size", type=click.IntRange(min=1), default=None, help="GPUs the job runs on.")
-@click.option("--megatron-bridge-version", "version", default=None, help="Schema line to use (0.3, 0.6); detected by default.")
+@click.option("--megatron-bridge-version", "version", default=None,
+              help="Megatron-Bridge version the files are for (e.g. 0.5.1) [setting megatron-bridge-version; default: "
+                   "the version of the Megatron-Bridge source at hand].")
+@click.option("--schema-source", type=click.Choice(["auto", "bundled"]), default="auto",
+              help="auto: derive the schema from a Megatron-Bridge source beside the files, on search-paths or "
+                   "installed, else use the bundled release; bundled: always the bundled release.")
 @click.option("--search-path", "search_paths", multiple=True, type=click.Path(file_okay=False), help="Extra import root.")
 @click.option("--recipe", default=None, help="PATH_OR_MODULE::FUNCTION that YAML files given here override.")
 @click.option("--set", "dotlist", multiple=True, help="A key=value override applied after YAML files.")
@@ -89,7 +94,8 @@ def main() -> None:
               help="Let --fix and --diff also apply unsafe fixes; alone it changes nothing (as in ruff).")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied and the findings left unfixed.")
-def check(paths, select, extend_select, ignore, output_format, world_size, version, search_paths, recipe, dotlist,
+def check(paths, select, extend_select, ignore, output_format, world_size, version, schema_source, search_paths, recipe,
+          dotlist,
           fail_on, exit_zero, no_cache, cache_dir, jobs, output_sarif, output_json, output_files, baseline, write_baseline,
           config_file, isolated, force_exclude, fix, unsafe_fixes, diff, show_fixes) -> None:
     """Lint recipe files, override files and folders."""
@@ -108,7 +114,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         world_size=world_size, version=version, search_paths=tuple(Path(p) for p in search_paths),
         recipe=recipe, dotlist=tuple(dotlist), use_cache=not no_cache, jobs=jobs,
         cache_dir=Path(os.path.realpath(cache_dir)) if cache_dir else None,
-        settings=resolver, force_exclude=force_exclude,
+        settings=resolver, force_exclude=force_exclude, schema_source=schema_source,
     )
     try:
         engine = Engine(options)
@@ -377,7 +383,7 @@ def list_rules(output_format) -> None:
     rules = sorted(list(ENGINE_RULES) + loaded.rules, key=lambda r: r.id)
     if output_format == "json":
         click.echo(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity.label, "summary": r.summary,
-                                "versions": list(r.versions), "fixable": r.fixable} for r in rules], indent=2))
+                                "versions": list(r.versions), "requires": list(r.requires), "fixable": r.fixable} for r in rules], indent=2))
     else:
         for rule in rules:
             click.echo(f"{rule.id:7} {rule.name:45} {rule.severity.label:8} {rule.summary}")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from mblint.discover import YAML_SUFFIXES, discover
 from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit
 from mblint.findings import TRANSFER_REDUCERS, Finding, Severity
+from mblint.schema import load_schema
 from mblint.model import EffectiveConfig, Origin
 from mblint.paths import Confinement, confinement_for
 from mblint.results import FileError, FileResult, Report
@@ -138,6 +139,7 @@ class CheckOptions:
     settings: Any = None  # mblint.settings.SettingsResolver; None: no settings files
     force_exclude: bool = True  # excludes apply to explicitly passed files too
     recipe_function: str | None = None  # check only this function of the Python files (--recipe without paths)
+    schema_source: str = "auto"  # "bundled": never derive the schema from a Megatron-Bridge source at hand
 
 
 def select_rules(rules: Iterable[type[Rule]], select: tuple[str, ...], ignore: tuple[str, ...],
@@ -357,9 +359,19 @@ class Engine:
 
             self._project = Project(list(self.options.search_paths), self.options.version, self.display_root,
                                     self.confinement)
+            self._project.schema_source = self.options.schema_source
+            self._project.schema_cache = self.schema_cache_folder()
         self._project.display_root = self.display_root
         self._project.real_paths.cwd = self._run_cwd
         return self._project
+
+    def schema_cache_folder(self) -> Path:
+        """Where schemas derived from a Megatron-Bridge source are kept: beside the result cache
+        (kept also with --no-cache, which is about results)."""
+        from mblint import cache
+
+        root = self.options.cache_root or cache.project_root(self.display_root)
+        return cache.cache_folder(root, self.options.cache_dir) / "schema"
 
     def rule_enabled(self, rule: type[Rule]) -> bool:
         return rule in self.rules
@@ -569,7 +581,8 @@ class Engine:
     def _deps(self, path: Path) -> set[Path]:
         try:
             interp = self.project.interpreter_for(path)
-            return interp.dependencies(interp.finder.real_paths.of(path))
+            deps = interp.dependencies(interp.finder.real_paths.of(path))
+            return deps | {Path(p) for p in interp.schema.source_files} if interp.schema.source_files else deps
         except Exception:  # noqa: BLE001 - deps only decide caching
             return set()
 
@@ -598,6 +611,7 @@ class Engine:
 
         interp = self.project.interpreter_for(path)
         text = interp.finder.load(path).mblint_text
+        report.schemas.append(self.project.schema_record(path))
         if self.options.recipe_function:
             report.recipes += 1
             self.check_recipe(path, self.options.recipe_function, text, report, dotlist=self.options.dotlist)
@@ -667,7 +681,8 @@ class Engine:
         report.errors.extend(FileError(cfg.recipe.path, crash) for crash in crashes)
 
     def config_rules(self, line: str, world_size: int | None, source: str) -> RulePlan:
-        """The plan of each enabled rule that checks a configuration of schema line ``line``,
+        """The plan of each enabled rule that checks a configuration of the schema ``line``
+        (its key),
         with its context. Rules and contexts hold no state of their own, so they are made once
         per distinct setting instead of once per configuration; the plan skips a rule whose
         precondition is False on a configuration."""
@@ -679,7 +694,7 @@ class Engine:
             chosen = plans[key] = RulePlan([
                 (rule, RuleContext(rule, world_size, source, editable_paths=editable))
                 for rule in (rule_class() for rule_class in self.rules
-                             if rule_class not in ENGINE_RULES and rule_class.applies_to(line))])
+                             if rule_class not in ENGINE_RULES and rule_class.applies_to(load_schema(line)))])
         return chosen
 
     def _plans_for_rules(self) -> dict:
@@ -978,7 +993,7 @@ def _check_in_workers(engine: Engine, paths: list[Path], groups: list[list[Path]
 
 def _file_result_reduced(result: FileResult) -> tuple:
     return FileResult, (result.findings, result.errors, result.notes, result.recipes, result.resolved,
-                        result.directive_free, result.not_analysed)
+                        result.directive_free, result.not_analysed, result.schemas)
 
 
 def _file_error_reduced(error: FileError) -> tuple:

@@ -25,10 +25,10 @@ from mblint.extract.scopes import Return
 from mblint.extract.values import FuncRef, Obj, true_origins
 from mblint.paths import read_regular
 from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, Origin, RecipeRef, ResolvedField, Unknown, _NodeMarker
-from mblint.schema import Schema, load_schema
+from mblint.schema import DEFAULT_LINE, Schema, available_lines, load_schema
+from mblint.schema.source import find_bridge_source
 
 ANCESTOR_ROOTS = 4
-_VERSION_LINE = re.compile(r"^(MAJOR|MINOR)\s*=\s*(\d+)", re.M)
 
 
 class Project:
@@ -50,7 +50,10 @@ class Project:
         self._interpreter_of: dict[tuple, Interpreter] = {}  # (path, version, search paths) -> interpreter
         self._roots: dict[Path, list[Path]] = {}
         self._package_roots: dict[Path, Path] = {}  # real folder -> _package_root()
-        self._root_lines: dict[Path, str | None] = {}  # root -> line of its package_info.py
+        self._schemas: dict[tuple, Schema] = {}  # (roots, version, schema source) -> schema
+        self.schema_source = "auto"  # "bundled": never derive from the source at hand
+        self.schema_cache: Path | None = None  # where derived schemas are kept (None: the user cache)
+        self._note: str | None = None  # what the schema being chosen needs said about it
         self.real_paths = RealPaths()
         self._texts: dict[Path, str] = {}  # read by line_for(), parsed by the finder (one read per file)
 
@@ -84,10 +87,52 @@ class Project:
             found = self._package_roots[folder] = self._package_root(folder.parent) if is_package else folder
         return found
 
-    def line_for(self, path: Path, roots: list[Path]) -> str:
-        if self.version:
-            return self.version
-        return self._installed_line(roots) or detect_line_from_text(self._text_for_line(path))
+    def schema_for(self, path: Path, roots: list[Path]) -> Schema:
+        """The schema a file is linted against: derived from the Megatron-Bridge source among
+        its import roots when there is one (and ``schema_source`` allows it), else the bundled
+        release of its version (the setting, the source's own, or guessed from the file)."""
+        key = (tuple(roots), self.version, self.schema_source)
+        found = self._schemas.get(key)
+        if found is None:
+            self._note = None
+            schema = self._choose_schema(path, roots)
+            found = self._schemas[key] = (schema, schema_record(schema, self._note))
+        return found[0]
+
+    def schema_record(self, path: Path) -> dict:
+        """What the report says about the schema ``path`` is linted against: version, source,
+        Megatron-Core version, and the notice its choice needed (or None)."""
+        roots = self.roots_for(path)
+        self.schema_for(path, roots)
+        return self._schemas[(tuple(roots), self.version, self.schema_source)][1]
+
+    def _choose_schema(self, path: Path, roots: list[Path]) -> Schema:
+        source = find_bridge_source(roots)
+        version = self.version or (source.version if source else None)
+        if source is not None and source.has_config and self.schema_source != "bundled":
+            from mblint.schema.derive import DeriveError, derive_schema
+
+            base = load_schema(version or DEFAULT_LINE)
+            try:
+                return derive_schema(source, base, version, self.schema_cache)
+            except DeriveError as error:
+                self._note = (f"{source.package}: no schema derived from this Megatron-Bridge source "
+                                         f"({error}); using the bundled {base.megatron_bridge_version} schema")
+                return base
+        if version is None:
+            guess = detect_line_from_text(self._text_for_line(path))
+            schema = load_schema(guess)
+            self._note = (
+                "Megatron-Bridge version unknown: no megatron/bridge source beside the linted files or on "
+                f"search-paths and no megatron-bridge-version setting; linting against the nearest bundled "
+                f"schema, {schema.megatron_bridge_version}")
+            return schema
+        schema = load_schema(version)
+        if schema.megatron_bridge_version != version and version not in available_lines():
+            self._note = (f"Megatron-Bridge {version} has no bundled schema and its source is not "
+                                     f"readable here; linting against the nearest bundled release, "
+                                     f"{schema.megatron_bridge_version}")
+        return schema
 
     def _text_for_line(self, path: Path) -> str:
         """The file's text as its finder will read it, kept for the finder; read as before
@@ -101,19 +146,10 @@ class Project:
         self._texts[path] = text
         return text
 
-    def _installed_line(self, roots: list[Path]) -> str | None:
-        for root in roots:
-            line = self._root_lines.get(root, _MISSING)
-            if line is _MISSING:
-                line = self._root_lines[root] = _line_of_root(root)
-            if line is not None:
-                return line
-        return None
-
     def interpreter_for(self, path: Path) -> Interpreter:
         """Asked several times per recipe; the answer only changes with the settings in force
         (schema line, search paths), which are part of the key."""
-        key = (path, self.version, len(self.search_paths))
+        key = (path, self.version, len(self.search_paths), self.schema_source)
         interp = self._interpreter_of.get(key)
         if interp is None:
             interp = self._interpreter_of[key] = self._find_interpreter(path)
@@ -121,12 +157,12 @@ class Project:
 
     def _find_interpreter(self, path: Path) -> Interpreter:
         roots = self.roots_for(path)
-        line = self.line_for(path, roots)
-        key = (tuple(roots), line)
+        schema = self.schema_for(path, roots)
+        key = (tuple(roots), schema.key)
         interp = self._interpreters.get(key)
         if interp is None:
             finder = ModuleFinder(roots, self.display_root, self.real_paths, self._texts, self.confinement)
-            interp = Interpreter(load_schema(line), finder)
+            interp = Interpreter(schema, finder)
             self._interpreters[key] = interp
         return interp
 
@@ -500,7 +536,7 @@ def _missing_field(node: Obj, part: str) -> tuple[Any, tuple]:
 
 
 def flatten(root: Obj, recipe: RecipeRef, schema: Schema, notes: list[str] | None = None) -> EffectiveConfig:
-    return EffectiveConfig(recipe, schema.line, notes=notes or [], graph=GraphView(root))
+    return EffectiveConfig(recipe, schema.key, notes=notes or [], graph=GraphView(root))
 
 
 def _walk(obj: Obj, prefix: str, types: dict, open_dicts: set, active: set) -> Iterator[tuple]:
@@ -554,18 +590,9 @@ def _annotation_text(node: ast.expr | None) -> str:
     return ast.unparse(node)
 
 
-def _line_of_root(root: Path) -> str | None:
-    """The Megatron-Bridge line ("0.6") of the package_info.py below ``root``, if any."""
-    info = root / "megatron" / "bridge" / "package_info.py"
-    try:
-        text = read_regular(info, MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
-    except (OSError, ValueError):
-        text = None
-    if text is not None:
-        found = dict(_VERSION_LINE.findall(text))
-        if "MAJOR" in found and "MINOR" in found:
-            return f"{found['MAJOR']}.{found['MINOR']}"
-    return None
+def schema_record(schema: Schema, note: str | None) -> dict:
+    return {"megatron_bridge_version": schema.megatron_bridge_version, "source": schema.source,
+            "megatron_core_version": schema.megatron_core_version, "note": note}
 
 
 def detect_line_from_text(text: str) -> str:

@@ -29,8 +29,10 @@ class FileResult:
 
     def __init__(self, findings: list[Finding] | None = None, errors: list[FileError] | None = None,
                  notes: list[str] | None = None, recipes: int = 0, resolved: int = 0,
-                 directive_free: bool = False, not_analysed: list | None = None) -> None:
+                 directive_free: bool = False, not_analysed: list | None = None,
+                 schemas: list[dict] | None = None) -> None:
         self.findings = [] if findings is None else findings
+        self.schemas = [] if schemas is None else schemas  # the schemas its recipes were linted against
         self.errors = [] if errors is None else errors
         self.notes = [] if notes is None else notes
         self.recipes = recipes
@@ -42,7 +44,7 @@ class FileResult:
         return {"findings": [finding_to_dict(f) for f in self.findings],
                 "errors": [vars(e) for e in self.errors], "notes": self.notes,
                 "recipes": self.recipes, "resolved": self.resolved, "directive_free": self.directive_free,
-                "not_analysed": self.not_analysed}
+                "not_analysed": self.not_analysed, "schemas": self.schemas}
 
     @classmethod
     def from_dict(cls, data: dict, seen: set | None = None) -> "FileResult":
@@ -51,7 +53,7 @@ class FileResult:
         findings = data["findings"] if seen is None else _unseen(data["findings"], seen)
         return cls([finding_from_dict(f) for f in findings], [FileError(**e) for e in data["errors"]],
                    list(data["notes"]), data["recipes"], data["resolved"], data.get("directive_free", False),
-                   [list(entry) for entry in data.get("not_analysed", [])])
+                   [list(entry) for entry in data.get("not_analysed", [])], list(data.get("schemas", ())))
 
 
 class Report:
@@ -76,6 +78,12 @@ class Report:
         self.checked = [] if checked is None else checked  # display paths of the checked files
         self.not_analysed = [] if not_analysed is None else not_analysed  # [display path, why] of the files given
         self.confinement = None  # mblint.paths.Confinement: the files the text report may quote; None: any
+        self.schemas: list[dict] = []  # each schema the files were linted against, once
+
+    def add_schemas(self, schemas: list[dict]) -> None:
+        for schema in schemas:
+            if schema not in self.schemas:
+                self.schemas.append(schema)
 
     def add(self, result: FileResult) -> None:
         self.findings.extend(result.findings)
@@ -84,6 +92,7 @@ class Report:
         self.notes.extend(result.notes)
         self.recipes += result.recipes
         self.resolved += result.resolved
+        self.add_schemas(result.schemas)
 
 
 def _unseen(findings: list[dict], seen: set) -> list[dict]:

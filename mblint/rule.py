@@ -28,7 +28,13 @@ class Rule:
     severity: ClassVar[Severity] = Severity.WARNING
     summary: ClassVar[str] = ""
     doc: ClassVar[str] = ""
-    versions: ClassVar[tuple[str, ...]] = ("0.3", "0.6")
+    versions: ClassVar[tuple[str, ...]] = ()
+    """Deprecated (plugins written for the two schema lines): Megatron-Bridge version prefixes
+    ("0.6") the rule is for; empty: every version. Rules of this package say ``requires``."""
+    requires: ClassVar[tuple[str, ...]] = ()
+    """What the release being linted must have for the rule to apply, read from its schema:
+    "field:NAME" (a config class has the field), "class:NAME", "check:NAME" (the code runs
+    the check, mblint.schema.facts.SOURCE_CHECKS)."""
     tags: ClassVar[tuple[str, ...]] = ()
     fixable: ClassVar[bool] = False
     valid: ClassVar[Sequence[Any]] = ()
@@ -49,8 +55,11 @@ class Rule:
         raise NotImplementedError
 
     @classmethod
-    def applies_to(cls, line: str) -> bool:
-        return line in cls.versions
+    def applies_to(cls, schema) -> bool:
+        """Whether the rule checks configurations of the release ``schema`` describes."""
+        if cls.versions and not any(version_matches(schema.megatron_bridge_version, v) for v in cls.versions):
+            return False
+        return all(schema_has(schema, need) for need in cls.requires)
 
     @classmethod
     def problems(cls) -> list[str]:
@@ -292,3 +301,29 @@ def known(value: Any = _NO_MORE, second: Any = _NO_MORE, third: Any = _NO_MORE, 
         if type(other) in NOT_PLAIN_TYPES:
             return False
     return True
+
+
+def version_matches(version: str, prefix: str) -> bool:
+    return version == prefix or version.startswith(prefix + ".")
+
+
+def schema_has(schema, need: str) -> bool:
+    """``need`` ("field:NAME", "class:NAME", "check:NAME") of Rule.requires, asked of a schema."""
+    kind, _, name = need.partition(":")
+    if kind == "field":
+        return name in schema_field_names(schema)
+    if kind == "class":
+        return schema.find_class(name) is not None
+    if kind == "check":
+        return schema.has_check(name)
+    raise ValueError(f"unknown requirement {need!r} (field:, class: or check:)")
+
+
+_FIELD_NAMES: dict[str, frozenset[str]] = {}
+
+
+def schema_field_names(schema) -> frozenset[str]:
+    found = _FIELD_NAMES.get(schema.key)
+    if found is None:
+        found = _FIELD_NAMES[schema.key] = frozenset(schema.field_names())
+    return found

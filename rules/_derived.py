@@ -54,7 +54,7 @@ def value(cfg: EffectiveConfig, path: str, absent: Any = ABSENT) -> Any:
 
 
 def specs_path(cfg: EffectiveConfig) -> str:
-    return SPECS_03 if cfg.schema_version == "0.3" else SPECS_06
+    return SPECS_06 if knows_field(cfg, "offline_packing_specs") else SPECS_03
 
 
 def specs_present(cfg: EffectiveConfig) -> Any:
@@ -69,8 +69,9 @@ def specs_present(cfg: EffectiveConfig) -> Any:
 
 
 def offline_packing(cfg: EffectiveConfig) -> Any:
-    """Whether offline (pre-packed dataset) packing is on."""
-    if cfg.schema_version == "0.3":
+    """Whether offline (pre-packed dataset) packing is on: ``dataset.enable_offline_packing``
+    where the release has it (0.6.x), else packing specs with a positive packed size."""
+    if not knows_field(cfg, "enable_offline_packing"):
         present = specs_present(cfg)
         if present is not True:
             return present
@@ -81,13 +82,14 @@ def offline_packing(cfg: EffectiveConfig) -> Any:
 
 
 def in_batch_packing(cfg: EffectiveConfig) -> Any:
-    path = "dataset.pack_sequences_in_batch" if cfg.schema_version == "0.3" else "dataset.enable_in_batch_packing"
+    path = in_batch_packing_path(cfg)
     flag = value(cfg, path, False)
     return flag if is_known(flag) else UNKNOWN
 
 
 def in_batch_packing_path(cfg: EffectiveConfig) -> str:
-    return "dataset.pack_sequences_in_batch" if cfg.schema_version == "0.3" else "dataset.enable_in_batch_packing"
+    return "dataset.enable_in_batch_packing" if knows_field(cfg, "enable_in_batch_packing") \
+        else "dataset.pack_sequences_in_batch"
 
 
 def pad_to_max_length(cfg: EffectiveConfig) -> tuple[Any, str]:
@@ -256,7 +258,7 @@ class CudaGraphs:
 @per_config
 def cuda_graphs(cfg: EffectiveConfig) -> CudaGraphs:
     impl = value(cfg, "model.cuda_graph_impl", "none")
-    if cfg.schema_version == "0.3":
+    if not knows_field(cfg, "cuda_graph_modules"):
         paths: tuple[str, ...] = ("model.cuda_graph_scope",)
     else:
         paths = ("model.cuda_graph_modules", "model.cuda_graph_scope")
@@ -334,7 +336,7 @@ def is_model_class(cfg: EffectiveConfig, base: str) -> Any:
     name = cfg.type_of("model")
     if name is None:
         return UNKNOWN
-    schema = load_schema(cfg.schema_version)
+    schema = schema_of(cfg)
     memo = per_schema(schema)
     key = ("is_model_class", name, base)
     if key not in memo:
@@ -379,8 +381,8 @@ COLLATE_DATASET_TYPES_06 = ("DirectHFSFTDatasetConfig", "EnergonDatasetConfig", 
 
 
 def eval_context_parallel_size(cfg: EffectiveConfig) -> Any:
-    """``dist.eval_context_parallel_size`` (0.6.x; None when unset or on 0.3.x)."""
-    if cfg.schema_version == "0.3":
+    """``dist.eval_context_parallel_size`` (None when unset or when the release has no such field)."""
+    if not knows_field(cfg, "eval_context_parallel_size"):
         return None
     result = value(cfg, "dist.eval_context_parallel_size", None)
     return result if not is_node(result) else UNKNOWN
@@ -493,7 +495,7 @@ def dataset_is(cfg: EffectiveConfig, *bases: str) -> Any:
     if type_name is None:
         current = cfg.value("dataset")
         return False if current is None or current is ABSENT else UNKNOWN
-    schema = load_schema(cfg.schema_version or "0.6")
+    schema = schema_of(cfg)
     memo = per_schema(schema)
     key = ("dataset_is", type_name, bases)
     if key not in memo:
@@ -505,7 +507,7 @@ def dataset_is(cfg: EffectiveConfig, *bases: str) -> Any:
 
 def canonical_seq_datasets(cfg: EffectiveConfig) -> tuple[str, ...]:
     """The dataset classes whose seq_length ``ConfigContainer.validate`` compares with the model's."""
-    if cfg.schema_version == "0.3":
+    if not sft_dataset_family(cfg):
         return (BRIDGE_GPT_DATASET, "FinetuningDatasetConfig")
     return (BRIDGE_GPT_DATASET, "GPTSFTDatasetConfig", *COLLATE_DATASET_TYPES_06)
 # --- context parallelism, parallel grids and world size (rules/cp, rules/parallel) ---
@@ -520,13 +522,19 @@ SFT_DATASETS_06 = frozenset({"GPTSFTDatasetConfig", "FinetuningDatasetConfig", "
 SFT_DATASETS_03 = frozenset({"FinetuningDatasetConfig", "HFDatasetConfig"})
 
 
+def sft_dataset_family(cfg: EffectiveConfig) -> bool:
+    """Whether the release's fine-tuning datasets are the GPTSFTDatasetConfig family (0.6.x:
+    FinetuningDatasetConfig became its deprecated alias) rather than FinetuningDatasetConfig's."""
+    return knows_class(cfg, "GPTSFTDatasetConfig")
+
+
 def finetuning_dataset(cfg: EffectiveConfig) -> Any:
     """True when validate() treats the dataset as fine-tuning data, False when it does not,
     UNKNOWN when the dataset's class is unknown."""
     name = cfg.type_of("dataset")
     if not name:
         return UNKNOWN
-    names = SFT_DATASETS_03 if cfg.schema_version == "0.3" else SFT_DATASETS_06
+    names = SFT_DATASETS_06 if sft_dataset_family(cfg) else SFT_DATASETS_03
     return name in names
 
 
@@ -579,7 +587,37 @@ def has_overrides(cfg: EffectiveConfig) -> bool:
 
 
 def schema_of(cfg: EffectiveConfig):
-    return load_schema(cfg.schema_version or "0.6")
+    return load_schema(cfg.schema_version)
+
+
+def knows_field(cfg: EffectiveConfig, name: str) -> bool:
+    """Whether some config class of the release being linted has a field ``name``: rules ask
+    what the release has, not which release it is."""
+    memo = per_schema(schema_of(cfg))
+    names = memo.get("field names")
+    if names is None:
+        names = memo["field names"] = frozenset(schema_of(cfg).field_names())
+    return name in names
+
+
+def knows_class(cfg: EffectiveConfig, name: str) -> bool:
+    memo = per_schema(schema_of(cfg))
+    key = ("knows class", name)
+    if key not in memo:
+        memo[key] = schema_of(cfg).find_class(name) is not None
+    return memo[key]
+
+
+def has_check(cfg: EffectiveConfig, name: str) -> bool:
+    """Whether the release's code runs the check ``name`` (``mblint.schema.facts.SOURCE_CHECKS``)."""
+    return schema_of(cfg).has_check(name)
+
+
+def allowed_values(cfg: EffectiveConfig, field: str, fallback: tuple[str, ...]) -> tuple[str, ...]:
+    """What Megatron-Core accepts for ``field`` in the release being linted (``fallback`` when
+    the schema does not record it)."""
+    found = schema_of(cfg).allowed_values(field)
+    return fallback if found is None else found
 
 
 def class_fields(cfg: EffectiveConfig, node: str) -> frozenset[str] | None:
@@ -728,8 +766,9 @@ def str_list(raw: Any) -> Any:
 def env_var(cfg: EffectiveConfig, name: str) -> Any:
     """``cfg.env_vars[name]`` as the string ``apply_environment_variables`` would export (0.6.x),
     ABSENT when the recipe does not set it, UNKNOWN when unknown. The launch environment
-    wins over it (``os.environ.setdefault``), which mblint cannot see."""
-    if cfg.schema_version == "0.3":
+    wins over it (``os.environ.setdefault``), which mblint cannot see. ABSENT where the
+    release has no ``env_vars`` field."""
+    if not knows_field(cfg, "env_vars"):
         return ABSENT
     current = cfg.value(f"env_vars.{name}")
     if current is ABSENT or not is_known(current) or is_node(current):
@@ -739,11 +778,16 @@ def env_var(cfg: EffectiveConfig, name: str) -> Any:
     return str(current)
 
 
-# Megatron-Core 0.19.2's allowed set, plus "mhc": Megatron-Bridge 0.6.2 does not pin Megatron-Core,
-# and its own DeepSeek-V4 recipes recompute "mhc" (manifold hyper-connections) from a newer one.
-RECOMPUTE_MODULES_06 = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts",
-                        "gdn_norm_out", "mhc")
-RECOMPUTE_MODULES_03 = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
+# When the schema records no allowed set (a schema written by hand for a test): Megatron-Core
+# 0.16's, the smallest.
+RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
+
+
+def recompute_modules_allowed(cfg: EffectiveConfig) -> tuple[str, ...]:
+    """The selective-recompute module names the release accepts: Megatron-Core's
+    ``TransformerConfig.__post_init__`` set, plus the names the release's own recipes use
+    (0.5.x and 0.6.x DeepSeek-V4 recipes recompute "mhc", from a Megatron-Core newer than the pin)."""
+    return allowed_values(cfg, "recompute_modules", RECOMPUTE_MODULES)
 
 
 def selective_recompute_modules(cfg: EffectiveConfig) -> Any:

@@ -1,49 +1,41 @@
 #!/usr/bin/env python
-"""Generate ``mblint/schema/data/megatron-bridge-<line>.json`` from the released wheels.
+"""Generate ``mblint/schema/data/`` from the released wheels: one schema per Megatron-Bridge
+release on the package index, with the Megatron-Core release it pins.
 
 Downloads megatron-bridge and megatron-core wheels with ``pip download --no-deps`` into a cache
 directory, unzips them, and reads their sources with ``ast`` only (nothing is imported).
-Hand-written facts come from ``scripts/schema_overlay.json`` and are merged in.
+Releases whose schemas come out identical share one data file.
 
-    python scripts/generate_schema.py [--cache DIR] [--line 0.6] [--out-dir DIR]
+    python scripts/generate_schema.py [--cache DIR] [--release 0.6.2 ...] [--out-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import hashlib
 import json
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from schema_extract import SourceIndex, extract_classes, extract_enums  # noqa: E402
-from schema_facts import (  # noqa: E402
-    deprecated_fields,
-    factories,
-    hf_derived,
-    hf_provider,
-    mixed_precision_lookup,
-    mixed_precision_recipes,
-)
+from mblint.schema.build import build_schema, dump
+from mblint.schema.extract import SourceIndex
 
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "mblint" / "schema" / "data"
 OVERLAY = Path(__file__).resolve().parent / "schema_overlay.json"
-LINES = {
-    "0.3": {"megatron-bridge": "0.3.1", "megatron-core": "0.16.1"},
-    "0.6": {"megatron-bridge": "0.6.2", "megatron-core": "0.19.2"},
+# The Megatron-Core each release pins: the release named by megatron/core/package_info.py at the
+# commit of the 3rdparty/Megatron-LM submodule in the release's tag (v0.4.0 and v0.4.1 pin
+# 0.17.0rc0, taken as 0.17.0; the v0.6.2 tag has no submodule: the latest 0.19 patch release).
+RELEASES = {
+    "0.3.0": "0.16.0", "0.3.1": "0.16.1",
+    "0.4.0": "0.17.0", "0.4.1": "0.17.0", "0.4.2": "0.17.1",
+    "0.5.0": "0.18.0", "0.5.1": "0.18.2",
+    "0.6.0": "0.19.0", "0.6.2": "0.19.2",
 }
-# Runtime-only parts of the packages that no configuration refers to.
-EXCLUDED_PACKAGES = ("inference", "diffusion", "resharding", "dist_checkpointing", "export", "fault_injector")
-CONFIG_CONTAINER = "megatron.bridge.training.config.ConfigContainer"
-TRANSFORMER_CONFIG = "megatron.core.transformer.transformer_config.TransformerConfig"
-FORMAT = 1
-
-
-# --------------------------------------------------------------------------- wheels
+RECIPE_FOLDERS = ("recipes", "perf_recipes")
 
 
 def download_wheel(project: str, version: str, cache: Path) -> Path:
@@ -80,115 +72,79 @@ def unpack_wheel(wheel: Path, cache: Path) -> Path:
     return target
 
 
-def source_roots(line: str, cache: Path) -> list[Path]:
-    return [unpack_wheel(download_wheel(p, v, cache), cache) for p, v in LINES[line].items()]
+def recipe_texts(bridge_root: Path):
+    for folder in RECIPE_FOLDERS:
+        for path in sorted((bridge_root / "megatron" / "bridge" / folder).rglob("*.py")):
+            yield path.read_bytes()
 
 
-# --------------------------------------------------------------------------- assembly
+def release_schema(version: str, cache: Path, replacements: dict) -> dict:
+    bridge = unpack_wheel(download_wheel("megatron-bridge", version, cache), cache)
+    core = unpack_wheel(download_wheel("megatron-core", RELEASES[version], cache), cache)
+    index = SourceIndex.from_dirs([bridge, core])
+    return build_schema(index, version, RELEASES[version], recipe_texts(bridge), replacements)
 
 
-def load_overlay(path: Path = OVERLAY) -> dict:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+def removed_fields(older: dict, newer: dict) -> dict[str, str]:
+    """ConfigContainer paths (``section.field``) of ``older`` that ``newer`` no longer has."""
+    before, after = _container_paths(older), _container_paths(newer)
+    return {path: older["megatron_bridge_version"] for path in sorted(before - after)}
 
 
-def keep_module(name: str) -> bool:
-    parts = name.split(".")
-    return not any(p in EXCLUDED_PACKAGES for p in parts[1:]) and "tests" not in parts
+def _container_paths(schema: dict) -> set[str]:
+    classes = schema["classes"]
+
+    def fields(qualname: str) -> dict:
+        cls = classes.get(qualname, {})
+        base = cls.get("fields_from")
+        return {**(fields(base) if base and base != qualname else {}), **cls.get("fields", {})}
+
+    paths = set()
+    for section, spec in fields(schema["root"]).items():
+        for qualname in spec.get("classes", ()):
+            paths.update(f"{section}.{name}" for name in fields(qualname))
+    return paths
 
 
-def build_schema(line: str, index: SourceIndex, overlay: dict) -> dict:
-    classes = {q: c for q, c in extract_classes(index).items() if keep_module(c["module"])}
-    compact_fields(classes)
-    share_inherited_fields(classes)
-    line_overlay = overlay.get("lines", {}).get(line, {})
-    common = overlay.get("common", {})
-    schema = {
-        "format": FORMAT,
-        "line": line,
-        "megatron_bridge_version": LINES[line]["megatron-bridge"],
-        "megatron_core_version": LINES[line]["megatron-core"],
-        "root": CONFIG_CONTAINER,
-        "classes": classes,
-        "enums": extract_enums(index, classes),
-        "hf_provider": hf_provider(index),
-        "mixed_precision_recipes": mixed_precision_recipes(index),
-        "mixed_precision_lookup": mixed_precision_lookup(index),
-        "deprecated_fields": merged_deprecations(index, classes, line_overlay),
-        "overlay": {**common.get("overlay", {}), **line_overlay.get("overlay", {}), **factories(index, common)},
-    }
-    schema.update(hf_derived(index, classes, TRANSFORMER_CONFIG))
-    return schema
-
-
-def compact_fields(classes: dict[str, dict]) -> None:
-    """Drop keys the loader fills in anyway: empty ``classes``, null non-value defaults."""
-    for cls in classes.values():
-        for spec in cls["fields"].values():
-            if not spec.get("classes"):
-                spec.pop("classes", None)
-            if spec.get("default") is None and spec["default_kind"] != "value":
-                spec.pop("default", None)
-
-
-def share_inherited_fields(classes: dict[str, dict]) -> None:
-    """Store a subclass's fields as ``fields_from`` its first dataclass base plus what it adds
-    or re-declares, wherever that reproduces the full, ordered field list exactly."""
-    full = {q: dict(c["fields"]) for q, c in classes.items()}
-    for qualname, cls in classes.items():
-        base = next((b for b in cls["bases"] if b in full and b != qualname), None)
-        if base is None:
-            continue
-        own = {k: v for k, v in full[qualname].items() if full[base].get(k) != v}
-        rebuilt = {**full[base], **own}
-        if list(rebuilt.items()) == list(full[qualname].items()):
-            cls["fields_from"] = base
-            cls["fields"] = own
-
-
-def merged_deprecations(index: SourceIndex, classes: dict, line_overlay: dict) -> dict:
-    found = deprecated_fields(index, classes, CONFIG_CONTAINER)
-    for path, entry in line_overlay.get("deprecated_fields", {}).items():
-        found.setdefault(path, entry)
-    return found
-
-
-def write_schema(schema: dict, out_dir: Path) -> Path:
+def write_releases(schemas: dict[str, dict], out_dir: Path) -> None:
+    """``releases.json`` (release -> data file, Megatron-Core version) and one gzipped file per
+    distinct schema, named by its content."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"megatron-bridge-{schema['line']}.json"
-    path.write_text(dump(schema), encoding="utf-8")
-    return path
-
-
-def dump(schema: dict) -> str:
-    """Sorted keys; one line per class so diffs between regenerations stay readable."""
-    head = {k: v for k, v in schema.items() if k != "classes"}
-    lines = ["{", '"classes": {']
-    items = sorted(schema["classes"].items())
-    for i, (qualname, cls) in enumerate(items):
-        comma = "," if i < len(items) - 1 else ""
-        lines.append(f"{json.dumps(qualname)}: {json.dumps(cls, sort_keys=True, separators=(',', ':'))}{comma}")
-    lines.append("},")
-    rest = json.dumps(head, sort_keys=True, indent=1)
-    lines.append(rest[1:].lstrip("\n"))
-    return "\n".join(lines) + "\n"
-
-
-def generate(line: str, cache: Path, out_dir: Path) -> Path:
-    index = SourceIndex.from_dirs(source_roots(line, cache))
-    schema = build_schema(line, index, load_overlay())
-    return write_schema(schema, out_dir)
+    for old in out_dir.glob("mb-*.json.gz"):
+        old.unlink()
+    index = {}
+    for version, schema in schemas.items():
+        body = {k: v for k, v in schema.items() if k not in ("megatron_bridge_version", "megatron_core_version")}
+        text = dump(body).encode()
+        name = f"mb-{hashlib.sha256(text).hexdigest()[:12]}.json.gz"
+        path = out_dir / name
+        if not path.exists():
+            path.write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
+        index[version] = {"file": name, "megatron_core_version": schema["megatron_core_version"]}
+    (out_dir / "releases.json").write_text(json.dumps({"format": 2, "releases": index}, indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=Path("~/.cache/mblint-schema").expanduser())
-    parser.add_argument("--line", choices=sorted(LINES), action="append")
     parser.add_argument("--out-dir", type=Path, default=OUT_DIR)
     args = parser.parse_args(argv)
-    for line in args.line or sorted(LINES):
-        path = generate(line, args.cache.expanduser(), args.out_dir)
-        print(f"wrote {path} ({path.stat().st_size} bytes)")
+    replacements = json.loads(OVERLAY.read_text(encoding="utf-8"))["replacements"]
+    schemas: dict[str, dict] = {}
+    previous = None
+    for version in RELEASES:
+        schema = release_schema(version, args.cache.expanduser(), replacements)
+        schema["removed_fields"] = {}
+        if previous:
+            present = _container_paths(schema)
+            kept = {path: last for path, last in previous["removed_fields"].items() if path not in present}
+            schema["removed_fields"] = {**kept, **removed_fields(previous, schema)}
+        schemas[version] = previous = schema
+        print(f"{version}: {len(schema['classes'])} classes", flush=True)
+    write_releases(schemas, args.out_dir)
+    for old in args.out_dir.glob("megatron-bridge-*.json"):
+        old.unlink()
+    print(f"wrote {args.out_dir}")
     return 0
 
 

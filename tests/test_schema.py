@@ -6,6 +6,7 @@ Citations are paths inside the wheels: megatron-bridge 0.3.1 / 0.6.2, megatron-c
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 import textwrap
@@ -13,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from mblint.schema import DATA_DIR, load_schema, schema_from_json
+from mblint.schema import DATA_DIR, bundled_releases, load_schema, schema_from_json
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
-from schema_extract import SourceIndex, extract_classes, extract_enums  # noqa: E402
+from mblint.schema.extract import SourceIndex, extract_classes, extract_enums  # noqa: E402
 
 PSS_03 = "megatron.bridge.data.datasets.packed_sequence.PackedSequenceSpecs"
 PSS_06 = "megatron.bridge.data.packing.config.PackedSequenceSpecs"
@@ -117,7 +118,8 @@ def test_validation_config_only_in_06():
 
 def test_init_false_field_06():
     # megatron/bridge/training/config.py:1011 (0.6.2)
-    data = json.loads((DATA_DIR / "megatron-bridge-0.6.json").read_text())
+    entry = bundled_releases()["0.6.2"]
+    data = json.loads(gzip.decompress((DATA_DIR / entry["file"]).read_bytes()))
     spec = data["classes"]["megatron.bridge.training.config.ConfigContainer"]["fields"]
     assert spec["_checkpoint_load_required"]["init"] is False
 

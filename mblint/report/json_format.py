@@ -36,5 +36,6 @@ def render(report: Report) -> str:
                     "findings": len(report.findings), "suppressed": report.suppressed,
                     "baselined": report.baselined, "stale_baseline": [str(e) for e in report.stale_baseline],
                     "not_analysed": [{"path": path, "reason": reason} for path, reason in report.not_analysed]},
+        "schemas": list(getattr(report, "schemas", ())),
     }
     return json.dumps(document, indent=2) + "\n"

@@ -88,6 +88,7 @@ def build_log(report: Report, root: Path | None = None, display_root: Path | Non
         original_uri_base_ids={SRCROOT: om.ArtifactLocation(uri=root.as_uri().rstrip("/") + "/")},
         column_kind="unicodeCodePoints",
         invocations=[om.Invocation(execution_successful=not report.errors)],
+        properties={"megatronBridgeSchemas": list(getattr(report, "schemas", ()))},
     )
     return om.SarifLog(version="2.1.0", schema_uri=SCHEMA_URI, runs=[run])
 

@@ -16,6 +16,7 @@ def render(report: Report, show_source: bool = True) -> str:
     for finding in report.findings:
         lines.extend(_render_finding(finding, sources, show_source))
     lines.append(summary_line(report))
+    lines.extend(schema_lines(report))
     if not all_printable("".join(lines)):  # one test of the whole text (every line, most often)
         lines = [printable(line) for line in lines]
     return "\n".join(lines) + "\n"
@@ -66,6 +67,17 @@ def _unchecked(report: Report) -> str:
     if report.errors:
         parts.append(f"{_count(len(report.errors), 'error')} (below) stopped mblint")
     return f"; {'; '.join(parts)}" if parts else ""
+
+
+def schema_lines(report: Report) -> list[str]:
+    """Which Megatron-Bridge version and schema the recipes were linted against."""
+    return [f"Linted against {describe_schema(schema)}." for schema in getattr(report, "schemas", ())]
+
+
+def describe_schema(schema: dict) -> str:
+    """"Megatron-Bridge 0.6.2 (bundled schema, Megatron-Core 0.19.2)" and the like."""
+    return (f"Megatron-Bridge {schema['megatron_bridge_version']} ({schema['source']} schema, "
+            f"Megatron-Core {schema['megatron_core_version']})")
 
 
 def _count(number: int, noun: str) -> str:

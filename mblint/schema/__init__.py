@@ -33,6 +33,7 @@ Optional per-field keys: ``"enums"`` (enum qualnames the annotation mentions), `
 
 from __future__ import annotations
 
+import gzip
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -47,10 +48,11 @@ DEFAULT_LINE = "0.6"
 class FieldSpec:
     """One field of a config class, as the schema records it."""
 
-    __slots__ = ("name", "annotation", "classes", "default_kind", "default", "factory_class", "init")
+    __slots__ = ("name", "annotation", "classes", "default_kind", "default", "factory_class", "init", "enums")
 
     def __init__(self, name: str, annotation: str, classes: tuple[str, ...], default_kind: str, default: Any,
-                 factory_class: str | None = None, init: bool = True) -> None:
+                 factory_class: str | None = None, init: bool = True, enums: tuple[str, ...] = ()) -> None:
+        self.enums = enums
         self.name = name
         self.annotation = annotation
         self.classes = classes
@@ -94,14 +96,23 @@ class Schema:
 
     __slots__ = ("line", "megatron_bridge_version", "classes", "root_qualname", "enums", "hf_derived_fields",
                  "hf_provider", "deprecated_fields", "mixed_precision_recipes", "mixed_precision_lookup", "overlay",
-                 "by_name")
+                 "by_name", "key", "source", "megatron_core_version", "facts", "removed_fields", "source_files",
+                 "__weakref__")
 
     def __init__(self, line: str, megatron_bridge_version: str, classes: dict[str, ClassSpec], root_qualname: str,
                  enums: dict[str, dict[str, Any]] | None = None, hf_derived_fields: frozenset[str] = frozenset(),
                  hf_provider: str | None = None, deprecated_fields: dict[str, dict] | None = None,
                  mixed_precision_recipes: tuple[str, ...] = (), mixed_precision_lookup: dict | None = None,
-                 overlay: dict | None = None, by_name: dict[str, list[str]] | None = None) -> None:
+                 overlay: dict | None = None, by_name: dict[str, list[str]] | None = None, key: str = "",
+                 source: str = "bundled", megatron_core_version: str = "", facts: dict | None = None,
+                 removed_fields: dict[str, str] | None = None) -> None:
         self.line = line
+        self.key = key or megatron_bridge_version or line  # what EffectiveConfig.schema_version holds
+        self.source = source  # "bundled", or "derived from <folder>"
+        self.megatron_core_version = megatron_core_version
+        self.facts = {} if facts is None else facts
+        self.removed_fields = {} if removed_fields is None else removed_fields  # path -> last release with it
+        self.source_files: tuple[str, ...] = ()  # derived schemas: the files it was read from (cache dependencies)
         self.megatron_bridge_version = megatron_bridge_version
         self.classes = classes
         self.root_qualname = root_qualname
@@ -152,6 +163,39 @@ class Schema:
     def field_names(self) -> set[str]:
         return {name for spec in self.classes.values() for name in spec.fields}
 
+    def has_field(self, class_name: str, field: str) -> bool:
+        """Whether the config class (short or qualified name) has the field."""
+        spec = self.classes.get(class_name) or self.find_class(class_name.rsplit(".", 1)[-1])
+        return spec is not None and field in spec.fields
+
+    def allowed_values(self, field: str) -> tuple[str, ...] | None:
+        """What Megatron-Core's TransformerConfig accepts for ``field`` (and the names the
+        release's own recipes use beyond that), or None when the schema does not know."""
+        facts = self.facts.get("allowed_values", {}).get(field)
+        if facts is None:
+            return None
+        extra = self.facts.get("allowed_values_from_bridge", {}).get(field, ())
+        return tuple(facts["values"]) + tuple(name for name in extra if name not in facts["values"])
+
+    def has_check(self, name: str) -> bool:
+        """Whether the release's code runs the check ``name`` (mblint.schema.facts.SOURCE_CHECKS)."""
+        return name in self.facts.get("checks", {})
+
+    def enum_members(self, class_name: str, field: str) -> tuple[str, ...] | None:
+        """Member names of the enum the field's annotation names, or None."""
+        spec = self.classes.get(class_name) or self.find_class(class_name.rsplit(".", 1)[-1])
+        field_spec = spec.fields.get(field) if spec is not None else None
+        for qualname in getattr(field_spec, "enums", ()) or ():
+            members = self.enums.get(qualname)
+            if members is not None:
+                return tuple(members)
+        return None
+
+    @property
+    def description(self) -> str:
+        """"Megatron-Bridge 0.6.2 (bundled schema)" and the like, for reports."""
+        return f"Megatron-Bridge {self.megatron_bridge_version or self.line} ({self.source} schema)"
+
 
 def _field_from_json(name: str, data: dict) -> FieldSpec:
     return FieldSpec(
@@ -162,6 +206,7 @@ def _field_from_json(name: str, data: dict) -> FieldSpec:
         default=data.get("default"),
         factory_class=data.get("factory_class"),
         init=data.get("init", True),
+        enums=tuple(data.get("enums", ())),
     )
 
 
@@ -177,7 +222,7 @@ def _expanded_fields(qualname: str, raw: dict, cache: dict[str, dict]) -> dict:
     return merged
 
 
-def schema_from_json(data: dict) -> Schema:
+def schema_from_json(data: dict, key: str = "", source: str = "bundled") -> Schema:
     raw = data["classes"]
     expanded: dict[str, dict] = {}
     def loader(qualname: str):
@@ -192,9 +237,15 @@ def schema_from_json(data: dict) -> Schema:
         by_name.setdefault(spec.name, []).append(qualname)
     for names in by_name.values():
         names.sort(key=lambda q: (not q.startswith("megatron.bridge"), q))
+    version = data.get("megatron_bridge_version", "")
     return Schema(
-        line=data["line"],
-        megatron_bridge_version=data.get("megatron_bridge_version", ""),
+        line=data.get("line") or ".".join(version.split(".")[:2]),
+        megatron_bridge_version=version,
+        key=key,
+        source=source,
+        megatron_core_version=data.get("megatron_core_version", ""),
+        facts=data.get("facts", {}),
+        removed_fields=data.get("removed_fields", {}),
         classes=classes,
         root_qualname=data["root"],
         enums=data.get("enums", {}),
@@ -208,29 +259,70 @@ def schema_from_json(data: dict) -> Schema:
     )
 
 
+def _version_key(text: str) -> tuple[int, ...]:
+    parts = []
+    for part in text.strip().lstrip("v").split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        parts.append(int(digits[:6]))
+    return tuple(parts)
+
+
+@lru_cache(maxsize=1)
+def bundled_releases() -> dict[str, dict]:
+    """{release: {"file", "megatron_core_version"}} of the bundled data, oldest first."""
+    with open(DATA_DIR / "releases.json", encoding="utf-8") as handle:
+        releases = json.load(handle)["releases"]
+    return dict(sorted(releases.items(), key=lambda item: _version_key(item[0])))
+
+
 def available_lines() -> list[str]:
-    return sorted(p.stem.rsplit("-", 1)[-1] for p in DATA_DIR.glob("megatron-bridge-*.json"))
+    return sorted({".".join(v.split(".")[:2]) for v in bundled_releases()}, key=_version_key)
+
+
+def nearest_release(version: str) -> str:
+    """The bundled release for ``version``: itself; the newest patch of a line ("0.6" ->
+    "0.6.2"); else the newest release not newer than it (the oldest for older versions)."""
+    releases = list(bundled_releases())
+    if version in releases:
+        return version
+    key = _version_key(version)
+    if not key:
+        return releases[-1]
+    same_line = [r for r in releases if _version_key(r)[:2] == key[:2] and (len(key) < 3 or _version_key(r) <= key)]
+    if same_line:
+        return same_line[-1]
+    older = [r for r in releases if _version_key(r) <= key]
+    return older[-1] if older else releases[0]
 
 
 def normalise_line(version: str) -> str:
-    """``0.6.2`` -> ``0.6``; ``0.3`` stays; anything newer than the newest line maps to it."""
-    parts = version.strip().lstrip("v").split(".")
-    line = ".".join(parts[:2]) if len(parts) >= 2 else version
-    lines = available_lines()
-    if line in lines:
-        return line
-    if not lines:
-        raise LookupError("no schema data is installed")
+    """``0.6.2`` -> ``0.6``: the line of the bundled release ``version`` maps to."""
+    return ".".join(nearest_release(version).split(".")[:2])
 
-    def key(text: str) -> tuple[int, ...]:
-        return tuple(int(p) for p in text.split(".") if p.isdigit())
 
-    older = [candidate for candidate in lines if key(candidate) <= key(line)]
-    return max(older, key=key) if older else min(lines, key=key)
+_DERIVED: dict[str, Schema] = {}
+
+
+def register_schema(schema: Schema) -> None:
+    """Make a schema derived in this process loadable by its key."""
+    _DERIVED[schema.key] = schema
 
 
 @lru_cache(maxsize=None)
+def _load_bundled(release: str) -> Schema:
+    entry = bundled_releases()[release]
+    with gzip.open(DATA_DIR / entry["file"], "rt", encoding="utf-8") as handle:
+        data = json.load(handle)
+    data["megatron_bridge_version"] = release
+    data["megatron_core_version"] = entry["megatron_core_version"]
+    return schema_from_json(data, key=release, source="bundled")
+
+
 def load_schema(version: str = DEFAULT_LINE) -> Schema:
-    line = normalise_line(version)
-    with open(DATA_DIR / f"megatron-bridge-{line}.json", encoding="utf-8") as handle:
-        return schema_from_json(json.load(handle))
+    """A derived schema by its key, else the bundled release nearest ``version``."""
+    derived = _DERIVED.get(version)
+    if derived is not None:
+        return derived
+    return _load_bundled(nearest_release(version or DEFAULT_LINE))

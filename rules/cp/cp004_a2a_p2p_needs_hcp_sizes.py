@@ -4,6 +4,7 @@ from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import parallel, value
+from rules._derived import has_check
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 
@@ -81,6 +82,6 @@ skills/mbridge-perf-hierarchical-context-parallel/SKILL.md.
         message = (f"model.cp_comm_type is {cfg.value('model.cp_comm_type')!r}, which needs "
                    f"model.hierarchical_context_parallel_sizes (e.g. [8, CP/8] with 8 GPUs a node"
                    f"{f', CP={cp}' if known(cp) else ''}); without it CP communication is silently disabled")
-        severity = Severity.WARNING if cfg.schema_version == "0.3" else None
+        severity = None if has_check(cfg, "a2a_p2p_needs_hcp_sizes") else Severity.WARNING
         yield ctx.report(cfg, message, ["model.cp_comm_type", "model.hierarchical_context_parallel_sizes"],
                          primary="model.cp_comm_type", severity=severity)

@@ -6,6 +6,7 @@ from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import parallel, value
+from rules._derived import has_check
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 
@@ -68,8 +69,8 @@ Megatron-Core 0.19.2 megatron/core/parallel_state.py:1127-1128.
             return
         if not all(known(s) and isinstance(s, int) for s in hcp):
             return
-        if cfg.schema_version == "0.3" and not hcp:
-            return  # Megatron-Core skips an empty list; 0.3.x has no Bridge check
+        if not hcp and not has_check(cfg, "hcp_product_checked"):
+            return  # Megatron-Core skips an empty list; without the Bridge check nothing rejects it
         product = math.prod(hcp)
         if product == cp:
             return

@@ -4,6 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import value
+from rules._derived import has_check
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 HCP = "cfg.model.context_parallel_size = 4\ncfg.model.cp_comm_type = 'a2a+p2p'\ncfg.model.hierarchical_context_parallel_sizes = [2, 2]\n"
@@ -63,7 +64,7 @@ skills/mbridge-perf-hierarchical-context-parallel/SKILL.md.
         if hcp is None or not known(flag) or flag is not True:
             return
         shown = list(hcp) if isinstance(hcp, (list, tuple)) else "set"
-        if cfg.schema_version == "0.3":
+        if not has_check(cfg, "decentralized_pg_rejects_hcp"):
             message = (f"model.hierarchical_context_parallel_sizes is {shown}, but dist.use_decentralized_pg "
                        f"is True: the decentralized process groups do not create hierarchical CP groups, "
                        f"so they are silently ignored")

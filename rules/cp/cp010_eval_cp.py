@@ -44,7 +44,7 @@ decentralized_pg eval example), or drop `eval_context_parallel_size`. Not automa
 0.6.2 megatron/bridge/training/config.py:164-169 (field contract), 1316-1333 (`validate`,
 eval world-size divisibility); 0.6.2 megatron/bridge/training/state.py:143.
 """
-    versions = ("0.6",)
+    requires = ("field:eval_context_parallel_size",)
     valid = [
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.context_parallel_size = 2\n"
         "cfg.dist.eval_context_parallel_size = 4\ncfg.dist.use_decentralized_pg = True",

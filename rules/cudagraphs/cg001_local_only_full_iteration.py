@@ -14,7 +14,7 @@ class LocalOnlyFullIteration(Rule):
     severity = Severity.ERROR
     summary = 'cuda_graph_impl="local" is only supported for full-iteration CUDA graphs.'
     fixable = True
-    versions = ("0.6",)
+    requires = ("check:local_graphs_full_iteration_only",)
     tags = ("cuda-graphs",)
     doc = """## What it does
 Flags `model.cuda_graph_impl = "local"` when the graph is not a full-iteration graph (no

@@ -3,12 +3,11 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import GRAPH_DEPRECATED_NAMES_06, GRAPH_MODULE_NAMES, graph_module_names, value
+from rules._derived import GRAPH_MODULE_NAMES, allowed_values, graph_module_names, knows_field, schema_of, value
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
-IMPLS = {"0.3": ("none", "local", "transformer_engine"),
-         "0.6": ("none", "local", "transformer_engine", "full_iteration")}
+IMPLS = ("none", "local", "transformer_engine")  # when the schema records no allowed set
 
 
 class ValidImplAndScopeNames(Rule):
@@ -73,7 +72,7 @@ transformer_engine fails.
         impl = value(cfg, "model.cuda_graph_impl", "none")
         if not known(impl):
             return
-        allowed = IMPLS.get(cfg.schema_version or "0.6", IMPLS["0.6"])
+        allowed = allowed_values(cfg, "cuda_graph_impl", IMPLS)
         if impl not in allowed:
             yield ctx.report(
                 cfg,
@@ -82,14 +81,15 @@ transformer_engine fails.
                 ["model.cuda_graph_impl"],
             )
             return
-        if cfg.schema_version == "0.3":
+        if not knows_field(cfg, "cuda_graph_modules"):
             paths = ("model.cuda_graph_scope",)
-            names_ok = GRAPH_MODULE_NAMES + ("full_iteration",)
+            names_ok = self.enum_names(cfg, "cuda_graph_scope")
         else:
             if impl == "none":
                 return  # validate_cuda_graph_configuration clears modules and scope
             paths = ("model.cuda_graph_modules", "model.cuda_graph_scope")
-            names_ok = GRAPH_MODULE_NAMES + GRAPH_DEPRECATED_NAMES_06
+            names_ok = self.enum_names(cfg, "cuda_graph_modules") + tuple(
+                schema_of(cfg).facts.get("cuda_graph_deprecated_names", ()))
         for path in paths:
             names = graph_module_names(cfg.value(path))
             if not known(names) or not isinstance(names, list):
@@ -114,7 +114,13 @@ transformer_engine fails.
                     cfg,
                     f"{path} contains 'full_iteration' but model.cuda_graph_impl is 'transformer_engine'; Megatron-Core "
                     "rejects full-iteration capture with the transformer_engine implementation "
-                    + ("(use cuda_graph_impl='local')" if cfg.schema_version == "0.3"
-                       else "(use cuda_graph_impl='full_iteration' with empty modules)"),
+                    + ("(use cuda_graph_impl='full_iteration' with empty modules)" if "full_iteration" in allowed
+                       else "(use cuda_graph_impl='local')"),
                     [path, "model.cuda_graph_impl"],
                 )
+
+    @staticmethod
+    def enum_names(cfg, field: str) -> tuple[str, ...]:
+        """Members of the enum TransformerConfig's ``field`` names (CudaGraphScope,
+        CudaGraphModule), as the release's Megatron-Core spells them."""
+        return schema_of(cfg).enum_members("TransformerConfig", field) or GRAPH_MODULE_NAMES

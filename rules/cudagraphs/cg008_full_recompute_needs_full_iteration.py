@@ -4,6 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import cuda_graphs, cuda_graphs_known_on, graph_fields, value
+from rules._derived import allowed_values
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 
@@ -72,7 +73,7 @@ llama3_8b_pretrain_config with TE graphs and full recompute fails with that asse
         if graphs.on is not True or not known(granularity) or granularity in (None, "selective"):
             return
         full = graphs.full_iteration
-        if cfg.schema_version == "0.3" and full is True:
+        if "full_iteration" not in allowed_values(cfg, "cuda_graph_impl", ()) and full is True:
             modules = graphs.modules
             if not known(modules):
                 return

@@ -4,6 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import cpu_offloading_known_on, cuda_graphs, graph_fields, value
+from rules._derived import allowed_values
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 
@@ -62,12 +63,13 @@ with TE graphs and model.cpu_offloading=True fails; with full_iteration it passe
         offload = value(cfg, "model.cpu_offloading", False)
         if graphs.on is not True or not known(offload) or offload is not True:
             return
-        if cfg.schema_version != "0.3" and graphs.full_iteration is not False:
+        full_capture = "full_iteration" in allowed_values(cfg, "cuda_graph_impl", ())
+        if full_capture and graphs.full_iteration is not False:
             return
         yield ctx.report(
             cfg,
             f"model.cpu_offloading is True with cuda_graph_impl={graphs.impl!r}, but CUDA graphs are not "
-            "supported with CPU offloading" + ("" if cfg.schema_version == "0.3" else " (except full-iteration capture)"),
+            "supported with CPU offloading" + (" (except full-iteration capture)" if full_capture else ""),
             graph_fields(graphs, cfg) + ["model.cpu_offloading"],
             fixes=[FixIntent("set", "model.cpu_offloading", False, safe=False, description="disable CPU offloading")],
         )

@@ -13,7 +13,7 @@ class OfflinePackingGraphStaticWidth(Rule):
     severity = Severity.ERROR
     summary = "Offline packing with CUDA graphs requires pad_to_max_length."
     fixable = True
-    versions = ("0.6",)
+    requires = ("field:enable_offline_packing",)
     tags = ("cuda-graphs", "packing")
     doc = """## What it does
 Flags offline packing (`dataset.enable_offline_packing = True`) with training CUDA graphs

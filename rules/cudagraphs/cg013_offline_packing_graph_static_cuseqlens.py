@@ -13,7 +13,7 @@ class OfflinePackingGraphStaticCuSeqlens(Rule):
     severity = Severity.ERROR
     summary = "Packed attention inside CUDA graphs requires offline_packing_specs.pad_cu_seqlens."
     fixable = True
-    versions = ("0.6",)
+    requires = ("field:enable_offline_packing",)
     tags = ("cuda-graphs", "packing")
     doc = """## What it does
 Flags offline packing with CUDA graphs that capture packed attention (full-iteration capture, or

@@ -70,7 +70,7 @@ megatron/bridge/training/config.py:1174-1179 (graphs need a static token width);
                 graph_fields(graphs, cfg) + [path],
                 fixes=[FixIntent("set", "model.cuda_graph_impl", "none", safe=False, description="turn CUDA graphs off")],
             )
-        elif cfg.schema_version != "0.3" and energon_packing(cfg) is True:
+        elif energon_packing(cfg) is True:
             yield ctx.report(
                 cfg,
                 f"dataset.packing_buffer_size is {cfg.value('dataset.packing_buffer_size')!r} (Energon packing) with "

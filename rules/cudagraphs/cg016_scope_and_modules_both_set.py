@@ -20,7 +20,7 @@ class ScopeAndModulesBothSet(Rule):
     severity = Severity.ERROR
     summary = "cuda_graph_scope (deprecated) and cuda_graph_modules cannot both be set; full_iteration needs empty modules."
     fixable = True
-    versions = ("0.6",)
+    requires = ("field:cuda_graph_modules",)
     tags = ("cuda-graphs",)
     doc = """## What it does
 With `model.cuda_graph_impl` not "none", flags

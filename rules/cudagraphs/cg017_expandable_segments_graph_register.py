@@ -19,7 +19,7 @@ class ExpandableSegmentsGraphRegister(Rule):
     severity = Severity.ERROR
     summary = "CUDA graphs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True need NCCL_GRAPH_REGISTER=0."
     fixable = True
-    versions = ("0.6",)
+    requires = ("field:env_vars",)
     tags = ("cuda-graphs", "environment")
     doc = """## What it does
 With CUDA graphs on, flags `cfg.env_vars` whose `PYTORCH_CUDA_ALLOC_CONF` contains

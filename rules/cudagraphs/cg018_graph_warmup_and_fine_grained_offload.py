@@ -18,7 +18,7 @@ class GraphWarmupAndFineGrainedOffload(Rule):
     severity = Severity.ERROR
     summary = "Fine-grained activation offloading with CUDA graphs: warm-up steps > 0, no 'moe' module, local impl only for partial MoE offload, full_iteration needs max inflight offloads."
     fixable = True
-    versions = ("0.6",)
+    requires = ("field:fine_grained_offloading_max_inflight_offloads",)
     tags = ("cuda-graphs", "offload")
     doc = """## What it does
 With `model.fine_grained_activation_offloading = True` and CUDA graphs on, flags:

@@ -4,6 +4,7 @@ from mblint.findings import Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
 from rules._derived import assigned, dataset_is, value
+from rules._derived import knows_field
 
 P = "cfg = _pretrain_common()\n"
 S = "cfg = _sft_common()\n"
@@ -68,7 +69,7 @@ megatron/bridge/training/config.py:743-756; 0.6.2 megatron/bridge/data/builders/
     ]
 
     def check(self, cfg, ctx):
-        names = ["train_iters", "train_samples"] + ([] if cfg.schema_version == "0.3" else ["num_epochs"])
+        names = ["train_iters", "train_samples"] + (["num_epochs"] if knows_field(cfg, "num_epochs") else [])
         values = {name: value(cfg, f"train.{name}", None) for name in names}
         if not all(known(v) for v in values.values()):
             return

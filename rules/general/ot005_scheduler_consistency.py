@@ -4,6 +4,7 @@ from mblint.findings import Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
 from rules._derived import value
+from rules._derived import knows_field
 
 P = "cfg = _pretrain_common()\n"  # train_iters = 300000, lr_warmup_iters = 500
 DEFAULTS = {"lr_decay_iters": None, "lr_warmup_iters": 0, "lr_wsd_decay_iters": None, "lr_decay_samples": None,
@@ -79,7 +80,7 @@ megatron/bridge/training/config.py:614-642, :1610-1635, :1636-1682.
     ]
 
     def check(self, cfg, ctx):
-        names = list(DEFAULTS) if cfg.schema_version != "0.3" else [n for n in DEFAULTS if n != "max_steps"]
+        names = [n for n in DEFAULTS if n != "max_steps" or knows_field(cfg, "max_steps")]
         sched = {n: value(cfg, PATHS[n], DEFAULTS[n]) for n in names}
         sched.setdefault("max_steps", None)
         if not all(known(v) or v is None for v in sched.values()):

@@ -4,6 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
 from rules._derived import megatron_fsdp, value
+from rules._derived import has_check
 
 P = "cfg = _pretrain_common()\n"
 C = "checkpoint."
@@ -72,14 +73,13 @@ megatron/bridge/training/config.py:898-918, :1521-1545.
     ]
 
     def check(self, cfg, ctx):
-        v06 = cfg.schema_version != "0.3"
 
         def get(name, default=None):
             return value(cfg, C + name, default)
 
         fmt = get("ckpt_format", "torch_dist")
         save, load = get("save"), get("load")
-        dist_formats = ("torch_dist", "fsdp_dtensor") if v06 else ("torch_dist",)
+        dist_formats = ("torch_dist", "fsdp_dtensor") if has_check(cfg, "async_save_allows_fsdp_dtensor") else ("torch_dist",)
         if get("async_save", False) is True:
             if known(save) and save is None:
                 yield ctx.report(cfg, "checkpoint.async_save is True, but checkpoint.save is None; async saving needs "
@@ -114,7 +114,7 @@ megatron/bridge/training/config.py:898-918, :1521-1545.
                                   f"{fmt!r} (validate() asserts at job start)",
                              [C + "ckpt_format", "dist.use_gloo_process_groups"],
                              fixes=[FixIntent("set", C + "ckpt_format", "torch_dist", safe=True, description="use torch_dist")])
-        if v06 and get("also_save_hf_checkpoint", False) is True:
+        if get("also_save_hf_checkpoint", False) is True:
             if fmt == "fsdp_dtensor":
                 yield ctx.report(cfg, "checkpoint.also_save_hf_checkpoint is True with checkpoint.ckpt_format = "
                                       "'fsdp_dtensor'; HF export needs 'torch_dist' (CheckpointConfig raises at job start)",

@@ -4,6 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import env_var, megatron_fsdp, value
+from rules._derived import has_check
 
 P = "cfg = _pretrain_common()\n"
 ON = P + "cfg.ddp.use_megatron_fsdp = True\ncfg.checkpoint.ckpt_format = 'fsdp_dtensor'\n"
@@ -71,7 +72,6 @@ megatron/bridge/training/config.py:1461-1476.
     ]
 
     def check(self, cfg, ctx):
-        v06 = cfg.schema_version != "0.3"
         dist_fsdp = value(cfg, "dist.use_megatron_fsdp", False)
         fsdp2 = value(cfg, "dist.use_torch_fsdp2", False)
         if dist_fsdp is True and fsdp2 is True:
@@ -91,26 +91,27 @@ megatron/bridge/training/config.py:1461-1476.
                                   f"start)", [flag, "checkpoint.ckpt_format", *paths],
                              fixes=[FixIntent("set", "checkpoint.ckpt_format", "fsdp_dtensor", safe=False,
                                               description="use the fsdp_dtensor format (existing checkpoints differ)")])
-        if v06:
-            conns = env_var(cfg, "CUDA_DEVICE_MAX_CONNECTIONS")
-            if known(conns) and conns == "1":
-                yield ctx.report(cfg, f"Megatron-FSDP is on ({flag} = True), but env_vars['CUDA_DEVICE_MAX_CONNECTIONS'] is "
-                                      f"1; FSDP needs it above 1 or unset (validate() asserts at job start)",
-                                 [flag, "env_vars.CUDA_DEVICE_MAX_CONNECTIONS"])
-            nccl_ub = value(cfg, "ddp.nccl_ub", False)
-            manual = value(cfg, "ddp.fsdp_manual_registration", False)
-            if known(nccl_ub, manual) and manual is True and nccl_ub is False:
-                yield ctx.report(cfg, "ddp.fsdp_manual_registration is True with Megatron-FSDP, but ddp.nccl_ub is False; "
-                                      "manual registration requires NCCL user buffers (validate() asserts at job start)",
-                                 ["ddp.fsdp_manual_registration", "ddp.nccl_ub", flag])
-            strategy = value(cfg, "ddp.data_parallel_sharding_strategy", None)
-            interval = value(cfg, "train.check_weight_hash_across_dp_replicas_interval", None)
-            if known(strategy, interval) and strategy == "optim_grads_params" and interval is not None:
-                yield ctx.report(cfg, f"train.check_weight_hash_across_dp_replicas_interval is {interval} with the "
-                                      f"Megatron-FSDP 'optim_grads_params' sharding strategy, which does not support it "
-                                      f"(validate() asserts at job start)",
-                                 ["train.check_weight_hash_across_dp_replicas_interval",
-                                  "ddp.data_parallel_sharding_strategy"])
+        conns = env_var(cfg, "CUDA_DEVICE_MAX_CONNECTIONS")
+        if known(conns) and conns == "1" and has_check(cfg, "fsdp_rejects_one_device_connection"):
+            yield ctx.report(cfg, f"Megatron-FSDP is on ({flag} = True), but env_vars['CUDA_DEVICE_MAX_CONNECTIONS'] is "
+                                  f"1; FSDP needs it above 1 or unset (validate() asserts at job start)",
+                             [flag, "env_vars.CUDA_DEVICE_MAX_CONNECTIONS"])
+        nccl_ub = value(cfg, "ddp.nccl_ub", False)
+        manual = value(cfg, "ddp.fsdp_manual_registration", False)
+        if known(nccl_ub, manual) and manual is True and nccl_ub is False \
+                and has_check(cfg, "fsdp_manual_registration_needs_nccl_ub"):
+            yield ctx.report(cfg, "ddp.fsdp_manual_registration is True with Megatron-FSDP, but ddp.nccl_ub is False; "
+                                  "manual registration requires NCCL user buffers (validate() asserts at job start)",
+                             ["ddp.fsdp_manual_registration", "ddp.nccl_ub", flag])
+        strategy = value(cfg, "ddp.data_parallel_sharding_strategy", None)
+        interval = value(cfg, "train.check_weight_hash_across_dp_replicas_interval", None)
+        if known(strategy, interval) and strategy == "optim_grads_params" and interval is not None \
+                and has_check(cfg, "fsdp_rejects_weight_hash_check"):
+            yield ctx.report(cfg, f"train.check_weight_hash_across_dp_replicas_interval is {interval} with the "
+                                  f"Megatron-FSDP 'optim_grads_params' sharding strategy, which does not support it "
+                                  f"(validate() asserts at job start)",
+                             ["train.check_weight_hash_across_dp_replicas_interval",
+                              "ddp.data_parallel_sharding_strategy"])
         mapping = value(cfg, "dist.use_tp_pp_dp_mapping", False)
         if known(mapping) and mapping is True:
             yield ctx.report(cfg, f"dist.use_tp_pp_dp_mapping is True with Megatron-FSDP ({flag} = True); it is not "

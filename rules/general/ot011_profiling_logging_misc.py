@@ -4,6 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import megatron_fsdp, value
+from rules._derived import has_check, knows_field
 
 P = "cfg = _pretrain_common()\n"
 HF = P + "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
@@ -84,7 +85,7 @@ megatron/bridge/training/config.py:1043-1046, :1100-1116, :1493-1498.
                                           f"{start}; the end must be >= the start (ProfilingConfig asserts at job start)",
                                      ["profiling.profile_step_start", "profiling.profile_step_end"])
         pairs = [("mlflow_experiment", "mlflow_run_name", "MLflow")]
-        if cfg.schema_version != "0.3":
+        if knows_field(cfg, "comet_project"):
             pairs.append(("comet_project", "comet_experiment_name", "Comet ML"))
         for on, name, label in pairs:
             enabled, run = value(cfg, f"logger.{on}", None), value(cfg, f"logger.{name}", None)
@@ -95,7 +96,7 @@ megatron/bridge/training/config.py:1043-1046, :1100-1116, :1493-1498.
         restore = value(cfg, "model.restore_modelopt_state", False)
         fusion = value(cfg, "model.gradient_accumulation_fusion", False)
         if known(restore, fusion) and restore is True and fusion is True:
-            if cfg.schema_version == "0.3" and megatron_fsdp(cfg) is not False:
+            if has_check(cfg, "fsdp_turns_off_grad_accum_fusion") and megatron_fsdp(cfg) is not False:
                 return
             yield ctx.report(cfg, "model.restore_modelopt_state is True with model.gradient_accumulation_fusion True; "
                                   "gradient-accumulation fusion is not supported with ModelOpt/quantized models "

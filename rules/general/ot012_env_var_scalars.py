@@ -12,7 +12,7 @@ class EnvVarScalars(Rule):
     severity = Severity.ERROR
     summary = "cfg.env_vars values must be scalars (str, int, float, bool) and names non-empty."
     tags = ("general", "environment")
-    versions = ("0.6",)
+    requires = ("field:env_vars",)
     doc = """## What it does
 Flags an entry of `cfg.env_vars` whose value is not a str, int, float or bool (a list, a
 dict, None), or whose name is empty.

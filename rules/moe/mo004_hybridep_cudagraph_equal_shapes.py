@@ -15,7 +15,7 @@ class HybridepCudagraphEqualShapes(Rule):
     severity = Severity.ERROR
     summary = "HybridEP under CUDA graphs needs equal token counts on every rank."
     fixable = False
-    versions = ("0.6",)
+    requires = ("field:moe_hybridep_pad_uneven_dispatch_inputs",)
     tags = ("moe", "cuda-graphs", "packing")
     doc = """## What it does
 Flags the HybridEP flex backend with CUDA graphs on when token counts can differ between ranks:

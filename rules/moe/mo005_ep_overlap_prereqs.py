@@ -4,6 +4,7 @@ from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import dispatcher, effective_overlap_flag, parallel, value
+from rules._derived import has_check
 
 BASE = ('cfg = _pretrain_common()\n'
         'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
@@ -106,7 +107,7 @@ megatron/bridge/training/config.py:1882-1885 (setup before validate).
         if known(shared) and shared:
             problems.append(("model.moe_shared_expert_overlap", "moe_shared_expert_overlap is True"))
         mtp = value(cfg, "model.mtp_num_layers", None)
-        allowed = (None, 1) if cfg.schema_version == "0.3" else (None, 0, 1)
+        allowed = (None, 0, 1) if has_check(cfg, "ep_overlap_allows_mtp_zero") else (None, 1)
         if known(mtp) and mtp not in allowed:
             problems.append(("model.mtp_num_layers", f"mtp_num_layers is {mtp} (at most 1)"))
         if experts is None:

@@ -4,6 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import cuda_graphs, effective_overlap_flag, value
+from rules._derived import has_check
 
 BASE = ('cfg = _pretrain_common()\n'
         'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
@@ -78,7 +79,7 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:2748-2752; MCore 0.
                                  description=f"set {overlap_path} to True")],
             )
             return
-        if overlap is not True or cfg.schema_version == "0.3":
+        if overlap is not True or not has_check(cfg, "graphs_with_delay_wgrad_need_fusion"):
             return
         graphs = cuda_graphs(cfg)
         modules = graphs.modules

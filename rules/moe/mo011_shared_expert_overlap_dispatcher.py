@@ -4,6 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import dispatcher, value
+from rules._derived import has_check
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
@@ -72,7 +73,7 @@ that message.
         kind = dispatcher(cfg)
         if not known(overlap, kind) or overlap is not True or size is None or not known(size):
             return
-        allowed = ("alltoall",) if cfg.schema_version == "0.3" else ("alltoall", "flex")
+        allowed = ("alltoall", "flex") if has_check(cfg, "shared_expert_overlap_allows_flex") else ("alltoall",)
         if kind in allowed:
             return
         names = " or ".join(repr(a) for a in allowed)

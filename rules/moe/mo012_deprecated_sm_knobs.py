@@ -48,7 +48,7 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:926-937 (fields), 1
 and the conflict error). Oracle: `qwen3_30b_a3b_pretrain_8gpu_h100_bf16_config
 model.moe_deepep_num_sms=20 model.moe_hybridep_num_sms=16` fails with that message.
 """
-    versions = ("0.6",)
+    requires = ("field:moe_flex_dispatcher_num_sms",)
     valid = [
         HF + 'cfg.model.moe_flex_dispatcher_num_sms = 16',
         HF + 'cfg.model.moe_hybridep_num_sms = None',

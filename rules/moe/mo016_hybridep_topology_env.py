@@ -30,7 +30,7 @@ class HybridepTopologyEnv(Rule):
     severity = Severity.WARNING
     summary = "HybridEP needs NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN set to at most min(EP, NVLink domain size)."
     fixable = True
-    versions = ("0.6",)
+    requires = ("field:env_vars",)
     tags = ("moe", "environment")
     doc = """## What it does
 With the flex dispatcher on the HybridEP backend, flags `cfg.env_vars` that lacks

@@ -4,6 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, format_value, known
 from mblint.testing import Example
 from rules._derived import fine_grained_offloading_known_on, str_list, suggest, value
+from rules._derived import allowed_values
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 FG = "cfg.model.fine_grained_activation_offloading = True\n"
@@ -83,7 +84,7 @@ transformer_config.py:1268-1292.
             yield ctx.report(cfg, f"{FLAG} is True, but {MODS} is {format_value(raw)}; at least one module must be "
                                   f"listed (TransformerConfig asserts at job start)", [FLAG, MODS])
             return
-        allowed = ALLOWED_03 if cfg.schema_version == "0.3" else ALLOWED_06
+        allowed = allowed_values(cfg, "offload_modules", ALLOWED_03)
         bad = [m for m in dict.fromkeys(modules) if m not in allowed]
         if bad:
             hints = [f"{m!r} (did you mean {s!r}?)" if (s := suggest(m, allowed)) else repr(m) for m in bad]

@@ -5,6 +5,7 @@ from mblint.model import ABSENT
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import env_var, fine_grained_offloading_known_on, value
+from rules._derived import knows_field
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 FG = "cfg.model.fine_grained_activation_offloading = True\ncfg.model.offload_modules = ['core_attn']\n"
@@ -80,10 +81,11 @@ megatron/bridge/training/config.py:1945-1985.
         fix = FixIntent("set", "env_vars.NVTE_CPU_OFFLOAD_V1", "1", safe=True,
                         description="set NVTE_CPU_OFFLOAD_V1 = '1' in cfg.env_vars")
         if env is ABSENT:
-            where = "the launch environment" if cfg.schema_version == "0.3" else "cfg.env_vars or the launch environment"
+            env_field = knows_field(cfg, "env_vars")
+            where = "cfg.env_vars or the launch environment" if env_field else "the launch environment"
             yield ctx.report(cfg, f"{FLAG} is True, but NVTE_CPU_OFFLOAD_V1 is not set in cfg.env_vars; with Transformer "
                                   f"Engine >= 2.10 validate() raises unless it is '1', so {where} must set it",
-                             [FLAG], severity=Severity.WARNING, fixes=[] if cfg.schema_version == "0.3" else [fix])
+                             [FLAG], severity=Severity.WARNING, fixes=[fix] if env_field else [])
         elif known(env) and env != "1":
             yield ctx.report(cfg, f"{FLAG} is True, but env_vars['NVTE_CPU_OFFLOAD_V1'] is {env!r}; with Transformer "
                                   f"Engine >= 2.10 it must be '1' (validate() raises at job start)",

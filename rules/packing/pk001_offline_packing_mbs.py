@@ -4,6 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import offline_packing, offline_packing_known_on, specs_path
+from rules._derived import knows_field
 
 
 class OfflinePackingRequiresMbs1(Rule):
@@ -78,5 +79,5 @@ be 1"; 0.3.1: lines 1561-1579); skills/nemo-mbridge-perf-sequence-packing/SKILL.
                           description=f"set packed_sequence_size to {size * mbs}"),
             ]
         yield ctx.report(cfg, message, ["train.micro_batch_size", "dataset.enable_offline_packing"
-                                         if cfg.schema_version != "0.3" else f"{specs}.packed_sequence_size"],
+                                         if knows_field(cfg, "enable_offline_packing") else f"{specs}.packed_sequence_size"],
                          primary="train.micro_batch_size", fixes=fixes)

@@ -14,7 +14,7 @@ class OfflineXorInBatch(Rule):
     summary = "Offline packing and in-batch packing cannot both be enabled."
     fixable = True
     tags = ("packing",)
-    versions = ("0.6",)
+    requires = ("field:enable_offline_packing",)
     doc = """## What it does
 Flags `dataset.enable_offline_packing = True` together with `dataset.enable_in_batch_packing = True`.
 

@@ -14,7 +14,7 @@ class OfflineFlagAndSpecsConsistent(Rule):
     summary = "enable_offline_packing and offline_packing_specs must be set together."
     fixable = True
     tags = ("packing",)
-    versions = ("0.6",)
+    requires = ("field:enable_offline_packing",)
     doc = """## What it does
 Flags `dataset.enable_offline_packing = True` with `dataset.offline_packing_specs = None`, and
 `offline_packing_specs` set while `enable_offline_packing` is False.

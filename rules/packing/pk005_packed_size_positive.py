@@ -13,7 +13,7 @@ class PackedSizePositive(Rule):
     summary = "Offline packing needs offline_packing_specs.packed_sequence_size > 0."
     fixable = True
     tags = ("packing",)
-    versions = ("0.6",)
+    requires = ("field:enable_offline_packing",)
     doc = """## What it does
 Flags offline packing whose `dataset.offline_packing_specs.packed_sequence_size` is 0 or
 negative, typically `PackedSequenceSpecs(pad_seq_to_mult=4)` written without a size (the

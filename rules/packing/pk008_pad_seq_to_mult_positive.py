@@ -4,6 +4,7 @@ from mblint.findings import Severity
 from mblint.rule import Rule
 from mblint.testing import Example
 from rules._derived import is_int, offline_packing, specs_path, value
+from rules._derived import knows_field
 
 
 class PadSeqToMultPositiveAndFits(Rule):
@@ -62,7 +63,7 @@ megatron/bridge/data/builders/gpt_sft.py:673 (max_seq_length passed to packing);
         if pad <= 0:
             yield ctx.report(cfg, f"{path} is {pad}, but it must be a positive integer (or None)", [path])
             return
-        if cfg.schema_version == "0.3" or offline_packing(cfg) is not True:
+        if not knows_field(cfg, "enable_offline_packing") or offline_packing(cfg) is not True:
             return
         single_path = f"{specs}.max_single_sequence_length"
         single = value(cfg, single_path, None)

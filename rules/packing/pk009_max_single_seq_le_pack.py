@@ -12,7 +12,7 @@ class MaxSingleSeqLePack(Rule):
     summary = "max_single_sequence_length must be positive and at most packed_sequence_size."
     fixable = True
     tags = ("packing",)
-    versions = ("0.6",)
+    requires = ("field:offline_packing_specs", "field:max_single_sequence_length")
     doc = """## What it does
 Flags `dataset.offline_packing_specs.max_single_sequence_length` that is 0 or negative, or
 larger than a positive `packed_sequence_size`.

@@ -3,6 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule
 from rules._derived import in_batch_packing, in_batch_packing_path, is_int, offline_packing, some_packing_known_on, specs_path, value
+from rules._derived import knows_field
 
 
 class MtpWithFinetunePacking(Rule):
@@ -55,7 +56,8 @@ skills/nemo-mbridge-perf-sequence-packing/card.yaml:92.
         if not is_int(mtp) or mtp <= 0:
             return
         if offline_packing(cfg) is True:
-            flag = "dataset.enable_offline_packing" if cfg.schema_version != "0.3" else f"{specs_path(cfg)}.packed_sequence_size"
+            flag = "dataset.enable_offline_packing" if knows_field(cfg, "enable_offline_packing") \
+                else f"{specs_path(cfg)}.packed_sequence_size"
             mode = "offline"
         elif in_batch_packing(cfg) is True:
             flag, mode = in_batch_packing_path(cfg), "in-batch"

@@ -3,6 +3,7 @@ from __future__ import annotations
 from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule
 from rules._derived import in_batch_packing, model_family_hints, offline_packing, some_packing_known_on, specs_path, value
+from rules._derived import knows_field
 
 # (family label, substrings of the HF id / recipe module, which packing is unsupported)
 _OPT_OUTS = (
@@ -71,10 +72,11 @@ Unsafe (changes the data layout): turn the packing mode back off.
             if source is None:
                 continue
             if mode == "offline" and offline_packing(cfg) is True:
-                flag = "dataset.enable_offline_packing" if cfg.schema_version != "0.3" else specs_path(cfg)
-                fixes = [FixIntent("set", flag, False if cfg.schema_version != "0.3" else None, safe=False,
+                flag_field = knows_field(cfg, "enable_offline_packing")
+                flag = "dataset.enable_offline_packing" if flag_field else specs_path(cfg)
+                fixes = [FixIntent("set", flag, False if flag_field else None, safe=False,
                                    description="turn offline packing off")]
-                if cfg.schema_version != "0.3":
+                if flag_field:
                     fixes.append(FixIntent("set", specs_path(cfg), None, safe=False,
                                            description="set offline_packing_specs to None"))
             elif mode == "in-batch" and in_batch_packing(cfg) is True:

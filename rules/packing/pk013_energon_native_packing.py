@@ -12,7 +12,7 @@ class EnergonNativePackingContract(Rule):
     summary = "Energon native packing (packing_buffer_size) is not implemented by 0.6.2's task encoders."
     fixable = True
     tags = ("packing", "energon")
-    versions = ("0.6",)
+    requires = ("field:packing_buffer_size",)
     doc = """## What it does
 Flags `EnergonDatasetConfig.packing_buffer_size` set (Energon's native packing) in 0.6.x, and a
 non-positive value.

@@ -13,7 +13,7 @@ class EnergonMbsMirror(Rule):
     summary = "EnergonDatasetConfig.micro_batch_size must equal train.micro_batch_size."
     fixable = True
     tags = ("energon", "batch")
-    versions = ("0.6",)
+    requires = ("check:energon_mbs_mirror",)
     doc = """## What it does
 For `EnergonDatasetConfig`, flags `dataset.micro_batch_size != train.micro_batch_size`, and, with
 `dataset.do_validation`, `!= validation.eval_micro_batch_size` (which defaults to the train

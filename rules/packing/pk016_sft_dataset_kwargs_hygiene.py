@@ -16,7 +16,7 @@ class SftDatasetKwargsHygiene(Rule):
     summary = "GPTSFTDatasetConfig.dataset_kwargs must not hold max_num_samples or preprocessing keys."
     fixable = True
     tags = ("dataset",)
-    versions = ("0.6",)
+    requires = ("field:preprocessing",)
     doc = """## What it does
 For `GPTSFTDatasetConfig`, flags `dataset.dataset_kwargs` keys that `validate()` rejects:
 `max_num_samples` (error), and the deprecated preprocessing keys (`add_bos`, `chat`,

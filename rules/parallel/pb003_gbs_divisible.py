@@ -5,6 +5,7 @@ from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import int_values, is_round, parallel, value
 from rules.parallel.pb001_world_divisible_by_dense_grid import dist_train
+from rules._derived import has_check
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 GRID = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size"]
@@ -96,7 +97,7 @@ megatron/bridge/training/initialize.py:115-122; 0.3.1 megatron/bridge/training/c
         decrease = value(cfg, "train.decrease_batch_size_if_needed", False)
         severity = Severity.WARNING if ctx.world_size_from_name else None
         source = " (from the recipe name)" if ctx.world_size_from_name else ""
-        if cfg.schema_version != "0.3":
+        if has_check(cfg, "eval_batch_divisibility"):
             finding = self._check_eval(cfg, ctx, world, par, dp, gbs, mbs, decrease, severity, source)
             if finding is not None:
                 yield finding

@@ -4,6 +4,7 @@ from mblint.findings import FixIntent, Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import megatron_fsdp, value
+from rules._derived import has_check
 
 MP = "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.mixed_precision.fp8 = 'e4m3'\n"
 REUSE = "mixed_precision.reuse_grad_buf_for_mxfp8_param_ag"
@@ -72,7 +73,7 @@ megatron/bridge/training/mixed_precision.py:87-92.
         reuse = value(cfg, REUSE, False)
         if not known(gather, recipe, reuse) or not gather or recipe != "mxfp8" or reuse:
             return
-        if cfg.schema_version != "0.3" and megatron_fsdp(cfg) is not False:
+        if has_check(cfg, "mxfp8_reuse_check_skipped_with_fsdp") and megatron_fsdp(cfg) is not False:
             return
         message = ("mixed_precision.fp8_param_gather is True with fp8_recipe 'mxfp8', but "
                    f"{REUSE} is False; MXFP8 parameter all-gather needs it True (asserted at job start)")

@@ -14,7 +14,7 @@ class TeCrossEntropyFusion(Rule):
     severity = Severity.WARNING
     summary = "Cross-entropy loss fusion with the Transformer Engine implementation has known stability issues."
     fixable = True
-    versions = ("0.6",)
+    requires = ("check:te_cross_entropy_fusion_warned",)
     tags = ("precision", "numerics")
     doc = """## What it does
 Flags `model.cross_entropy_loss_fusion = True` with `model.cross_entropy_fusion_impl = "te"`.

@@ -5,6 +5,7 @@ from mblint.model import ABSENT
 from mblint.rule import Rule, known
 from mblint.testing import Example
 from rules._derived import env_var, value
+from rules._derived import has_check
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 CHOICES = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS")
@@ -80,7 +81,7 @@ Set `model.cross_entropy_loss_fusion = False` (safe: same loss, slower kernel) a
                              [DET, "model.cross_entropy_loss_fusion"],
                              fixes=[FixIntent("set", "model.cross_entropy_loss_fusion", False, safe=True,
                                               description="disable cross-entropy loss fusion")])
-        if cfg.schema_version == "0.3":
+        if has_check(cfg, "deterministic_rejects_flash"):
             backend = value(cfg, "model.attention_backend", None)
             if known(backend) and isinstance(backend, str) and backend.rsplit(".", 1)[-1] == "flash":
                 yield ctx.report(cfg, "model.deterministic_mode is True, but model.attention_backend is flash; flash "

@@ -3,7 +3,7 @@ from __future__ import annotations
 from mblint.findings import Severity
 from mblint.rule import Rule, known
 from mblint.testing import Example
-from rules._derived import (RECOMPUTE_MODULES_03, RECOMPUTE_MODULES_06, selective_recompute_modules,
+from rules._derived import (recompute_modules_allowed, selective_recompute_modules,
                             selective_recompute_modules_known, suggest)
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
@@ -62,7 +62,7 @@ transformer_config.py:1198-1211.
         modules = selective_recompute_modules(cfg)
         if not known(modules) or not modules:
             return
-        allowed = RECOMPUTE_MODULES_03 if cfg.schema_version == "0.3" else RECOMPUTE_MODULES_06
+        allowed = recompute_modules_allowed(cfg)
         bad = [m for m in dict.fromkeys(modules) if m not in allowed]
         if not bad:
             return

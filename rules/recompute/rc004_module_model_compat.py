@@ -79,7 +79,7 @@ transformer_config.py:1213-1222.
                 continue
             if ok(current):
                 continue
-            if module == "gdn_norm_out" and cfg.schema_version == "0.3":
+            if module not in recompute_modules_allowed(cfg):
                 continue
             yield ctx.report(cfg, f"model.recompute_modules has {module!r}, but {field} is {format_value(current)}; "
                                   f"{module} recompute needs {need} (TransformerConfig raises at job start)",

@@ -4,6 +4,7 @@ from mblint.rule import Rule
 from mblint.findings import Severity
 from rules._derived import int_values, value
 from mblint.testing import Example
+from rules._derived import knows_field
 
 
 class LrDecayStepsPositive(Rule):
@@ -12,7 +13,6 @@ class LrDecayStepsPositive(Rule):
     severity = Severity.ERROR
     summary = "The scheduler's decay length (train_iters or lr_decay_iters times global_batch_size) must be > 0."
     tags = ("scheduler",)
-    versions = ("0.3", "0.6")
     doc = """## What it does
 For iteration-based training (`train.train_iters` set, `train.train_samples` unset), works out
 the scheduler's `lr_decay_steps` the way `ConfigContainer._calculate_scheduler_steps()` does:
@@ -69,7 +69,7 @@ llama31_405b_sft_128gpu_h100_bf16_config with train.train_iters=0 fails with thi
         iters = value(cfg, "train.train_iters", None)
         if iters is None:
             return  # epoch-based: resolved after the dataset is built
-        max_steps = value(cfg, "scheduler.max_steps", None) if cfg.schema_version != "0.3" else None
+        max_steps = value(cfg, "scheduler.max_steps", None) if knows_field(cfg, "max_steps") else None
         decay_iters = value(cfg, "scheduler.lr_decay_iters", None)
         gbs = value(cfg, "train.global_batch_size", None)
         if max_steps is not None:

@@ -15,7 +15,7 @@ class CollateSeqLengthDivisible(Rule):
     summary = "Collate-time datasets need seq_length divisible by the CP/SP padding multiple."
     fixable = True
     tags = ("seq-length", "context-parallel")
-    versions = ("0.6",)
+    requires = ("class:DirectHFSFTDatasetConfig",)
     doc = """## What it does
 For `DirectHFSFTDatasetConfig`, `EnergonDatasetConfig` and `MockVLMSFTDatasetConfig`, flags a
 `dataset.seq_length` that is not a multiple of lcm(2*CP if CP>1 else 1, CP*TP if sequence

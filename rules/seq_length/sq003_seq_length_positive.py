@@ -11,7 +11,7 @@ class SeqLengthPositive(Rule):
     severity = Severity.ERROR
     summary = "dataset.seq_length must be greater than 0."
     tags = ("seq-length",)
-    versions = ("0.6",)
+    requires = ("class:GPTSFTDatasetConfig",)
     doc = """## What it does
 Flags `dataset.seq_length <= 0` on the SFT dataset configs (`GPTSFTDatasetConfig`,
 `DirectHFSFTDatasetConfig`, `EnergonDatasetConfig`, `MockVLMSFTDatasetConfig`).

@@ -8,7 +8,7 @@ import ast
 import re
 from collections import defaultdict
 
-from schema_extract import ClassKinds, FieldExtractor, SourceIndex, dotted_name
+from mblint.schema.extract import ClassKinds, FieldExtractor, SourceIndex, dotted_name
 
 BRIDGE_PREFIX = "megatron.bridge."
 MAPPING_ATTRS = re.compile(r"(CONFIG_MAPPING|ROPE_SCALING_MAPPING)$")
@@ -372,3 +372,234 @@ __all__ = [
     "hf_provider",
     "mixed_precision_recipes",
 ]
+
+
+# --------------------------------------------------------------------------- validation facts
+
+TRANSFORMER_CONFIG_MODULE = "megatron.core.transformer.transformer_config"
+GRAPH_CONFIG_MODULE = "megatron.core.transformer.cuda_graph_config"
+CHECKED_FIELDS = ("recompute_modules", "offload_modules", "cuda_graph_impl")
+
+
+def allowed_values(index: SourceIndex) -> dict[str, dict]:
+    """Values ``TransformerConfig.__post_init__`` accepts for a field, read from its checks:
+    ``set(self.F) - NAME`` with ``NAME = {...}`` in the same function, and
+    ``assert self.F in [...]`` (plus the value an enclosing ``if self.F != V`` lets through).
+    {field: {"values": [...], "source": "path:line"}}."""
+    mod = index.modules.get(TRANSFORMER_CONFIG_MODULE)
+    node = mod.classes.get("TransformerConfig") if mod else None
+    if node is None:
+        return {}
+    found: dict[str, dict] = {}
+    path = index.relpath(TRANSFORMER_CONFIG_MODULE)
+    for method in node.body:
+        if isinstance(method, ast.FunctionDef):
+            _set_difference_checks(method, path, found)
+            _membership_asserts(method, path, found, ())
+    return {name: found[name] for name in sorted(found)}
+
+
+def _set_difference_checks(function: ast.FunctionDef, path: str, found: dict) -> None:
+    literals: list[tuple[int, str, list[str]]] = []  # (line, name, strings) of NAME = {...}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            strings = _string_items(node.value)
+            if strings is not None:
+                literals.append((node.lineno, node.targets[0].id, strings))
+    for node in ast.walk(function):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.right, ast.Name):
+            left = node.left
+            if isinstance(left, ast.Call) and dotted_name(left.func) == "set" and len(left.args) == 1:
+                field = _self_field(left.args[0])
+                before = [item for item in literals if item[1] == node.right.id and item[0] <= node.lineno]
+                if field and before and field not in found:
+                    strings = max(before)[2]
+                    found[field] = {"values": sorted(strings), "source": f"{path}:{node.lineno}"}
+
+
+def _membership_asserts(node: ast.AST, path: str, found: dict, let_through: tuple) -> None:
+    for child in ast.iter_child_nodes(node):
+        passed = let_through
+        if isinstance(child, ast.If):
+            passed = let_through + tuple(_not_equal_guards(child.test))
+        if isinstance(child, ast.Assert) and isinstance(child.test, ast.Compare) and len(child.test.ops) == 1 \
+                and isinstance(child.test.ops[0], ast.In):
+            field = _self_field(child.test.left)
+            strings = _string_items(child.test.comparators[0])
+            if field and strings is not None and field not in found:
+                extra = [value for guarded, value in passed if guarded == field]
+                found[field] = {"values": sorted(set(strings) | set(extra)), "source": f"{path}:{child.lineno}"}
+        _membership_asserts(child, path, found, passed if isinstance(child, ast.If) else let_through)
+
+
+def _not_equal_guards(test: ast.expr):
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq):
+        field = _self_field(test.left)
+        right = test.comparators[0]
+        if field and isinstance(right, ast.Constant) and isinstance(right.value, str):
+            yield field, right.value
+
+
+def _self_field(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _string_items(node: ast.expr) -> list[str] | None:
+    if isinstance(node, ast.Set | ast.List | ast.Tuple) and node.elts and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
+        return [e.value for e in node.elts]
+    return None
+
+
+def graph_name_deprecations(index: SourceIndex) -> list[str]:
+    """Names ``normalize_cuda_graph_modules`` still accepts with a deprecation warning (the
+    keys of ``CUDA_GRAPH_MODULES_DEPRECATIONS``)."""
+    mod = index.modules.get(GRAPH_CONFIG_MODULE)
+    value = mod.assigns.get("CUDA_GRAPH_MODULES_DEPRECATIONS") if mod else None
+    if not isinstance(value, ast.Dict):
+        return []
+    return sorted(k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+
+
+LIST_ASSIGNMENT = re.compile(rb"\.(recompute_modules|offload_modules)\s*=\s*\[([^\]]*)\]")
+QUOTED = re.compile(rb"""["']([A-Za-z_][A-Za-z0-9_]*)["']""")
+
+
+def bridge_used_values(files, allowed: dict[str, dict]) -> dict[str, list[str]]:
+    """Names Megatron-Bridge's own recipes assign to a checked list field that the Megatron-Core
+    facts do not list: the release was written against a newer Megatron-Core than the one it
+    pins (its DeepSeek-V4 recipes recompute "mhc"), so they are accepted. ``files`` yields bytes."""
+    used: dict[str, set[str]] = {}
+    for text in files:
+        for match in LIST_ASSIGNMENT.finditer(text):
+            field = match.group(1).decode()
+            names = {m.decode() for m in QUOTED.findall(match.group(2))}
+            used.setdefault(field, set()).update(names - set(allowed.get(field, {}).get("values", ())))
+    return {field: sorted(names) for field, names in sorted(used.items()) if names and field in allowed}
+
+
+# --------------------------------------------------------------------------- aliases
+
+
+def field_aliases(index: SourceIndex, classes: dict[str, dict]) -> dict:
+    """``@property def x(self): return self.y`` on a config class whose fields hold ``y`` but
+    not ``x``: ``x`` reads and writes ``y`` (0.3.x-0.5.x GPTDatasetConfig.seq_length).
+    {ClassName: {x: y}}, and the sources."""
+    aliases: dict[str, dict[str, str]] = {}
+    sources = []
+    for qualname, cls in sorted(classes.items()):
+        if not qualname.startswith(BRIDGE_PREFIX):
+            continue
+        node = index.class_node(qualname)
+        for stmt in node.body if node else []:
+            target = _property_target(stmt)
+            if target and target in cls["fields"] and stmt.name not in cls["fields"]:
+                aliases.setdefault(cls["name"], {})[stmt.name] = target
+                sources.append(f"{index.relpath(cls['module'])}:{stmt.lineno}")
+    return {**aliases, "_source": "properties returning a field: " + ", ".join(sources)} if aliases else {}
+
+
+def _property_target(stmt: ast.stmt) -> str | None:
+    if not isinstance(stmt, ast.FunctionDef) or not any(dotted_name(d) == "property" for d in stmt.decorator_list):
+        return None
+    body = [s for s in stmt.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+        value = body[0].value
+        if isinstance(value, ast.Call) and dotted_name(value.func) == "getattr" and len(value.args) >= 2 \
+                and isinstance(value.args[0], ast.Name) and value.args[0].id == "self" \
+                and isinstance(value.args[1], ast.Constant) and isinstance(value.args[1].value, str):
+            return value.args[1].value
+        return _self_field(value)
+    return None
+
+
+def init_aliases(index: SourceIndex, classes: dict[str, dict]) -> dict:
+    """A config class whose own ``__init__`` takes ``x`` and passes it on as field ``y``
+    (``super().__init__(y=x)``) without a field ``x`` of its own being set from it first:
+    {ClassName: {x: y}}, and the sources (0.6.x GPTDatasetConfig(seq_length=...))."""
+    aliases: dict[str, dict[str, str]] = {}
+    sources = []
+    for qualname, cls in sorted(classes.items()):
+        if not qualname.startswith(BRIDGE_PREFIX):
+            continue
+        node = index.class_node(qualname)
+        init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None) if node else None
+        if init is None:
+            continue
+        params = {a.arg for a in init.args.args + init.args.kwonlyargs}
+        for name, target, line in _passed_on(init, params):
+            if name != target and target in cls["fields"]:
+                aliases.setdefault(cls["name"], {})[name] = target
+                sources.append(f"{index.relpath(cls['module'])}:{line}")
+    return {**aliases, "_source": "__init__ arguments passed on as another field: " + ", ".join(sources)} if aliases else {}
+
+
+def _passed_on(init: ast.FunctionDef, params: set[str]):
+    """(parameter, field, line) for ``kwargs["field"] = parameter`` and
+    ``...__init__(field=parameter)`` in an ``__init__``."""
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Name) \
+                and node.value.id in params:
+            target = node.targets[0]
+            if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
+                    and isinstance(target.slice.value, str):
+                yield node.value.id, target.slice.value, node.lineno
+        elif isinstance(node, ast.Call) and (dotted_name(node.func) or "").endswith("__init__"):
+            for keyword in node.keywords:
+                if keyword.arg and isinstance(keyword.value, ast.Name) and keyword.value.id in params:
+                    yield keyword.value.id, keyword.arg, node.lineno
+
+
+# --------------------------------------------------------------------------- checks in the code
+
+# Checks that Megatron-Bridge or Megatron-Core run at job start and that came or went between
+# releases, each recognised by a piece of its code (a message, a condition) in one file below
+# ``megatron/``. The schema records where each was found ("path:line"); rules ask
+# ``schema.has_check(name)`` instead of comparing versions.
+SOURCE_CHECKS: dict[str, tuple[str, str]] = {
+    "a2a_p2p_needs_hcp_sizes": (
+        "bridge/training/config.py", r"hierarchical_context_parallel_sizes must be set when cp_comm_type"),
+    "hcp_product_checked": ("bridge/training/config.py", r"Product of hierarchical_context_parallel_sizes"),
+    "decentralized_pg_rejects_hcp": ("bridge/training/initialize.py", r"Decentralized process"),
+    "mxfp8_reuse_check_skipped_with_fsdp": ("bridge/training/config.py", r"not is_fsdp\s+and self\.mixed_precision"),
+    "deterministic_rejects_flash": ("bridge/training/config.py", r"AttnBackend\.flash"),
+    "eval_batch_divisibility": ("bridge/training/config.py", r"self\.validation\.eval_global_batch_size\s*%"),
+    "fsdp_turns_off_grad_accum_fusion": (
+        "bridge/training/config.py", r"Gradient accumulation fusion is not supported with Megatron FSDP, setting"),
+    "async_save_allows_fsdp_dtensor": ("bridge/training/config.py", r"""ckpt_format in \["torch_dist", "fsdp_dtensor"\]"""),
+    "fsdp_rejects_one_device_connection": ("bridge/training/config.py", r"FSDP requires CUDA_DEVICE_MAX_CONNECTIONS"),
+    "fsdp_manual_registration_needs_nccl_ub": ("bridge/training/config.py", r"self\.ddp\.fsdp_manual_registration"),
+    "fsdp_rejects_weight_hash_check": (
+        "bridge/training/config.py", r"TrainingConfig\.check_weight_hash_across_dp_replicas_interval is not"),
+    "ep_overlap_allows_mtp_zero": ("bridge/training/comm_overlap.py", r"mtp_num_layers in \(None, 0, 1\)"),
+    "graphs_with_delay_wgrad_need_fusion": (
+        "bridge/training/comm_overlap.py", r"CUDA graph with delay_wgrad_compute requires gradient_accumulation_fusion"),
+    "te_cross_entropy_fusion_warned": (
+        "core/model_parallel_config.py", r"Transformer Engine cross entropy loss fusion has known stability issues"),
+    "local_graphs_full_iteration_only": ("bridge/utils/cuda_graph.py", r"def is_full_iteration_cuda_graph"),
+    "energon_mbs_mirror": ("bridge/training/config.py", r"EnergonDatasetConfig\.micro_batch_size must match"),
+    "shared_expert_overlap_allows_flex": (
+        "core/transformer/transformer_config.py", r"moe_shared_expert_overlap only works with alltoall or flex"),
+}
+
+
+def source_checks(read_text, packages: tuple[str, ...] = ("bridge", "core")) -> dict[str, str]:
+    """{check: "megatron/<file>:<line>"} of the SOURCE_CHECKS found; ``read_text(relative path
+    below megatron/)`` gives a file's text or None."""
+    import re as _re
+
+    found = {}
+    texts: dict[str, str | None] = {}
+    for name, (relative, pattern) in SOURCE_CHECKS.items():
+        if relative.split("/", 1)[0] not in packages:
+            continue
+        if relative not in texts:
+            texts[relative] = read_text(relative)
+        text = texts[relative]
+        match = _re.search(pattern, text) if text else None
+        if match:
+            found[name] = f"megatron/{relative}:{text.count(chr(10), 0, match.start()) + 1}"
+    return found

@@ -297,10 +297,12 @@ class ValueEvaluator:
         ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
                ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b,
                ast.Pow: lambda a, b: a**b if abs(b) < 64 else UNKNOWN}
+        if any(isinstance(v, int) and v.bit_length() > 256 for v in (left, right)):
+            return UNKNOWN  # bounded work on untrusted source: no huge integers
         op = ops.get(type(node.op))
         try:
             return op(left, right) if op else UNKNOWN
-        except ZeroDivisionError:
+        except (ZeroDivisionError, OverflowError):
             return UNKNOWN
 
     def _eval_sequence(self, module, elts, depth):
