@@ -444,6 +444,7 @@ class Engine:
         report.findings = _dedupe(report.findings)
 
         report.checked = displays
+        report.notes.extend(dict.fromkeys(schema["note"] for schema in report.schemas if schema.get("note")))
         apply_suppressions(self, report, files)
         report.rules = sorted(self.used_rules or self.base_rules, key=lambda r: r.id)
         for message in sorted(self.settings_errors):

@@ -17,6 +17,7 @@ from mblint.extract.shell import MAX_SCRIPT_BYTES, Span, parse_script
 from mblint.findings import Finding, Related, Severity
 from mblint.model import UNKNOWN, Origin
 from mblint.rule import Rule, RuleContext, RulePlan
+from mblint.schema import load_schema
 
 if TYPE_CHECKING:
     from mblint.engine import Engine
@@ -382,7 +383,7 @@ class LaunchChecker:
         contexts = []
         editable = engine.editable_frozen() | frozenset(launch_files)
         for rule_class in engine.rules:
-            if rule_class in engine_rule_classes() or not rule_class.applies_to(cfg.schema_version):
+            if rule_class in engine_rule_classes() or not rule_class.applies_to(load_schema(cfg.schema_version)):
                 continue
             contexts.append((rule_class(), _WatchedContext(rule_class, world, source, editable)))
         findings: list[Finding] = []

@@ -129,9 +129,10 @@ class Project:
             return schema
         schema = load_schema(version)
         if schema.megatron_bridge_version != version and version not in available_lines():
-            self._note = (f"Megatron-Bridge {version} has no bundled schema and its source is not "
-                                     f"readable here; linting against the nearest bundled release, "
-                                     f"{schema.megatron_bridge_version}")
+            why = "its source is not readable here" if source is None or not source.has_config \
+                else "the schema source is set to bundled"
+            self._note = (f"Megatron-Bridge {version} has no bundled schema and {why}; linting against the "
+                          f"nearest bundled release, {schema.megatron_bridge_version}")
         return schema
 
     def _text_for_line(self, path: Path) -> str:

@@ -65,7 +65,7 @@ def test_plain_paths_mean_check(tmp_path, monkeypatch):
     write(tmp_path)
     result = invoke("recipe.py", "--no-cache", "--format", "json")
     assert result.exit_code == 1
-    document = json.loads(result.output)
+    document = json.loads(result.stdout)  # stderr holds the note that no Megatron-Bridge version is known
     assert document["version"] == 1
     assert [f["rule"] for f in document["findings"]] == ["PK001"]
     finding = document["findings"][0]

@@ -75,9 +75,11 @@ def schema_lines(report: Report) -> list[str]:
 
 
 def describe_schema(schema: dict) -> str:
-    """"Megatron-Bridge 0.6.2 (bundled schema, Megatron-Core 0.19.2)" and the like."""
-    return (f"Megatron-Bridge {schema['megatron_bridge_version']} ({schema['source']} schema, "
-            f"Megatron-Core {schema['megatron_core_version']})")
+    """"Megatron-Bridge 0.6.2 (bundled schema; Megatron-Core 0.19.2)" and the like."""
+    source = schema["source"]
+    core = schema["megatron_core_version"]
+    core_text = f"Megatron-Core facts of {core}" if source.startswith("derived") else f"Megatron-Core {core}"
+    return f"Megatron-Bridge {schema['megatron_bridge_version']} ({source} schema; {core_text})"
 
 
 def _count(number: int, noun: str) -> str:

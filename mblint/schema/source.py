@@ -6,7 +6,6 @@ Files are read as text, never imported."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 _PACKAGE_INFO = re.compile(r"^(MAJOR|MINOR|PATCH)\s*=\s*(\d{1,6})\s*$", re.M)
@@ -15,12 +14,24 @@ _METADATA_VERSION = re.compile(r"^Version:\s*([A-Za-z0-9.+!-]{1,40})\s*$", re.M)
 MAX_INFO_BYTES = 64_000
 
 
-@dataclass(frozen=True)
 class BridgeSource:
-    """A readable Megatron-Bridge source tree: ``root`` holds ``megatron/bridge``."""
+    """A readable Megatron-Bridge source tree: ``root`` holds ``megatron/bridge``; ``version``
+    ("0.7.0", "0.7.0rc1") is None when neither package_info.py nor metadata says."""
 
-    root: Path
-    version: str | None  # "0.7.0", "0.7.0rc1"; None when neither package_info.py nor metadata says
+    __slots__ = ("root", "version")
+
+    def __init__(self, root: Path, version: str | None) -> None:
+        self.root = root
+        self.version = version
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BridgeSource) and (self.root, self.version) == (other.root, other.version)
+
+    def __hash__(self) -> int:
+        return hash((self.root, self.version))
+
+    def __repr__(self) -> str:
+        return f"BridgeSource({str(self.root)!r}, {self.version!r})"
 
     @property
     def package(self) -> Path:
