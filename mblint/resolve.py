@@ -91,7 +91,7 @@ class Project:
         """The schema a file is linted against: derived from the Megatron-Bridge source among
         its import roots when there is one (and ``schema_source`` allows it), else the bundled
         release of its version (the setting, the source's own, or guessed from the file)."""
-        key = (tuple(roots), self.version, self.schema_source)
+        key = (tuple(roots), self.version, self.schema_source, _bridge_tree(path))
         found = self._schemas.get(key)
         if found is None:
             self._note = None
@@ -104,10 +104,10 @@ class Project:
         Megatron-Core version, and the notice its choice needed (or None)."""
         roots = self.roots_for(path)
         self.schema_for(path, roots)
-        return self._schemas[(tuple(roots), self.version, self.schema_source)][1]
+        return self._schemas[(tuple(roots), self.version, self.schema_source, _bridge_tree(path))][1]
 
     def _choose_schema(self, path: Path, roots: list[Path]) -> Schema:
-        source = find_bridge_source(roots)
+        source = find_bridge_source(roots, self.real_paths.of(path))
         version = self.version or (source.version if source else None)
         if source is not None and source.has_config and self.schema_source != "bundled":
             from mblint.schema.derive import DeriveError, derive_schema
@@ -589,6 +589,14 @@ def _annotation_text(node: ast.expr | None) -> str:
     if kind is ast.Attribute:
         return node.attr
     return ast.unparse(node)
+
+
+def _bridge_tree(path: Path) -> str | None:
+    """The part of ``path`` up to ``megatron/bridge`` when the file is inside one (the schema
+    then comes from that tree whatever the import roots are), else None."""
+    text = path.as_posix()
+    cut = text.rfind("/megatron/bridge/")
+    return text[:cut] if cut >= 0 else None
 
 
 def schema_record(schema: Schema, note: str | None) -> dict:

@@ -9,12 +9,15 @@ import sys
 import zipfile
 from pathlib import Path
 
-RELEASES = {"0.3": "0.3.1", "0.6": "0.6.2"}
+# Every Megatron-Bridge release on the package index; "0.3" and "0.6" name the newest of their line.
+ALL_RELEASES = ("0.3.0", "0.3.1", "0.4.0", "0.4.1", "0.4.2", "0.5.0", "0.5.1", "0.6.0", "0.6.2")
+RELEASES = {"0.3": "0.3.1", "0.6": "0.6.2", **{version: version for version in ALL_RELEASES}}
 CACHE = Path(os.environ.get("MBLINT_TEST_CACHE", Path.home() / ".cache" / "mblint-tests"))
 
 
 def wheel_root(line: str) -> Path:
-    """A folder holding ``megatron/bridge/...`` of the release for ``line`` (0.3 or 0.6)."""
+    """A folder holding ``megatron/bridge/...`` of the release ``line`` names (0.3, 0.6 or a
+    release such as 0.5.1)."""
     version = RELEASES[line]
     target = CACHE / f"megatron-bridge-{version}"
     done = target / ".complete"

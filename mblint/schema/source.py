@@ -43,8 +43,12 @@ class BridgeSource:
         return (self.package / "training" / "config.py").is_file()
 
 
-def find_bridge_source(roots) -> BridgeSource | None:
-    """The first of ``roots`` (folders, in import order) holding ``megatron/bridge``."""
+def find_bridge_source(roots, inside: Path | None = None) -> BridgeSource | None:
+    """The Megatron-Bridge tree a file ``inside`` it belongs to (a recipe of the package
+    itself), else the first of ``roots`` (folders, in import order) holding ``megatron/bridge``."""
+    for folder in (inside.parents if inside is not None else ()):
+        if folder.name == "bridge" and folder.parent.name == "megatron" and (folder / "__init__.py").is_file():
+            return BridgeSource(folder.parent.parent, bridge_version(folder.parent.parent))
     for root in roots:
         root = Path(root)
         if (root / "megatron" / "bridge" / "__init__.py").is_file():
