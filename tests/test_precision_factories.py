@@ -96,7 +96,7 @@ def test_a_field_set_on_it_is_compared_with_the_ddp_field_it_overwrites(tmp_path
                             "    )\n")
     result = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--select", "PR002", "--format", "json",
                                        str(recipes)])
-    findings = json.loads(result.output)["findings"]
+    findings = json.loads(result.stdout)["findings"]
     assert [(f["rule"], f["location"]["line"]) for f in findings] == [("PR002", IMPORTS.count("\n") + 5)]
     assert "overwritten with False from mixed_precision.grad_reduce_in_fp32" in findings[0]["message"]
 
@@ -113,4 +113,4 @@ def test_no_field_of_it_is_reported_while_unknown(tmp_path):
                             "    )\n")
     result = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--select", "PR", "--format", "json",
                                        str(recipes)])
-    assert json.loads(result.output)["findings"] == []
+    assert json.loads(result.stdout)["findings"] == []

@@ -11,6 +11,7 @@ from mblint.findings import Severity
 from mblint.model import UNKNOWN
 from mblint.plugins import LoadedPlugins, load_plugins
 from mblint.rule import Rule, RuleContext
+from mblint.schema import load_schema
 from mblint.testing import Example, example_source, run_example
 from rules._derived import cuda_graphs_known_on, precondition
 
@@ -110,12 +111,12 @@ def test_precondition_is_false_only_where_its_rules_report_nothing(line, mb_root
     assert GATED and configs
     checked = 0
     for rule_class in GATED:
-        if not rule_class.applies_to(line):
-            continue
         rule = rule_class()
         for world_size in (None, 8):
             ctx = RuleContext(rule, world_size, "option" if world_size else "")
             for cfg in configs:
+                if not rule_class.applies_to(load_schema(cfg.schema_version)):
+                    continue
                 if rule_class.precondition(cfg) is False:
                     assert list(rule.check(cfg, ctx) or ()) == [], (rule_class.id, cfg.recipe.label)
                     checked += 1

@@ -118,10 +118,11 @@ def probe(cwd: Path, monkeypatch, *paths: str, **options) -> list[str]:
 
 def test_world_size_and_version_settings(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "r.py").write_text(GOOD_RECIPE)
-    assert probe(tmp_path, monkeypatch, "r.py") == ["world=None/ line=0.6"]
+    # cfg.schema_version names the schema: the bundled release a version setting maps to
+    assert probe(tmp_path, monkeypatch, "r.py") == ["world=None/ line=0.6.2"]
     (tmp_path / "mblint.toml").write_text("world-size = 16\nmegatron-bridge-version = '0.3'\n")
-    assert probe(tmp_path, monkeypatch, "r.py") == ["world=16/setting line=0.3"]
-    assert probe(tmp_path, monkeypatch, "r.py", world_size=8, version="0.6") == ["world=8/option line=0.6"]
+    assert probe(tmp_path, monkeypatch, "r.py") == ["world=16/setting line=0.3.1"]
+    assert probe(tmp_path, monkeypatch, "r.py", world_size=8, version="0.6") == ["world=8/option line=0.6.2"]
 
 
 def test_world_size_is_kept_per_recipe_function(tmp_path: Path, monkeypatch) -> None:
@@ -129,7 +130,7 @@ def test_world_size_is_kept_per_recipe_function(tmp_path: Path, monkeypatch) -> 
 
     text = recipe(1, "pretrain_8gpus_config") + recipe(1, "pretrain_16gpus_config").split("\n\n", 1)[1]
     (tmp_path / "r.py").write_text(text)
-    assert sorted(probe(tmp_path, monkeypatch, "r.py")) == ["world=16/name line=0.6", "world=8/name line=0.6"]
+    assert sorted(probe(tmp_path, monkeypatch, "r.py")) == ["world=16/name line=0.6.2", "world=8/name line=0.6.2"]
 
 
 def test_rule_plans_follow_the_rules_in_force() -> None:
