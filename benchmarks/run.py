@@ -73,7 +73,13 @@ SYNTHETIC_MEASURES = ("ast", "ast-discard", "ruff", "cold")
 PAIRED = {"cold_over_ruff": ("cold", "ruff"), "warm_over_ruff": ("warm", "ruff")}
 # Printed beside the targets, not judged: issue 6 names the recipe folders alone as the corpus.
 # Each is shown against the threshold of the target named beside it.
-REFERENCE = {"cold_in_package_over_ruff": ("cold-in-package", "ruff", "cold_over_ruff")}
+REFERENCE = {"cold_in_package_over_ruff": ("cold-in-package", "ruff", "cold_over_ruff"),
+             # issue 25: the schema derived from the package (cached) and derived afresh, each
+             # against the bundled schema on the same files in the same folder: <= 1.2
+             "derived_over_bundled": ("cold-in-package", "cold-in-package-bundled", 1.2),
+             "derived_afresh_over_bundled": ("cold-in-package-derive", "cold-in-package-bundled", 1.2)}
+# Where cold-in-package-derive keeps the schema it derives (removed before each run).
+SCHEMA_SCRATCH = Path(tempfile.gettempdir()) / "mblint-bench-schema"
 AST_KEEP_MAX_MODULES = 1000  # the keep-every-tree `ast` floor is skipped on bigger synthetic trees
 
 # Targets from issue 6: (key, description, how to compute, comparison, threshold)
@@ -377,6 +383,12 @@ def commands(corpus: Corpus, tools: dict[str, list[str] | None], skip_fixit: boo
     }
     if corpus.package_root is not None:
         cmds["cold-in-package"] = cmds["cold"]
+        # the same run with the bundled schema instead of the one derived from the package (issue 25)
+        cmds["cold-in-package-bundled"] = mb and [*mb, "check", "--no-cache", "--schema-source", "bundled", *files]
+        # and with no derived schema cached: derived again from the package in every repetition
+        fresh = shlex.quote(str(SCHEMA_SCRATCH))
+        cmds["cold-in-package-derive"] = mb and ["sh", "-c", f'rm -rf {fresh} && exec "$@"', "sh", *mb, "check",
+                                                  "--no-cache", "--cache-dir", str(SCHEMA_SCRATCH), *files]
     if not skip_fixit:
         cmds["fixit"] = tools["fixit"] and [*tools["fixit"], "lint", *files]
     if corpus.one_file:
@@ -387,7 +399,7 @@ def commands(corpus: Corpus, tools: dict[str, list[str] | None], skip_fixit: boo
 
 def command_cwd(corpus: Corpus, name: str) -> Path:
     """Where a measure runs: the corpus root, but the package folder for ``cold-in-package``."""
-    if name == "cold-in-package" and corpus.package_root is not None:
+    if name.startswith("cold-in-package") and corpus.package_root is not None:
         return corpus.package_root
     return corpus.root
 
@@ -756,7 +768,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {'mblint ' + top + ' / ' + bottom:<48}{value:>10.3f}  reference, not a target")
             ratios = paired_ratios(main_c["measurements"], top, bottom)
             if ratios:
-                print(spread_line(f"{top}/{bottom}", ratios, thresholds[like]))
+                print(spread_line(f"{top}/{bottom}", ratios, like if isinstance(like, float) else thresholds[like]))
             results.setdefault("reference", {})[key] = {"value": value, "per_repetition": ratios}
         cpu = ratio(main_c["measurements"].get("cold", {}).get("cpu_median_s"),
                     main_c["measurements"].get("ruff", {}).get("cpu_median_s"))
@@ -771,6 +783,10 @@ def main(argv: list[str] | None = None) -> int:
         extra = {
             "cold/ruff": ratio(med.get("cold"), med.get("ruff")),
             "cold-in-package/ruff": ratio(med.get("cold-in-package"), med.get("ruff")),
+            "cold-in-package/cold-in-package-bundled": ratio(med.get("cold-in-package"),
+                                                             med.get("cold-in-package-bundled")),
+            "cold-in-package-derive/cold-in-package-bundled": ratio(med.get("cold-in-package-derive"),
+                                                                    med.get("cold-in-package-bundled")),
             "warm/ruff": ratio(med.get("warm"), med.get("ruff")),
             "fixit/cold": ratio(med.get("fixit"), med.get("cold")),
             "fixit/ruff": ratio(med.get("fixit"), med.get("ruff")),

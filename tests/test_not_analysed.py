@@ -88,7 +88,7 @@ def test_other_yaml_is_counted_as_not_analysed(tmp_path: Path) -> None:
     result = run(["check", "--no-cache", "."], tmp_path)
     assert result.exit_code == 0
     assert result.stdout.strip() == ("No findings (2 files, 1 configuration resolved; 1 file not analysed: "
-                                     "ci.yaml).")
+                                     "ci.yaml).\nLinted against Megatron-Bridge 0.6.2 (bundled schema; Megatron-Core 0.19.2).")
     as_json = run(["check", "--no-cache", "--format", "json", "."], tmp_path)
     [entry] = json.loads(as_json.stdout)["summary"]["not_analysed"]
     assert entry["path"] == "ci.yaml" and entry["reason"].startswith("not analysed: no Megatron-Bridge override")
