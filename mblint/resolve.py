@@ -108,6 +108,8 @@ class Project:
 
     def _choose_schema(self, path: Path, roots: list[Path]) -> Schema:
         source = find_bridge_source(roots, self.real_paths.of(path))
+        if source is not None and self.confinement is not None and not self.confinement.allows(source.package):
+            source = None  # a tree outside what this run may read
         version = self.version or (source.version if source else None)
         if source is not None and source.has_config and self.schema_source != "bundled":
             from mblint.schema.derive import DeriveError, derive_schema

@@ -21,7 +21,9 @@ import ast
 import gzip
 import json
 import os
+import stat
 import tempfile
+import zlib
 from pathlib import Path
 
 from mblint.schema import FieldSpec, Schema, register_schema, schema_from_json
@@ -171,20 +173,44 @@ def content_key(files: list[tuple[Path, bytes]], base: Schema) -> str:
 # --------------------------------------------------------------------------- cache
 
 
+MAX_CACHE_BYTES = 8_000_000  # a cached schema, compressed
+MAX_CACHE_JSON = 64_000_000  # and its JSON
+
+
 def _read_cache(path: Path) -> dict | None:
+    """The cached schema, or None when there is none or it cannot be trusted to be one: read
+    as a regular file (never through a link), bounded before and after decompression."""
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError, EOFError):
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
         return None
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CACHE_BYTES:
+            return None
+        with os.fdopen(handle, "rb") as stream:
+            handle = -1
+            packed = stream.read(MAX_CACHE_BYTES + 1)
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        text = inflate.decompress(packed, MAX_CACHE_JSON)
+        if inflate.unconsumed_tail:
+            return None
+        data = json.loads(text)
+    except (OSError, ValueError, zlib.error, RecursionError):
+        return None
+    finally:
+        if handle >= 0:
+            os.close(handle)
     return data if isinstance(data, dict) and data.get("derive_format") == DERIVE_FORMAT else None
 
 
 def _write_cache(path: Path, data: dict) -> None:
-    """Written whole or not at all (a temporary file renamed); a cache that cannot be written
-    only costs the next run a derivation."""
+    """Written whole or not at all (a temporary file renamed), never through a link (the
+    result cache's folder rules); a cache that cannot be written only costs a derivation."""
+    from mblint.cache import make_cache_folder
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_cache_folder(path.parent)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".schema-", suffix=".tmp")
         with os.fdopen(handle, "wb") as out:
             out.write(gzip.compress(json.dumps(data, separators=(",", ":")).encode(), compresslevel=1))
