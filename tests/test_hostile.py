@@ -376,3 +376,79 @@ def test_python_m_mblint_does_not_import_the_linted_tree(tree):
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 1 and "PK001" in result.stdout, result.stderr
     assert not (tree / "pwned").exists(), (tree / "pwned").read_text()
+
+
+# ----- fixes never damage files ----------------------------------------------------------------
+
+
+def fix(*args: str):
+    return invoke("check", "--no-cache", "--fix", "--unsafe-fixes", *args)
+
+
+def test_fix_goes_through_a_link_inside_the_project_and_never_replaces_it(tree):
+    target = tree / "recipes" / "good.py"
+    link = tree / "recipes" / "link.py"
+    link.symlink_to("good.py")
+    result = fix("recipes/link.py")
+    assert link.is_symlink() and os.readlink(link) == "good.py", result.output
+    assert "micro_batch_size = 1" in target.read_text()
+
+
+def test_fix_never_writes_through_a_link_to_outside_the_project(tree, tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text((tree / "recipes" / "good.py").read_text())
+    before = outside.read_bytes()
+    (tree / "recipes" / "out.py").symlink_to(outside)
+    fix("recipes")
+    assert (tree / "recipes" / "out.py").is_symlink() and outside.read_bytes() == before
+
+
+def test_fix_never_breaks_a_hard_link(tree, tmp_path):
+    other = tmp_path / "other_name.py"
+    os.link(tree / "recipes" / "good.py", other)
+    before = other.read_bytes()
+    result = fix("recipes")
+    assert "good.py: has 2 hard links, which replacing it would break; not fixed" in result.stderr
+    assert os.stat(other).st_ino == os.stat(tree / "recipes" / "good.py").st_ino and other.read_bytes() == before
+    assert "Fixed" not in result.stderr  # nothing was written
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_fix_keeps_owner_group_and_mode(tree):
+    good = tree / "recipes" / "good.py"
+    os.chown(good, 1234, 2345)
+    os.chmod(good, 0o640)
+    fix("recipes")
+    info = os.stat(good)
+    assert "micro_batch_size = 1" in good.read_text()
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o7777) == (1234, 2345, 0o640)
+
+
+@pytest.mark.parametrize("ending", ["\r\n", "\r"], ids=["CRLF", "CR-only"])
+def test_fix_is_byte_identical_outside_the_edit_for_every_line_ending(tree, ending):
+    good = tree / "recipes" / "good.py"
+    original = good.read_text()
+    fix("recipes")
+    fixed_lf = good.read_text()
+    assert fixed_lf != original
+    good.write_bytes(original.replace("\n", ending).encode())
+    fix("recipes")
+    assert good.read_bytes() == fixed_lf.replace("\n", ending).encode()
+
+
+def test_fix_reports_only_what_was_written(tree, monkeypatch):
+    import tempfile as tempfile_module
+
+    shutil.copyfile(tree / "recipes" / "good.py", tree / "recipes" / "second.py")
+    real_mkstemp = tempfile_module.mkstemp
+
+    def refuse_good(*args, **kwargs):  # as a folder that cannot be written would
+        if kwargs.get("prefix", "").startswith(".good.py."):
+            raise PermissionError(13, "Permission denied")
+        return real_mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr("mblint.fix.files.tempfile.mkstemp", refuse_good)
+    result = fix("recipes")
+    assert result.exit_code == 2 and "good.py: cannot write" in result.stderr
+    assert "micro_batch_size = 1" in (tree / "recipes" / "second.py").read_text()
+    assert "Fixed 1 finding with " in result.stderr and "in 1 file." in result.stderr, result.stderr

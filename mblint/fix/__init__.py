@@ -56,7 +56,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from mblint.fix.files import ChangedOnDisk, FileState, overlay, read_state, write_atomic
+from mblint.fix.files import ChangedOnDisk, FileState, NotRewritten, overlay, read_state, write_atomic
 from mblint.fix.plan import FixGroup, Planner, Unfixable, finding_key
 from mblint.fix.python_writer import ParsedFiles, PyEditError
 from mblint.fix.yaml_writer import YamlEditError, apply_yaml_edits
@@ -90,6 +90,7 @@ class FixRun:
     texts: dict[Path, str] = field(default_factory=dict)
     rounds: int = 0
     fixed_findings: int = 0  # the findings whose fix groups were applied, one per (finding, recipe)
+    finding_files: list = field(default_factory=list)  # the display paths each fixed finding edits
 
     @property
     def changed(self) -> dict[Path, str]:
@@ -106,13 +107,14 @@ class FixRun:
         return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
                        for line in chunks)
 
-    def write(self) -> tuple[list[Path], list[str]]:
+    def write(self, allows=None) -> tuple[list[Path], list[str]]:
+        """``allows``: which link targets may be written through (the project's confinement)."""
         written, errors = [], []
         for path, text in sorted(self.changed.items()):
             try:
-                if write_atomic(self.states[path], text):
+                if write_atomic(self.states[path], text, allows):
                     written.append(path)
-            except ChangedOnDisk as error:
+            except (ChangedOnDisk, NotRewritten) as error:
                 errors.append(str(error))
             except OSError as error:
                 errors.append(f"{path}: cannot write: {error}")
@@ -183,6 +185,7 @@ def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bo
             for group in active:
                 run.applied.extend(_records(group))
                 run.fixed_findings += 1
+                run.finding_files.append(frozenset(record.path for record in _records(group)))
                 for edit in group.edits:
                     if edit.intent.action in ("set", "add"):
                         fixed_fields[(group.finding.recipe, edit.intent.field)] = (edit.intent.value, _records(group)[0])
@@ -367,9 +370,10 @@ def fix_command(make_engine, paths: list[str], *, unsafe: bool, diff: bool, show
     """What ``mblint check --fix/--unsafe-fixes/--diff`` does. Returns (report, changed, errors):
     the report of the fixed texts, whether files changed (or would), and write errors."""
     run = run_fixes(make_engine, paths, unsafe=unsafe)
-    display_root = None
+    display_root = allows = None
     try:
-        display_root = Path(make_engine().display_root)
+        engine = make_engine()
+        display_root, allows = Path(engine.display_root), engine.confinement.allows
     except Exception:  # noqa: BLE001
         pass
 
@@ -388,7 +392,9 @@ def fix_command(make_engine, paths: list[str], *, unsafe: bool, diff: bool, show
         if text:
             echo(text, nl=False)
     else:
-        _, errors = run.write()
+        written, errors = run.write(allows)
+        if errors:  # report only what was written
+            _keep_written(run, {display(path) for path in written}, display)
     verb = "Would fix" if diff else "Fixed"
     if show_fixes or diff:
         for record in run.applied:
@@ -403,3 +409,17 @@ def fix_command(make_engine, paths: list[str], *, unsafe: bool, diff: bool, show
         if show_fixes or "would undo" in record.reason:
             echo(f"Not fixed: {record}", err=True)
     return run.report, changed, errors
+
+
+def _keep_written(run: FixRun, written: set[str], display) -> None:
+    """Leave in ``run`` only the fixes of the files that were written (``written``: their
+    display paths as ``display`` gives them); the others go to ``unfixable``."""
+    def was_written(path: str) -> bool:
+        return display(Path(path)) in written
+
+    kept = [files for files in run.finding_files if all(map(was_written, files))]
+    run.fixed_findings, run.finding_files = len(kept), kept
+    run.unfixable += [replace(record, reason="its file was not written") for record in run.applied
+                      if not was_written(record.path)]
+    run.applied = [record for record in run.applied if was_written(record.path)]
+    run.texts = {path: text for path, text in run.texts.items() if display(path) in written}
