@@ -402,9 +402,9 @@ def test_file_changed_before_writing_starts_is_not_overwritten(tree, monkeypatch
     target = tree / "recipes" / "good.py"
     real_write = fix.FixRun.write
 
-    def edit_then_write(run):
+    def edit_then_write(run, allows=None):
         target.write_text("# replaced\n")
-        return real_write(run)
+        return real_write(run, allows)
 
     monkeypatch.setattr(fix.FixRun, "write", edit_then_write)
     result = CliRunner().invoke(main, ["check", "--no-cache", "--fix", "--unsafe-fixes", "."])
