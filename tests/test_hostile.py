@@ -452,3 +452,14 @@ def test_fix_reports_only_what_was_written(tree, monkeypatch):
     assert result.exit_code == 2 and "good.py: cannot write" in result.stderr
     assert "micro_batch_size = 1" in (tree / "recipes" / "second.py").read_text()
     assert "Fixed 1 finding with " in result.stderr and "in 1 file." in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("gbs", [1, 3])
+def test_pk001_never_proposes_an_invalid_or_inequivalent_global_batch(tree, gbs):
+    good = tree / "recipes" / "good.py"
+    good.write_text(good.read_text().replace("    return cfg", f"    cfg.train.global_batch_size = {gbs}\n    return cfg"))
+    result = fix("recipes")
+    text = good.read_text()
+    assert "global_batch_size = 0" not in text and f"global_batch_size = {gbs}" in text
+    assert "micro_batch_size = 2" in text  # not fixed: no valid equivalent setting
+    assert "PK001" in result.stdout

@@ -68,7 +68,10 @@ be 1"; 0.3.1: lines 1561-1579); skills/nemo-mbridge-perf-sequence-packing/SKILL.
         message = (f"train.micro_batch_size is {mbs}, but offline sequence packing requires 1 "
                    f"(each packed sample already holds several sequences)")
         fixes = []
-        if known(gbs, size) and isinstance(gbs, int) and isinstance(size, int):
+        # The equivalent setting only when it is one: a global batch that micro_batch_size
+        # divides (GBS 1 with MBS 2 would become 0, which Megatron-Bridge rejects).
+        if (known(gbs, size) and isinstance(gbs, int) and isinstance(size, int) and size > 0
+                and gbs >= mbs and gbs % mbs == 0):
             message += (f"; the equivalent setting is micro_batch_size=1, global_batch_size={gbs // mbs}, "
                         f"packed_sequence_size={size * mbs}")
             fixes = [
