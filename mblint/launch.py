@@ -145,7 +145,7 @@ class LaunchChecker:
             return set()
         if launch.entry != "runner":
             return self.check_entry_script(path, display, launch, result)
-        if launch.recipe is None:
+        if launch.recipe is None or launch.unanalysed:
             reasons = "; ".join(message for _, message in launch.unanalysed) or "the recipe is not named"
             self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span, f"launch not checked: {reasons}", result)
             return set()

@@ -351,3 +351,12 @@ def test_an_unknown_argument_may_override_anything(tmp_path, mb06):
     assert found == [("LA002", 3, 38), ("OT001", 3, 52)]
     [note] = [f for f in report.findings if f.rule_id == "LA002"]
     assert note.message.startswith("2 finding(s) on this launch not reported")
+
+
+def test_options_whose_effect_is_not_modelled_leave_the_launch_unchecked(tmp_path, mb06):
+    script = tmp_path / "go.sh"
+    script.write_text("torchrun --nproc_per_node=8 run_recipe.py --recipe llama32_1b_peft_config -mb 2 "
+                      "--deterministic\n")
+    report = lint([script], mb06)
+    assert [(f.rule_id, f.message) for f in report.findings] == [
+        ("LA002", "launch not checked: --deterministic: the determinism overrides are not modelled")]
