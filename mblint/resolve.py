@@ -50,6 +50,7 @@ class Project:
         self._interpreter_of: dict[tuple, Interpreter] = {}  # (path, version, search paths) -> interpreter
         self._roots: dict[Path, list[Path]] = {}
         self._package_roots: dict[Path, Path] = {}  # real folder -> _package_root()
+        self._finders: dict[tuple, ModuleFinder] = {}  # import roots -> finder
         self._schemas: dict[tuple, Schema] = {}  # (roots, version, schema source) -> schema
         self.schema_source = "auto"  # "bundled": never derive from the source at hand
         self.schema_cache: Path | None = None  # where derived schemas are kept (None: the user cache)
@@ -116,7 +117,8 @@ class Project:
 
             base = load_schema(version or DEFAULT_LINE)
             try:
-                return derive_schema(source, base, version, self.schema_cache)
+                return derive_schema(source, base, version, self.schema_cache,
+                                     parse=lambda file: self.finder_for(roots).load(file).tree)
             except DeriveError as error:
                 self._note = (f"{source.package}: no schema derived from this Megatron-Bridge source "
                                          f"({error}); using the bundled {base.megatron_bridge_version} schema")
@@ -164,10 +166,19 @@ class Project:
         key = (tuple(roots), schema.key)
         interp = self._interpreters.get(key)
         if interp is None:
-            finder = ModuleFinder(roots, self.display_root, self.real_paths, self._texts, self.confinement)
-            interp = Interpreter(schema, finder)
+            interp = Interpreter(schema, self.finder_for(roots))
             self._interpreters[key] = interp
         return interp
+
+    def finder_for(self, roots: list[Path]) -> ModuleFinder:
+        """One finder per set of import roots: the modules a schema derivation parses are then
+        parsed once, for it and for the interpreter (and, before the workers fork, for them)."""
+        key = tuple(roots)
+        finder = self._finders.get(key)
+        if finder is None:
+            finder = self._finders[key] = ModuleFinder(roots, self.display_root, self.real_paths, self._texts,
+                                                       self.confinement)
+        return finder
 
     def recipe_functions(self, path: Path) -> list[ast.FunctionDef]:
         interp = self.interpreter_for(path)

@@ -76,10 +76,12 @@ _DERIVED_HERE: dict[tuple, Schema] = {}  # (package, file signatures, base, vers
 
 
 def derive_schema(source: BridgeSource, base: Schema, version: str | None = None,
-                  cache_dir: Path | None = None) -> Schema:
+                  cache_dir: Path | None = None, parse=None) -> Schema:
     """The schema of ``source``, built on ``base`` (the nearest bundled release); registered so
     ``load_schema(schema.key)`` finds it. Kept in ``cache_dir`` (a folder of the project's
-    result cache) by content; None: derived again by every process. Raises DeriveError."""
+    result cache) by content; None: derived again by every process. ``parse(path)``: the ``ast``
+    tree of a file, from the caller's own parser (shared with the interpreter); default
+    ``ast.parse``. Raises DeriveError."""
     version = source.version or version or "unknown"
     signature = (str(source.package), stat_signature(source.package), base.key, version)
     found = _DERIVED_HERE.get(signature)
@@ -92,7 +94,7 @@ def derive_schema(source: BridgeSource, base: Schema, version: str | None = None
     data = _read_cache(cached) if cached is not None else None
     if data is None:
         try:
-            data = derive_json(source, base, files)
+            data = derive_json(source, base, files, parse)
         except (RecursionError, ValueError, SyntaxError, OSError, KeyError) as error:
             raise DeriveError(f"{type(error).__name__}: {error}") from None
         if cached is not None:
@@ -226,10 +228,11 @@ class LazyModules(dict):
     """Modules of ``megatron.bridge`` parsed when first asked for (``get``, ``in``, ``[]``);
     modules elsewhere are never looked for. Iterating gives the modules parsed so far."""
 
-    def __init__(self, root: Path, texts: dict[Path, bytes]) -> None:
+    def __init__(self, root: Path, texts: dict[Path, bytes], parse=None) -> None:
         super().__init__()
         self.root = root
         self.texts = texts
+        self.parse = parse
         self.missing: set[str] = set()
 
     def _load(self, name: str) -> Module | None:
@@ -241,7 +244,7 @@ class LazyModules(dict):
         for path, is_package in ((base / "__init__.py", True), (base.with_suffix(".py"), False)):
             text = self.texts.get(path)
             if text is not None:
-                module = _parse(name, path, text, is_package)
+                module = _parse(name, path, text, is_package, self.parse)
                 dict.__setitem__(self, name, module)
                 return module
         self.missing.add(name)
@@ -263,8 +266,15 @@ class LazyModules(dict):
         return found
 
 
-def _parse(name: str, path: Path, text: bytes, is_package: bool) -> Module:
-    tree = ast.parse(text, filename=str(path))
+def _parse(name: str, path: Path, text: bytes, is_package: bool, parse=None) -> Module:
+    tree = None
+    if parse is not None:
+        try:
+            tree = parse(path)
+        except Exception:  # noqa: BLE001 - the caller's parser refused it: parsed here, or DeriveError
+            tree = None
+    if tree is None:
+        tree = ast.parse(text, filename=str(path))
     module = Module(name=name, path=path, tree=tree, is_package=is_package)
     package = name if is_package else name.rpartition(".")[0]
     for node in tree.body:
@@ -368,9 +378,9 @@ def field_record(spec: FieldSpec) -> dict:
     return record
 
 
-def derive_json(source: BridgeSource, base: Schema, files: list[tuple[Path, bytes]]) -> dict:
+def derive_json(source: BridgeSource, base: Schema, files: list[tuple[Path, bytes]], parse=None) -> dict:
     texts = {path: data for path, data in files}
-    modules = LazyModules(source.root, texts)
+    modules = LazyModules(source.root, texts, parse)
     index = SourceIndex(modules)
     extractor = _Extractor(index, base)
     classes: dict[str, dict] = {}
