@@ -177,25 +177,6 @@ class Schema:
         extra = self.facts.get("allowed_values_from_bridge", {}).get(field, ())
         return tuple(facts["values"]) + tuple(name for name in extra if name not in facts["values"])
 
-    def fields_complete(self, qualname: str) -> bool:
-        """Whether the schema knows every field of the class: False for a class of a derived
-        schema with a base outside the Megatron-Bridge source (Megatron-Core's, whose facts come
-        from an older bundled release): a field it does not list may exist there."""
-        if not self.facts.get("core_borrowed_from"):
-            return True
-        seen: set[str] = set()
-        stack = [qualname]
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            if not current.startswith("megatron.bridge."):
-                return False
-            spec = self.classes.get(current)
-            stack.extend(spec.bases if spec is not None else ())
-        return True
-
     def has_check(self, name: str) -> bool:
         """Whether the release's code runs the check ``name`` (mblint.schema.facts.SOURCE_CHECKS)."""
         return name in self.facts.get("checks", {})

@@ -103,8 +103,6 @@ def derive_schema(source: BridgeSource, base: Schema, version: str | None = None
     data["megatron_core_version"] = base.megatron_core_version
     schema = schema_from_json(data, key=key, source=f"derived from {source.package}")
     schema.source_files = tuple(str(source.root / relative) for relative in data.get("source_files", ()))
-    if version != base.megatron_bridge_version:  # Megatron-Core as of an older release: its classes may have more
-        schema.facts = {**schema.facts, "core_borrowed_from": base.megatron_bridge_version}
     register_schema(schema)
     _DERIVED_HERE[signature] = schema
     return schema

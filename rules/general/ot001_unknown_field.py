@@ -43,11 +43,6 @@ class UnknownField(Rule):
 Flags a field path whose last part is not a field of its parent's config class, such as
 `cfg.scheduler.max_lr = 3e-4` (SchedulerConfig has no `max_lr`; the learning rate lives on
 `optimizer.lr`), `cfg.model.moe_a2a_overlap = True`, or a YAML key `optimizer.finetune_lr`.
-With a schema derived from a Megatron-Bridge release that mblint does not bundle, the
-Megatron-Core part of a class (a model provider's TransformerConfig fields, the optimizer's) is
-known only from the nearest bundled release, so a name missing there is not reported: it may be
-a Megatron-Core field newer than that release.
-
 Dict-valued nodes (`dataset.dataset_kwargs`, `env_vars`), model providers derived from a
 Hugging Face config (their fields are only known at run time), classes the schema does not
 know, private attributes (`_name`) and deprecated fields (see OT008) are skipped.
@@ -116,8 +111,6 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
             spec = schema.find_class(parent_type)
             if spec is None or leaf in spec.fields or leaf in NON_FIELD_ATTRIBUTES.get(parent_type, ()):
                 continue
-            if not schema.fields_complete(spec.qualname):
-                continue  # Megatron-Core's part of the class is known only from an older release
             origin = cfg.last_origin(path)
             if origin is None or origin.kind not in ("set", "override"):
                 continue
@@ -128,8 +121,6 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
             parent_type = cfg.type_of(parent)
             spec = schema.find_class(parent_type or "")
             if spec is None or path in reported or leaf in NON_FIELD_ATTRIBUTES.get(parent_type, ()):
-                continue
-            if not schema.fields_complete(spec.qualname):
                 continue
             reported.append(path)
             yield self.finding(cfg, ctx, schema, path, parent_type, spec, origin, action)
