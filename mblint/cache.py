@@ -105,9 +105,28 @@ class ResultCache:
         self.hashes: dict[str, str | None] = {}
         self.signatures: dict[str, list[int] | None] = {}
         self.started_ns = time.time_ns()
+        self._identity: str | None = None
 
-    def _entry_path(self, path: Path, extra: str) -> str:
-        text = f"{os.path.abspath(path)}|{self.settings_key}|{extra}"
+    def identity(self) -> str | None:
+        """The device and inode of the cache folder, part of every entry's name: a folder
+        mblint made keeps them, while one that came with a checkout (a committed
+        ``.mblint_cache`` holding forged entries that would hide findings) gets new ones, so
+        its entries are never found. None while the folder does not exist."""
+        if self._identity is None:
+            try:
+                info = os.lstat(self.folder)
+            except OSError:
+                return None
+            if not stat.S_ISDIR(info.st_mode):
+                return None
+            self._identity = f"{info.st_dev}:{info.st_ino}"
+        return self._identity
+
+    def _entry_path(self, path: Path, extra: str) -> str | None:
+        identity = self.identity()
+        if identity is None:
+            return None
+        text = f"{os.path.abspath(path)}|{self.settings_key}|{extra}|{identity}"
         name = blake2b(text.encode(), digest_size=16).hexdigest()
         return os.path.join(self._folder_text, name[:2], f"{name}.json")
 
@@ -115,6 +134,8 @@ class ResultCache:
         """The cached result for ``path``; ``extra`` names per-file inputs (its settings file)."""
         entry_path = self._entry_path(path, extra)
         try:
+            if entry_path is None:
+                raise OSError("no cache folder")
             entry = read_json(entry_path, follow_links=False)
         except (OSError, ValueError):
             self.misses += 1
@@ -172,8 +193,12 @@ class ResultCache:
             "deps": {dep: self._record(dep) for dep in sorted({os.path.abspath(d) for d in (path, *deps)})},
             "result": result,
         }
-        entry_path = Path(self._entry_path(path, extra))
         try:
+            make_cache_folder(self.folder)
+            entry_text = self._entry_path(path, extra)
+            if entry_text is None:
+                raise OSError("no cache folder")
+            entry_path = Path(entry_text)
             make_cache_folder(entry_path.parent)
             handle, temporary = tempfile.mkstemp(dir=entry_path.parent, prefix=".tmp-")
             with os.fdopen(handle, "w", encoding="utf-8") as stream:

@@ -463,3 +463,18 @@ def test_pk001_never_proposes_an_invalid_or_inequivalent_global_batch(tree, gbs)
     assert "global_batch_size = 0" not in text and f"global_batch_size = {gbs}" in text
     assert "micro_batch_size = 2" in text  # not fixed: no valid equivalent setting
     assert "PK001" in result.stdout
+
+
+def test_a_committed_cache_with_forged_entries_hides_no_finding(tree):
+    first = invoke("check", "recipes")
+    assert first.exit_code == 1 and "PK001" in first.stdout
+    for entry in entries(tree):  # forge: every entry says the file is clean
+        data = json.loads(entry.read_text())
+        data["result"]["findings"] = []
+        entry.write_text(json.dumps(data))
+    committed = tree.parent / "committed"  # as a checkout brings it: the same files, new folders
+    shutil.copytree(tree / ".mblint_cache", committed)
+    shutil.rmtree(tree / ".mblint_cache")
+    shutil.copytree(committed, tree / ".mblint_cache")
+    again = invoke("check", "recipes")
+    assert again.exit_code == 1 and "PK001" in again.stdout
