@@ -94,10 +94,11 @@ def main() -> None:
               help="Let --fix and --diff also apply unsafe fixes; alone it changes nothing (as in ruff).")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied and the findings left unfixed.")
+@click.option("--statistics", is_flag=True, help="Print the number of findings of each rule instead of the findings.")
 def check(paths, select, extend_select, ignore, output_format, world_size, version, schema_source, search_paths, recipe,
           dotlist,
           fail_on, exit_zero, no_cache, cache_dir, jobs, output_sarif, output_json, output_files, baseline, write_baseline,
-          config_file, isolated, force_exclude, fix, unsafe_fixes, diff, show_fixes) -> None:
+          config_file, isolated, force_exclude, fix, unsafe_fixes, diff, show_fixes, statistics) -> None:
     """Lint recipe files, override files and folders."""
     from mblint.baseline import BaselineError, apply_baseline, write_baseline as write_baseline_file
     from mblint.engine import CheckOptions, Engine
@@ -153,7 +154,10 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
     except (SettingsError, BaselineError, click.UsageError) as error:
         click.echo(_printable(f"mblint: error: {getattr(error, 'message', error)}"), err=True)
         sys.exit(EXIT_ERROR)
-    _emit(report, output_format)
+    if statistics:
+        _emit_statistics(report, output_format)
+    else:
+        _emit(report, output_format)
     for fmt, target in outputs:
         try:
             Path(target).parent.mkdir(parents=True, exist_ok=True)
@@ -240,7 +244,42 @@ def _render(report, output_format: str) -> str:
 
 
 def _emit(report, output_format: str) -> None:
-    click.echo(_render(report, output_format), nl=False)
+    colour = output_format == "text" and _use_colour(sys.stdout, os.environ)
+    text = _render(report, output_format)
+    if colour:
+        from mblint.report.text import colourise
+
+        text = colourise(text)
+    click.echo(text, nl=False, color=colour or None)
+
+
+def _use_colour(stream, environ) -> bool:
+    """Colour on a terminal, unless NO_COLOR is set to anything (no-color.org); FORCE_COLOR
+    set to anything but 0 colours any output."""
+    if environ.get("NO_COLOR"):
+        return False
+    if environ.get("FORCE_COLOR", "0") not in ("", "0"):
+        return True
+    try:
+        return stream.isatty() and environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
+
+
+def _emit_statistics(report, output_format: str) -> None:
+    """``--statistics``: findings per rule, most first (as ruff prints them)."""
+    from collections import Counter
+
+    counts = Counter((f.rule_id, f.rule_name) for f in report.findings)
+    fixable = {f.rule_id for f in report.findings if any(not fix.alternative for fix in f.fixes)}
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0][0]))
+    if output_format == "json":
+        click.echo(json.dumps([{"code": rule, "name": name, "count": count, "fixable": rule in fixable}
+                               for (rule, name), count in rows], indent=2))
+        return
+    width = len(str(rows[0][1])) if rows else 1
+    for (rule, name), count in rows:
+        click.echo(f"{count:>{width}}\t{rule}\t{'[*] ' if rule in fixable else '    '}{name}")
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:

@@ -116,6 +116,21 @@ def _short_tag(tag: str) -> str:
     return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
 
 
+def _content_end(line: str) -> int:
+    """The length of ``line`` without a trailing comment (``#`` after a blank, outside quotes)
+    and the blanks before it: where a finding's span on this YAML line stops."""
+    quote = ""
+    for index, char in enumerate(line):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"" and line[:index].rstrip()[-1:] in ("", ":", "-", "[", "{", ","):
+            quote = char  # a quoted scalar starts here (an apostrophe inside a plain one does not)
+        elif char == "#" and (index == 0 or line[index - 1] in " \t"):
+            return len(line[:index].rstrip())
+    return len(line.rstrip())
+
+
 def yaml_overrides(path: Path, display: str) -> list[Override]:
     text, document = _read_yaml(path)
     if document is None:
@@ -137,7 +152,7 @@ def _collect_yaml(node: Any, prefix: tuple, display: str, lines: list[str], out:
         return
     for key in node:
         line, column = _key_position(node, key)
-        end_column = len(lines[line]) + 1 if line < len(lines) else column + 2
+        end_column = _content_end(lines[line]) + 1 if line < len(lines) else column + 2
         origin = Origin(display, line + 1, column + 1, line + 1, end_column, "override", _next_seq())
         value = node[key]
         path = prefix + (str(key),)

@@ -107,7 +107,7 @@ def github_problems(document: dict) -> list[str]:
         if not driver.get("name"):
             problems.append("tool.driver.name empty")
         rules = driver.get("rules")
-        if not rules:
+        if rules is None:
             problems.append("tool.driver.rules missing")
             rules = []
         if len(rules) > 25_000:
@@ -137,6 +137,8 @@ def github_problems(document: dict) -> list[str]:
                 problems.append(f"{where}: empty message")
             if result.get("ruleIndex") is not None and ids[result["ruleIndex"]] != result.get("ruleId"):
                 problems.append(f"{where}: ruleIndex does not point at ruleId")
+            if result.get("ruleId") not in ids:
+                problems.append(f"{where}: no rule {result.get('ruleId')} in tool.driver.rules")
             locations = result.get("locations") or []
             if not locations:
                 problems.append(f"{where}: no location")

@@ -30,15 +30,13 @@ def test_sarif_result_shape(bad_repo: Path) -> None:
     run_ = document["runs"][0]
     driver = run_["tool"]["driver"]
     ids = [r["id"] for r in driver["rules"]]
-    assert {"PK001", "SY001", "SY003", "SY004"} <= set(ids)
+    assert ids == ["PK001"]  # the rules the results refer to, no other
     pk = driver["rules"][ids.index("PK001")]
     assert pk["name"] == "offline-packing-requires-mbs1"
     assert pk["defaultConfiguration"]["level"] == "error"
     assert "## Why it matters" in pk["help"]["markdown"]
     assert pk["properties"]["precision"] in ("very-high", "high", "medium", "low")
     assert "packing" in pk["properties"]["tags"]
-    warning_rule = driver["rules"][ids.index("SY003")]
-    assert warning_rule["defaultConfiguration"]["level"] == "warning"  # kept although it is the default
 
     [result] = [r for r in run_["results"] if r["ruleId"] == "PK001"]
     assert result["ruleIndex"] == ids.index("PK001")
@@ -80,7 +78,7 @@ def test_clean_run_and_suppressed_results_are_left_out(tmp_path: Path) -> None:
     (tmp_path / "r.py").write_text(recipe(2, comment="  # mblint: ignore[PK001] reviewed"))
     document = sarif_of(tmp_path, "r.py")
     assert document["runs"][0].get("results", []) == []
-    assert document["runs"][0]["tool"]["driver"]["rules"]  # rules are listed even with no results
+    assert document["runs"][0]["tool"]["driver"]["rules"] == []  # required, and no rule is referred to
 
 
 def test_sarif_message_escapes_brackets() -> None:
@@ -198,3 +196,22 @@ def test_bad_output_file_spec_is_usage_error(tmp_path: Path) -> None:
     (tmp_path / "r.py").write_text(BAD_RECIPE)
     result = run(["check", "r.py", "--output-file", "xml=x"], tmp_path)
     assert result.exit_code == 2
+
+
+def test_sarif_embeds_only_the_rules_its_results_refer_to(tmp_path: Path) -> None:
+    """Two findings of one rule: one rule descriptor, and a file of a few kilobytes (it was
+    422 KB with every rule's documentation embedded)."""
+    (tmp_path / "a.py").write_text(recipe(2))
+    (tmp_path / "b.py").write_text(recipe(2, function="other_config"))
+    result = run(["check", "--no-cache", "--format", "sarif", "."], tmp_path)
+    document = json.loads(result.stdout)
+    check_sarif(document)
+    assert [r["id"] for r in document["runs"][0]["tool"]["driver"]["rules"]] == ["PK001"]
+    assert len(document["runs"][0]["results"]) == 2
+    assert len(result.stdout) < 20_000, len(result.stdout)
+    warning = run(["check", "--no-cache", "--format", "sarif", "--select", "SY003", "."], tmp_path)
+    assert json.loads(warning.stdout)["runs"][0]["tool"]["driver"]["rules"] == []
+    (tmp_path / "conf.yaml").write_text("train:\n  micro_batch_size: 2\n")  # unpaired: SY005, a warning
+    unpaired = json.loads(run(["check", "--no-cache", "--format", "sarif", "conf.yaml"], tmp_path).stdout)
+    [rule] = unpaired["runs"][0]["tool"]["driver"]["rules"]
+    assert rule["id"] == "SY005" and rule["defaultConfiguration"]["level"] == "warning"  # kept though the default

@@ -1,8 +1,9 @@
 """SARIF 2.1.0 for GitHub code scanning, built with sarif-om and serialised by a small
 serializer over the attrs metadata (``schema_property_name``).
 
-One run. ``tool.driver.rules`` lists every rule enabled for some checked file (engine rules
-included), sorted by id so ``ruleIndex`` is stable. URIs are relative to the repository root
+One run. ``tool.driver.rules`` lists the rules the results refer to (as ruff does; GitHub
+needs no other), sorted by id, each with its full documentation: a SARIF file grows with what
+it reports, not with the size of the rule pack. With no result the list is empty. URIs are relative to the repository root
 (the nearest folder holding ``.git`` above the working directory, else the working directory)
 under ``uriBaseId`` ``%SRCROOT%``. ``partialFingerprints["mblint/v1"]`` hashes rule id, path,
 field paths and recipe function (never line numbers); ``primaryLocationLineHash`` is left to
@@ -35,6 +36,7 @@ LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "
 PROBLEM_SEVERITY = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "recommendation"}
 # attrs defaults that must still be written (GitHub reads them; the spec default is "warning")
 ALWAYS_KEEP = {"level"}
+KEEP_EMPTY = {"rules"}  # tool.driver.rules is required by GitHub, even when no rule fired
 
 
 def render(report: Report, root: Path | None = None, display_root: Path | None = None) -> str:
@@ -67,14 +69,12 @@ def repository_root(start: Path | None = None) -> Path:
 def build_log(report: Report, root: Path | None = None, display_root: Path | None = None) -> om.SarifLog:
     root = (root or repository_root()).resolve()
     display_root = (display_root or Path.cwd()).resolve()
-    rules = sorted(report.rules, key=lambda r: r.id)
+    reported = [finding for finding in report.findings if not finding.suppressed]
+    referred = {finding.rule_id for finding in reported}
+    rules = sorted((rule for rule in report.rules if rule.id in referred), key=lambda r: r.id)
     index = {rule.id: i for i, rule in enumerate(rules)}
     seen: Counter = Counter()
-    results = []
-    for finding in report.findings:
-        if finding.suppressed:
-            continue
-        results.append(_result(finding, index, root, display_root, seen))
+    results = [_result(finding, index, root, display_root, seen) for finding in reported]
     driver = om.ToolComponent(
         name="mblint",
         version=__version__,
@@ -209,7 +209,7 @@ def to_dict(value: Any) -> Any:
         for attribute in attr.fields(type(value)):
             item = getattr(value, attribute.name)
             name = attribute.metadata.get("schema_property_name", attribute.name)
-            if item is None or (isinstance(item, (list, dict, tuple)) and not item):
+            if item is None or (isinstance(item, (list, dict, tuple)) and not item and name not in KEEP_EMPTY):
                 continue
             default = attribute.default
             if isinstance(default, attr.Factory):  # type: ignore[arg-type]

@@ -82,6 +82,28 @@ def describe_schema(schema: dict) -> str:
     return f"Megatron-Bridge {schema['megatron_bridge_version']} ({source} schema; {core_text})"
 
 
+_LEVEL_COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
+
+
+def colourise(text: str) -> str:
+    """The rendered (already neutralised) report with ANSI colours, as ruff shows it: the
+    location bold, the rule id in its severity's colour, the carets red, the summary bold."""
+    import re
+
+    import click
+
+    def header(match: re.Match) -> str:
+        colour = _LEVEL_COLOURS[match.group(3)]
+        return (f"{click.style(match.group(1), bold=True)} {click.style(match.group(2), fg=colour, bold=True)} "
+                f"[{click.style(match.group(3), fg=colour)}]")
+
+    text = re.sub(r"^(\S.*?:\d+:\d+:) ([A-Z]{2,4}\d{3}) \[(error|warning|info)\]", header, text, flags=re.M)
+    text = re.sub(r"^(\s*\| *)(\^+ [A-Z]{2,4}\d{3})$",
+                  lambda m: m.group(1) + click.style(m.group(2), fg="red", bold=True), text, flags=re.M)
+    return re.sub(r"^(All checks passed|No findings|Found \d+ findings?)",
+                  lambda m: click.style(m.group(1), bold=True), text, flags=re.M)
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
