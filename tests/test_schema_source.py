@@ -168,3 +168,43 @@ def test_reports_name_version_and_schema_source(checkout, monkeypatch, tmp_path)
     properties = log["runs"][0]["properties"]["megatronBridgeSchemas"]
     assert properties[0]["megatron_bridge_version"] == "0.9.0rc1"
     assert properties[0]["source"].startswith("derived from ")
+
+
+def test_hostile_source_trees_are_bounded(tmp_path, monkeypatch):
+    """Class bases that loop fall back to the bundled schema with a note; defaults that would be
+    huge integers stay unknown; either way the run finishes at once."""
+    config = """
+        from dataclasses import dataclass, field
+        from megatron.bridge.training.loop import Loop
+
+
+        @dataclass
+        class TrainingConfig(Loop):
+            micro_batch_size: int = 10 ** 200 ** 200 ** 200
+            global_batch_size: int = 2 ** 63 * 2 ** 63 * 2 ** 63 * 2 ** 63 * 2 ** 63
+
+
+        @dataclass
+        class ConfigContainer:
+            train: TrainingConfig = field(default_factory=TrainingConfig)
+        """
+    files = {"megatron/__init__.py": "", "megatron/bridge/__init__.py": "",
+             "megatron/bridge/training/__init__.py": "", "megatron/bridge/training/config.py": config,
+             "megatron/bridge/training/loop.py": "from dataclasses import dataclass\n\n\n@dataclass\nclass Loop:\n"
+                                                 "    spin: int = 1\n"}
+    plain = write(tmp_path / "plain", files)
+    schema = derive_schema(find_bridge_source([plain]), load_schema("0.6.2"))
+    fields = schema.find_class("TrainingConfig").fields
+    assert fields["micro_batch_size"].default_kind == "unknown"
+    assert fields["global_batch_size"].default_kind == "unknown"
+    assert fields["spin"].default == 1
+    looping = write(tmp_path / "looping", {**files, "megatron/bridge/training/loop.py":
+                                           "from dataclasses import dataclass\n"
+                                           "from megatron.bridge.training.config import TrainingConfig\n\n\n"
+                                           "@dataclass\nclass Loop(TrainingConfig):\n    spin: int = 1\n",
+                                           "r.py": "def r_config():\n    return None\n"})
+    with pytest.raises(DeriveError):
+        derive_schema(find_bridge_source([looping]), load_schema("0.6.2"))
+    report = run([looping / "r.py"], looping, monkeypatch, cache_dir=tmp_path / "cache")
+    assert report.schemas[0]["source"] == "bundled"
+    assert "no schema derived from this Megatron-Bridge source (RecursionError" in report.schemas[0]["note"]

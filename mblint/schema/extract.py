@@ -301,7 +301,8 @@ class ValueEvaluator:
             return UNKNOWN  # bounded work on untrusted source: no huge integers
         op = ops.get(type(node.op))
         try:
-            return op(left, right) if op else UNKNOWN
+            result = op(left, right) if op else UNKNOWN
+            return UNKNOWN if isinstance(result, int) and result.bit_length() > 256 else result
         except (ZeroDivisionError, OverflowError):
             return UNKNOWN
 
