@@ -208,3 +208,18 @@ def test_hostile_source_trees_are_bounded(tmp_path, monkeypatch):
     report = run([looping / "r.py"], looping, monkeypatch, cache_dir=tmp_path / "cache")
     assert report.schemas[0]["source"] == "bundled"
     assert "no schema derived from this Megatron-Bridge source (RecursionError" in report.schemas[0]["note"]
+
+
+def test_a_copied_cache_folder_is_not_read(tmp_path):
+    """A schema cache that came with a checkout (copied, so a new folder inode) is never read:
+    a forged schema in it cannot silence rules."""
+    import shutil
+
+    from mblint.schema.derive import _cache_file
+
+    mine = tmp_path / "mine" / "0.0" / "schema"
+    mine.mkdir(parents=True)
+    shutil.copytree(tmp_path / "mine", tmp_path / "committed")
+    assert _cache_file(mine, "abc") is not None
+    assert _cache_file(tmp_path / "committed" / "0.0" / "schema", "abc").name != _cache_file(mine, "abc").name
+    assert _cache_file(tmp_path / "nowhere" / "schema", "abc") is None

@@ -90,15 +90,15 @@ def derive_schema(source: BridgeSource, base: Schema, version: str | None = None
     files = source_files(source.package)
     digest = content_key(files, base)
     key = f"{version}+src.{digest[:12]}"
-    cached = cache_dir / f"{digest}.json.gz" if cache_dir is not None else None
+    cached = _cache_file(cache_dir, digest) if cache_dir is not None else None
     data = _read_cache(cached) if cached is not None else None
     if data is None:
         try:
             data = derive_json(source, base, files, parse)
         except (RecursionError, ValueError, SyntaxError, OSError, KeyError) as error:
             raise DeriveError(f"{type(error).__name__}: {error}") from None
-        if cached is not None:
-            _write_cache(cached, data)
+        if cache_dir is not None:
+            _write_cache(cache_dir, digest, data)
     data["megatron_bridge_version"] = version
     data["megatron_core_version"] = base.megatron_core_version
     schema = schema_from_json(data, key=key, source=f"derived from {source.package}")
@@ -204,13 +204,31 @@ def _read_cache(path: Path) -> dict | None:
     return data if isinstance(data, dict) and data.get("derive_format") == DERIVE_FORMAT else None
 
 
-def _write_cache(path: Path, data: dict) -> None:
+def _cache_file(folder: Path, digest: str) -> Path | None:
+    """Where the schema of content ``digest`` is kept in ``folder``: the name also hashes the
+    device and inode of the cache's version folder, as the result cache's entries do, so a
+    cache folder that came with a checkout (a committed, forged schema) is never read. None
+    while that folder does not exist."""
+    try:
+        info = os.lstat(folder.parent)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode):
+        return None
+    name = blake2b(f"{digest}|{info.st_dev}:{info.st_ino}".encode(), digest_size=20).hexdigest()
+    return folder / f"{name}.json.gz"
+
+
+def _write_cache(folder: Path, digest: str, data: dict) -> None:
     """Written whole or not at all (a temporary file renamed), never through a link (the
     result cache's folder rules); a cache that cannot be written only costs a derivation."""
     from mblint.cache import make_cache_folder
 
     try:
-        make_cache_folder(path.parent)
+        make_cache_folder(folder)
+        path = _cache_file(folder, digest)
+        if path is None:
+            return
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".schema-", suffix=".tmp")
         with os.fdopen(handle, "wb") as out:
             out.write(gzip.compress(json.dumps(data, separators=(",", ":")).encode(), compresslevel=1))
