@@ -1,4 +1,6 @@
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -6,6 +8,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from wheels import wheel_root  # noqa: E402
+
+# Hugging Face configs come from an empty hub cache unless a test writes its own: a developer's
+# ~/.cache/huggingface must not change what the tests see.
+os.environ["HF_HUB_CACHE"] = tempfile.mkdtemp(prefix="mblint-empty-hf-hub-")
 
 
 @pytest.fixture(scope="session")

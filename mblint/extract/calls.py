@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from mblint.extract.hf_models import BridgeInstance
 from mblint.extract.limits import MAX_CALL_DEPTH, MAX_STEPS, MAX_UNUSED_RECIPE_RESULTS
 from mblint.extract.modules import ModuleSource
 from mblint.extract.python_builtins import _PLAIN_TYPES, _external_builtin, _known_seq, _string_method
@@ -256,7 +257,7 @@ class CallsMixin:
             return special(self, args, kwargs, node, frame)
         tail = ".".join(qualname.rsplit(".", 2)[-2:])
         if tail in self.hf_factories:
-            return HFBridge(args[0] if args else kwargs.get("hf_path", UNKNOWN))
+            return HFBridge(args[0] if args else kwargs.get("hf_path", UNKNOWN), kwargs.get("revision"))
         precision = self.unread_precision_factory(qualname, args, kwargs)
         if precision is not None:
             result = self.new_obj(precision, self.origin(node, frame))
@@ -267,10 +268,12 @@ class CallsMixin:
     def call_method(self, method: BoundMethod, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
         target, name = method.target, method.name
         if isinstance(target, HFBridge) and name in self.hf_methods:
-            return self.hf_provider(node, frame, target.model_id)
+            return self.hf_provider(node, frame, target.model_id, target.revision, kwargs)
+        if isinstance(target, BridgeInstance):
+            return self.bridge_call(target, name, args, kwargs, node, frame)
         if isinstance(target, ClassRef):
             if name in self.hf_factories_names():
-                return HFBridge(args[0] if args else UNKNOWN)
+                return HFBridge(args[0] if args else kwargs.get("hf_path", UNKNOWN), kwargs.get("revision"))
             return self.unmodelled_call(method, args, kwargs, node, frame)
         if isinstance(target, str):
             return _string_method(target, name, args, kwargs)

@@ -6,6 +6,7 @@ import ast
 import operator
 from typing import Any
 
+from mblint.extract.hf_models import BridgeInstance
 from mblint.extract.limits import _FAST_PATH_DEPTH, MAX_COMPREHENSION, MAX_EXPR_DEPTH, MAX_VALUE_SIZE, _result_too_big
 from mblint.extract.megatron import TORCH_DTYPES
 from mblint.extract.python_builtins import _PLAIN_TYPES, SCALARS, _known_seq
@@ -136,6 +137,8 @@ class ExpressionsMixin:
             return UNKNOWN
         if isinstance(owner, (ClassRef, HFBridge, str)):
             return BoundMethod(owner, name)
+        if isinstance(owner, BridgeInstance):
+            return self.bridge_attr(owner, name)
         return UNKNOWN
 
     def expr_Subscript(self, node: ast.Subscript, frame: Frame) -> Any:

@@ -36,6 +36,7 @@ from mblint.extract.limits import (
     BudgetExceeded,
     LimitsMixin,
 )
+from mblint.extract.hf_models import NO_INDEX_YET, HFModelsMixin
 from mblint.extract.megatron import MegatronMixin
 from mblint.extract.modules import ModuleFinder
 from mblint.extract.positions import PositionsMixin
@@ -49,7 +50,7 @@ __all__ = ["Interpreter", "Frame", "Return", "BudgetExceeded", "MAX_CALL_DEPTH",
            "MAX_FILE_STEPS", "MAX_INT_BITS", "MAX_RECIPES_PER_FILE", "MAX_STEPS", "MAX_VALUE_SIZE"]
 
 
-class Interpreter(ScopesMixin, MegatronMixin, StateMixin, CallsMixin, StatementsMixin, ExpressionsMixin,
+class Interpreter(ScopesMixin, MegatronMixin, HFModelsMixin, StateMixin, CallsMixin, StatementsMixin, ExpressionsMixin,
                   LimitsMixin, PositionsMixin):
     """Evaluates recipe functions over one ``Schema``. One instance serves many recipes; each
     recipe evaluation gets fresh objects."""
@@ -86,3 +87,7 @@ class Interpreter(ScopesMixin, MegatronMixin, StateMixin, CallsMixin, Statements
         # Attribute stores on values that are not config objects (a string, None): they raise
         # AttributeError when the recipe runs. (origin, target source, owner, attribute)
         self.attribute_errors: list[tuple] = []
+        self.hf_configs: dict = {}  # (model id, revision) -> HFConfig | None, read once per run
+        self.hf_config_folders: tuple = ()  # folders of config files named in the settings
+        self.hf_models_missing: set[str] = set()  # models whose config.json is not at hand
+        self._bridge_index = NO_INDEX_YET

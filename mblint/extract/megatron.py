@@ -9,6 +9,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any
 
+from mblint.extract.hf_models import NOT_GIVEN
 from mblint.extract.limits import BudgetExceeded
 from mblint.extract.positions import _stamp, _with_kind
 from mblint.extract.scopes import Frame, LazyImport, ModuleScope, Return
@@ -227,7 +228,14 @@ class MegatronMixin:
             return UNKNOWN
         return fspec.default_value()
 
-    def hf_provider(self, node: ast.AST, frame: Frame, model_id: Any = None) -> Any:
+    def hf_provider(self, node: ast.AST, frame: Frame, model_id: Any = None, revision: Any = None,
+                    kwargs: dict | None = None) -> Any:
+        """What ``to_megatron_provider()`` returns: the provider its bridge builds from the
+        model's config.json when that is at hand, else a provider whose architecture is unknown."""
+        load_weights = (kwargs or {}).get("load_weights", NOT_GIVEN)
+        built = self.hf_provider_from_config(model_id, revision, load_weights, node, frame)
+        if built is not None:
+            return built
         spec = self.schema.classes.get(self.schema.hf_provider or "") or self.schema.find_class("GPTModelProvider")
         if spec is None:
             return UNKNOWN

@@ -198,7 +198,12 @@ def _dict(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: F
     return obj
 
 
+def _super(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    return interp.bridge_super(frame) if not args and not kwargs else UNKNOWN
+
+
 BUILTIN_SPECIALS = {
+    "super": _super,
     "isinstance": _isinstance,
     "getattr": _getattr,
     "hasattr": _hasattr,

@@ -148,13 +148,18 @@ class ScopesMixin:
         return self.external(f"{label}.{imp.attr}".lstrip("."))
 
     def dependencies(self, path: Path) -> set[Path]:
-        """Every module file that ``path``'s module reached through imports, transitively."""
+        """Every module file that ``path``'s module reached through imports, transitively, and
+        the other files its values came from (a model's config.json)."""
         seen: set[Path] = set()
         stack = [path]
         while stack:
             current = stack.pop()
             scope = self.scopes.get(current)
-            if scope is None or scope.resolved_path in seen:
+            if scope is None:
+                if current != path:
+                    seen.add(current)  # a file that is no module (or a module never read)
+                continue
+            if scope.resolved_path in seen:
                 continue
             seen.add(scope.resolved_path)
             stack.extend(scope.deps)

@@ -337,10 +337,11 @@ class HFBridge(_Record):
     """What ``AutoBridge.from_hf_pretrained(...)`` returns: a model whose architecture
     comes from a config.json mblint does not read."""
 
-    __slots__ = ("model_id",)
+    __slots__ = ("model_id", "revision")
 
-    def __init__(self, model_id: Any) -> None:
+    def __init__(self, model_id: Any, revision: Any = None) -> None:
         self.model_id = model_id
+        self.revision = revision
 
 
 def is_unknown(value: Any) -> bool:

@@ -1,0 +1,533 @@
+"""Model architecture from a Hugging Face ``config.json``, mapped to provider fields the way
+Megatron-Bridge's model bridges map it (``AutoBridge.from_hf_pretrained(...).to_megatron_provider()``).
+
+The bridge for the config's architecture is found in the Megatron-Bridge source at hand: the
+classes decorated with ``@MegatronModelBridge.register_bridge(source=..., provider=...)`` under
+``megatron/bridge/models``. Its ``provider_bridge`` (and any helper method of its class chain)
+is interpreted like recipe code, with ``hf_pretrained.config`` holding the values of the
+config.json. Where the chain reaches ``MegatronModelBridge`` itself, its generic conversion
+(``provider_bridge`` / ``hf_config_to_provider_kwargs``) is applied here: its tables
+(``CONFIG_MAPPING``, the RoPE scaling mappings, the ``PROVIDER_CLASS``) are read from the
+bridge classes' source, never written down in mblint.
+
+A config key that is missing from config.json may still be an attribute of the transformers
+config class (a class default): what the bridge maps from it is unknown, never guessed. Where
+``CONFIG_MAPPING`` names several HF keys for one field (``num_experts``, ``num_local_experts``,
+``n_routed_experts``), the key the config.json holds gives the value: the others are other
+spellings of the same quantity (a config class that has one as an attribute_map alias reads
+the same value).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+from mblint.extract.scopes import Frame
+from mblint.extract.values import External, FuncRef, Obj
+from mblint.hf_config import HFConfig, HFConfigError, find_config, read_config
+from mblint.model import UNKNOWN, Origin, Unknown
+from mblint.schema import ClassSpec
+
+BRIDGE_PACKAGE = "megatron.bridge.models"
+BASE_BRIDGE = "megatron.bridge.models.conversion.model_bridge.MegatronModelBridge"
+MAX_BRIDGE_FILES = 2000
+# The base class's generic conversion, applied by mblint where the chain reaches it.
+NATIVE_METHODS = ("provider_bridge", "hf_config_to_provider_kwargs", "make_vocab_size_divisible_by")
+_DTYPES = {"float16": "torch.float16", "bfloat16": "torch.bfloat16", "float32": "torch.float32"}
+_PRETRAINED = ClassSpec("transformers.PreTrainedModel", "PreTrainedModel", "transformers", (), fields={})
+_HF_CONFIG = ClassSpec("transformers.PretrainedConfig", "PretrainedConfig", "transformers", (), fields={})
+_MISSING = object()
+NOT_GIVEN = object()  # an argument not given (to_megatron_provider(load_weights=...))
+NO_INDEX_YET = object()
+
+
+class BridgeClass:
+    """A class of a Megatron-Bridge models module: its class-body assignments and methods."""
+
+    __slots__ = ("qualname", "scope", "node", "source_nodes", "provider")
+
+    def __init__(self, qualname: str, scope: Any, node: ast.ClassDef) -> None:
+        self.qualname = qualname
+        self.scope = scope
+        self.node = node
+        self.source_nodes: list[ast.expr] = []  # register_bridge(source=...)
+        self.provider: ast.expr | None = None  # register_bridge(provider=...)
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call) and _name_tail(decorator.func) == "register_bridge":
+                for keyword in decorator.keywords:
+                    if keyword.arg == "source":
+                        self.source_nodes.append(keyword.value)
+                    elif keyword.arg == "provider":
+                        self.provider = keyword.value
+
+    def method(self, name: str) -> ast.FunctionDef | None:
+        found = None
+        for stmt in self.node.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
+                found = stmt
+        return found
+
+    def assignment(self, name: str) -> ast.expr | None:
+        found = None
+        for stmt in self.node.body:
+            if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+                found = stmt.value
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+                found = stmt.value
+        return found
+
+
+def _name_tail(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+class BridgeIndex:
+    """The bridge classes of one Megatron-Bridge source tree, by the HF architecture they
+    register for; other classes (bases) are read when a chain reaches them."""
+
+    def __init__(self, interp: Any, models_dir: Path) -> None:
+        self.interp = interp
+        self.classes: dict[str, BridgeClass] = {}
+        self.by_source: dict[str, list[BridgeClass]] = {}
+        self._read_modules: set[Path] = set()
+        files = sorted(models_dir.rglob("*.py"))[:MAX_BRIDGE_FILES]
+        for path in files:
+            try:
+                with open(path, "rb") as handle:
+                    head = handle.read(1 << 20)
+            except OSError:
+                continue
+            if b"register_bridge" in head:
+                self._read_module(path)
+        for cls in self.classes.values():
+            for node in cls.source_nodes:
+                name = self.source_name(cls, node)
+                if name:
+                    self.by_source.setdefault(name, []).append(cls)
+
+    def source_name(self, cls: BridgeClass, node: ast.expr) -> str | None:
+        """The architecture a bridge registers for: a class (its name) or a string."""
+        if isinstance(node, ast.Constant):
+            return node.value if isinstance(node.value, str) else None
+        value = self.interp.eval(node, Frame(cls.scope))
+        if isinstance(value, str):
+            return value
+        return _name_tail(node)
+
+    def _read_module(self, path: Path) -> None:
+        if path in self._read_modules:
+            return
+        self._read_modules.add(path)
+        scope = self.interp._scope_or_none(path)
+        module = _module_name(path)
+        if scope is None or module is None:
+            return
+        for stmt in scope.source.tree.body:
+            if isinstance(stmt, ast.ClassDef):
+                qualname = f"{module}.{stmt.name}"
+                self.classes.setdefault(qualname, BridgeClass(qualname, scope, stmt))
+
+    def find(self, qualname: str) -> BridgeClass | None:
+        found = self.classes.get(qualname)
+        if found is None and "." in qualname:
+            path = self.interp.finder.find(qualname.rsplit(".", 1)[0])
+            if path is not None:
+                self._read_module(path)
+                found = self.classes.get(qualname)
+        return found
+
+    def chain(self, cls: BridgeClass) -> list[BridgeClass] | None:
+        """The class and its bases up to ``MegatronModelBridge`` (single inheritance, as the
+        bridges are written), or None where a base cannot be read."""
+        chain = [cls]
+        while chain[-1].qualname != BASE_BRIDGE:
+            current = chain[-1]
+            if len(current.node.bases) != 1 or len(chain) > 20:
+                return None
+            base = self.interp.eval(current.node.bases[0], Frame(current.scope))
+            found = self.find(base.qualname) if isinstance(base, External) else None
+            if found is None or found in chain:
+                return None
+            chain.append(found)
+        return chain
+
+    def bridge_for(self, config: dict) -> BridgeClass | None:
+        """The bridge AutoBridge dispatches to: by the auto_map class or the first
+        architecture a bridge is registered for (one bridge only, else none)."""
+        names = []
+        auto_map = config.get("auto_map")
+        if isinstance(auto_map, dict) and isinstance(auto_map.get("AutoModelForCausalLM"), str):
+            names.append(auto_map["AutoModelForCausalLM"].rsplit(".", 1)[-1])
+        architectures = config.get("architectures")
+        if isinstance(architectures, list):
+            names.extend(name for name in architectures if isinstance(name, str))
+        for name in names:
+            found = self.by_source.get(name)
+            if found:
+                return found[0] if len(found) == 1 else None
+        return None
+
+
+def _module_name(path: Path) -> str | None:
+    parts = list(path.with_suffix("").parts)
+    if "megatron" not in parts:
+        return None
+    index = len(parts) - 1 - parts[::-1].index("megatron")
+    names = parts[index:]
+    if names[-1] == "__init__":
+        names = names[:-1]
+    return ".".join(names)
+
+
+class BridgeState:
+    """One ``to_megatron_provider()`` being interpreted: the bridge's class chain, the HF
+    config and the objects standing for it."""
+
+    __slots__ = ("index", "chain", "config", "config_obj", "pretrained", "display", "origins")
+
+    def __init__(self, index: BridgeIndex, chain: list[BridgeClass], config: HFConfig, display: str) -> None:
+        self.index = index
+        self.chain = chain
+        self.config = config
+        self.display = display
+        self.origins: dict[str, Origin] = {}
+        self.config_obj: Obj | None = None
+        self.pretrained: Obj | None = None
+
+
+class BridgeInstance:
+    """The bridge's ``self`` (``start`` 0), or what ``super()`` gives inside a method of the
+    class at ``defined_at`` (its methods are looked up from the next class on)."""
+
+    __slots__ = ("state", "start", "defined_at")
+
+    def __init__(self, state: BridgeState, start: int, defined_at: int) -> None:
+        self.state = state
+        self.start = start
+        self.defined_at = defined_at
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, BridgeInstance) and other.state is self.state and other.start == self.start
+                and other.defined_at == self.defined_at)
+
+    def __hash__(self) -> int:
+        return hash((id(self.state), self.start, self.defined_at))
+
+
+class HFModelsMixin:
+    """Providers from HF configs. Part of ``Interpreter``."""
+
+    def hf_config_for(self, model_id: Any, revision: Any, deps: set) -> HFConfig | None:
+        """The config.json of ``model_id`` at ``revision``, read once per run; None when it is
+        not available. ``deps`` gets the files the answer depends on (for the result cache)."""
+        if not isinstance(model_id, str) or not (revision is None or isinstance(revision, str)):
+            return None
+        key = (model_id, revision)
+        cache = self.hf_configs
+        if key not in cache:
+            watched: list = []
+            path = find_config(model_id, revision, self.hf_config_folders, watched=watched)
+            try:
+                cache[key] = (read_config(path) if path is not None else None, watched)
+            except HFConfigError as error:
+                self.notes.append(str(error))
+                cache[key] = (None, watched)
+        config, watched = cache[key]
+        deps.update(watched)
+        return config
+
+    def bridge_index(self) -> BridgeIndex | None:
+        if self._bridge_index is NO_INDEX_YET:
+            base = self.finder.find(BASE_BRIDGE.rsplit(".", 1)[0])
+            self._bridge_index = BridgeIndex(self, base.parent.parent) if base is not None else None
+        return self._bridge_index
+
+    def hf_provider_from_config(self, model_id: Any, revision: Any, load_weights: Any, node: ast.AST,
+                                frame: Frame) -> Obj | None:
+        """The provider ``to_megatron_provider()`` returns, when the model's config.json is at
+        hand and its bridge can be followed; else None."""
+        deps = frame.scope.deps
+        config = self.hf_config_for(model_id, revision, deps)
+        if config is None:
+            self.hf_models_missing.add(model_id if isinstance(model_id, str) else "<unknown model>")
+            return None
+        index = self.bridge_index()
+        bridge = index.bridge_for(config.values) if index is not None else None
+        chain = index.chain(bridge) if bridge is not None else None
+        if chain is None:
+            self.notes.append(f"{config.path}: no Megatron-Bridge model bridge found for its architecture")
+            return None
+        deps.update(cls.scope.path for cls in chain)
+        state = BridgeState(index, chain, config, self.finder.display(config.path))
+        state.config_obj = self.hf_value(state, config.values, None)
+        state.config_obj.cls = _HF_CONFIG
+        state.config_obj.open = True  # the transformers config class may add attributes
+        state.pretrained = self.new_obj(_PRETRAINED, None)
+        state.pretrained.set("config", state.config_obj, None)
+        state.pretrained.open = True
+        provider = self.bridge_call(BridgeInstance(state, 0, 0), "provider_bridge", [state.pretrained], {}, node, frame)
+        if not isinstance(provider, Obj) or provider.cls is None:
+            return None
+        for name, (value, _) in list(provider.fields.items()):
+            if value is state.config_obj or value is state.pretrained:
+                provider.set(name, Unknown("a Hugging Face config object"), self.origin(node, frame))
+        origin = self.origin(node, frame)
+        if load_weights is not False and "perform_initialization" in provider.fields:
+            provider.set("perform_initialization", False if load_weights is True or load_weights is NOT_GIVEN else UNKNOWN, origin)
+        if "hf_model_id" in provider.fields:
+            provider.set("hf_model_id", model_id, origin)
+        if isinstance(revision, str) and "hf_model_revision" in provider.fields:
+            provider.set("hf_model_revision", revision, origin)
+        return provider
+
+    def hf_origin(self, state: BridgeState, key: str) -> Origin:
+        line, column, end_line, end_column = state.config.position(key)
+        self.clock += 1
+        return Origin.at(state.display, line, column, end_line, end_column, "default", self.clock, self.call_sites)
+
+    def hf_value(self, state: BridgeState, value: Any, key: str | None) -> Any:
+        """A JSON value as the interpreter holds it: objects become dicts, located at the
+        top-level key they are under."""
+        if isinstance(value, dict):
+            origin = self.hf_origin(state, key) if key is not None else None
+            obj = self.new_obj(None, origin)
+            for name, inner in value.items():
+                obj.set(name, self.hf_value(state, inner, key if key is not None else name),
+                        self.hf_origin(state, key if key is not None else name))
+            return obj
+        if isinstance(value, list):
+            return [self.hf_value(state, item, key) for item in value]
+        return value
+
+    # ----- the bridge's methods -------------------------------------------------------------
+
+    def bridge_attr(self, owner: BridgeInstance, name: str) -> Any:
+        state = owner.state
+        if name == "hf_config":
+            return state.config_obj
+        if name == "hf_pretrained":
+            return state.pretrained
+        for cls in state.chain[owner.start:]:
+            if cls.method(name) is not None:
+                from mblint.extract.values import BoundMethod
+
+                return BoundMethod(owner, name)
+            if cls.assignment(name) is not None:
+                return self.class_attribute(state, name)
+        return UNKNOWN
+
+    def class_attribute(self, state: BridgeState, name: str, start: int = 0) -> Any:
+        """A class attribute of the chain (``CONFIG_MAPPING``, ``PROVIDER_CLASS``...), its
+        expression evaluated in its module; ``Base.NAME`` reads the base's."""
+        for position, cls in enumerate(state.chain[start:], start):
+            expr = cls.assignment(name)
+            if expr is not None:
+                return self.class_expr(state, cls, expr, position)
+        return _MISSING
+
+    def class_expr(self, state: BridgeState, cls: BridgeClass, expr: ast.expr, position: int) -> Any:
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            left = self.class_expr(state, cls, expr.left, position)
+            right = self.class_expr(state, cls, expr.right, position)
+            if isinstance(left, list) and isinstance(right, list):
+                return left + right
+            return UNKNOWN
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            owner = self.eval(expr.value, Frame(cls.scope))
+            if isinstance(owner, External):
+                for index, other in enumerate(state.chain):
+                    if other.qualname == owner.qualname:
+                        value = self.class_attribute(state, expr.attr, index)
+                        return UNKNOWN if value is _MISSING else value
+                found = state.index.find(owner.qualname)
+                if found is not None:
+                    chain = state.index.chain(found)
+                    if chain is not None:
+                        other_state = BridgeState(state.index, chain, state.config, state.display)
+                        value = self.class_attribute(other_state, expr.attr)
+                        return UNKNOWN if value is _MISSING else value
+            return UNKNOWN
+        return self.eval(expr, Frame(cls.scope))
+
+    def bridge_call(self, owner: BridgeInstance, name: str, args: list, kwargs: dict, node: ast.AST,
+                    frame: Frame) -> Any:
+        """``self.name(...)`` / ``super().name(...)`` of a bridge: the first class of the chain
+        from ``owner.start`` that defines it; the base's generic conversion where it is
+        ``MegatronModelBridge``'s."""
+        state = owner.state
+        for position in range(owner.start, len(state.chain)):
+            cls = state.chain[position]
+            method = cls.method(name)
+            if method is None:
+                continue
+            if cls.qualname == BASE_BRIDGE and name in NATIVE_METHODS:
+                return self.base_bridge_method(state, name, args, node, frame)
+            if any(isinstance(d, ast.Name) and d.id in ("classmethod", "staticmethod") for d in method.decorator_list):
+                self.havoc_values(args + list(kwargs.values()), node, frame)
+                return UNKNOWN
+            this = BridgeInstance(state, 0, position)
+            return self.call_function(FuncRef(cls.scope, method), [this, *args], dict(kwargs), node)
+        self.havoc_values(args + list(kwargs.values()), node, frame)
+        return UNKNOWN
+
+    def bridge_super(self, frame: Frame) -> Any:
+        this = frame.locals.get("self")
+        if isinstance(this, BridgeInstance):
+            return BridgeInstance(this.state, this.defined_at + 1, this.defined_at + 1)
+        return UNKNOWN
+
+    # ----- MegatronModelBridge's generic conversion ---------------------------------------
+
+    def base_bridge_method(self, state: BridgeState, name: str, args: list, node: ast.AST, frame: Frame) -> Any:
+        if name == "make_vocab_size_divisible_by":
+            return _vocab_divisor(args[0]) if args and isinstance(args[0], int) and args[0] > 0 else UNKNOWN
+        if args and args[0] is not state.pretrained and args[0] is not state.config_obj:
+            return UNKNOWN  # another config than the model's
+        kwargs, origins = self.provider_kwargs(state)
+        if name == "hf_config_to_provider_kwargs":
+            result = self.new_obj(None, self.origin(node, frame))
+            for key, value in kwargs.items():
+                result.set(key, value, origins.get(key))
+            return result
+        return self.base_provider(state, kwargs, origins, node, frame)
+
+    def provider_class(self, state: BridgeState) -> ClassSpec | None:
+        for cls in state.chain:
+            expr = cls.provider if cls.provider is not None else cls.assignment("PROVIDER_CLASS")
+            if expr is None or (isinstance(expr, ast.Constant) and expr.value is None):
+                continue
+            value = self.eval(expr, Frame(cls.scope))
+            return value.spec if hasattr(value, "spec") and isinstance(value.spec, ClassSpec) else None
+        return self.schema.find_class("GPTModelProvider")
+
+    def provider_kwargs(self, state: BridgeState) -> tuple[dict, dict]:
+        """``hf_config_to_provider_kwargs``: (values, origins) by provider field."""
+        values = state.config.values
+        kwargs: dict[str, Any] = {}
+        origins: dict[str, Origin] = {}
+        mapping = self.class_attribute(state, "CONFIG_MAPPING")
+        overridden = any(cls.method(n) is not None for cls in state.chain[:-1]
+                         for n in ("_should_map_hf_config_field", "hf_config_to_provider_kwargs"))
+        if not isinstance(mapping, list) or overridden:
+            return {}, {}  # every mapped field unknown
+        for pair in mapping:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+                return {}, {}
+            hf_name, field = pair
+            if field in kwargs and not (isinstance(kwargs[field], Unknown) and field not in origins):
+                continue
+            parent, _, child = hf_name.partition(".")
+            found = values.get(parent, _MISSING)
+            if child:
+                if found is _MISSING:
+                    kwargs[field] = Unknown(f"{parent} is not in config.json")
+                elif isinstance(found, dict) and child in found:
+                    kwargs[field] = self.hf_value(state, found[child], parent)
+                    origins[field] = self.hf_origin(state, parent)
+            elif found is _MISSING:
+                kwargs.setdefault(field, Unknown(f"{hf_name} is not in config.json (a transformers default?)"))
+            else:
+                kwargs[field] = self.hf_value(state, found, hf_name)
+                origins[field] = self.hf_origin(state, hf_name)
+        if isinstance(kwargs.get("rotary_base"), Unknown):
+            parameters = values.get("rope_parameters")
+            if isinstance(parameters, dict) and isinstance(parameters.get("rope_theta"), (int, float)):
+                kwargs["rotary_base"] = parameters["rope_theta"]
+                origins["rotary_base"] = self.hf_origin(state, "rope_parameters")
+        self.rope_scaling_kwargs(state, kwargs, origins)
+        vocab = kwargs.get("vocab_size")
+        if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab > 0:
+            kwargs["make_vocab_size_divisible_by"] = _vocab_divisor(vocab)
+            origins["make_vocab_size_divisible_by"] = origins["vocab_size"]
+        elif "vocab_size" in kwargs:
+            kwargs["make_vocab_size_divisible_by"] = UNKNOWN
+        dtype_key = "torch_dtype" if "torch_dtype" in values else "dtype"
+        dtype = _DTYPES.get(values.get(dtype_key)) if isinstance(values.get(dtype_key), str) else None
+        for field, value in (("fp16", dtype == "torch.float16"), ("bf16", dtype == "torch.bfloat16"),
+                             ("params_dtype", dtype)):
+            kwargs[field] = value if dtype is not None else Unknown("the config's dtype")
+            if dtype is not None:
+                origins[field] = self.hf_origin(state, dtype_key)
+        kwargs["activation_func"] = Unknown("the activation function named in the config")
+        return kwargs, origins
+
+    def rope_type(self, state: BridgeState) -> Any:
+        scaling = state.config.values.get("rope_scaling", _MISSING)
+        if scaling is _MISSING:
+            return UNKNOWN  # the config class may give one (rope_parameters)
+        if isinstance(scaling, dict) and scaling:
+            return scaling.get("type") or scaling.get("rope_type")
+        return None
+
+    def is_mla(self, spec: ClassSpec | None) -> bool:
+        return spec is not None and self.schema.is_subclass(spec.qualname, "MLAModelProvider")
+
+    def rope_scaling_kwargs(self, state: BridgeState, kwargs: dict, origins: dict) -> None:
+        rope_type = self.rope_type(state)
+        mla = self.is_mla(self.provider_class(state))
+        if isinstance(rope_type, Unknown):
+            names = self.class_attribute(state, "MLA_ROPE_SCALING_MAPPING" if mla else "YARN_ROPE_SCALING_MAPPING")
+            for pair in names if isinstance(names, list) else ():
+                kwargs.setdefault(pair[1], Unknown("rope scaling of the config class"))
+            kwargs["_mla_rope_params"] = UNKNOWN if mla else None
+            return
+        scaling = state.config.values.get("rope_scaling")
+        if rope_type == "yarn":
+            table = self.class_attribute(state, "MLA_ROPE_SCALING_MAPPING" if mla else "YARN_ROPE_SCALING_MAPPING")
+            if not isinstance(table, list):
+                return
+            found = {megatron: scaling[hf] for hf, megatron in table if scaling.get(hf) is not None}
+            if mla:
+                kwargs["_mla_rope_params"] = found or None
+            else:
+                kwargs["position_embedding_type"] = "yarn"
+                kwargs.update(found)
+                if "truncate" in scaling:
+                    kwargs["yarn_correction_range_round_to_int"] = scaling["truncate"]
+                    found["yarn_correction_range_round_to_int"] = True
+                for key in found:
+                    origins[key] = self.hf_origin(state, "rope_scaling")
+        elif mla:
+            kwargs["_mla_rope_params"] = {"rotary_scaling_factor": 1.0, "mscale_all_dim": 1.0}
+
+    def base_provider(self, state: BridgeState, kwargs: dict, origins: dict, node: ast.AST, frame: Frame) -> Any:
+        """``MegatronModelBridge.provider_bridge``: the provider class built from the kwargs,
+        then its position embedding type and MLA RoPE parameters."""
+        spec = self.provider_class(state)
+        if spec is None:
+            return UNKNOWN
+        mla_params = kwargs.pop("_mla_rope_params", None)
+        accepted = {key: value for key, value in kwargs.items() if key in spec.fields}
+        site = {key: origins[key] for key in accepted if key in origins}
+        provider = self.construct(spec, [], accepted, node, frame, site)
+        rope_type = self.rope_type(state)
+        origin = self.hf_origin(state, "rope_scaling") if "rope_scaling" in state.config.values else self.origin(node, frame)
+        if isinstance(rope_type, Unknown):
+            provider.set("position_embedding_type", UNKNOWN, origin)
+        else:
+            provider.set("position_embedding_type", "yarn" if rope_type == "yarn" and not self.is_mla(spec) else "rope",
+                         origin)
+        if isinstance(mla_params, dict):
+            for key, value in mla_params.items():
+                provider.set(key, value, origin)
+        elif isinstance(mla_params, Unknown):
+            for key in ("rotary_scaling_factor", "mscale_all_dim", "original_max_position_embeddings",
+                        "beta_fast", "beta_slow", "mscale"):
+                if key in provider.fields:
+                    provider.set(key, UNKNOWN, origin)
+        return provider
+
+
+def _vocab_divisor(vocab_size: int) -> int:
+    """``MegatronModelBridge.make_vocab_size_divisible_by``: the largest power of two up to
+    128 that divides the vocabulary size."""
+    base = 128
+    while vocab_size % base:
+        base //= 2
+    return base

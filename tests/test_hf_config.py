@@ -1,0 +1,270 @@
+"""Model architecture from a Hugging Face config.json: where it is found (the local hub cache,
+a pinned revision, a local model folder), how Megatron-Bridge 0.6.2's bridges map it to
+provider fields, and the scale-out checks that need it, each firing and silent at the boundary.
+
+The config.json files are written here from the public model cards' config.json facts
+(architecture fields only); nothing is read from the network or outside the temporary folders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mblint.api import resolve_recipe
+from mblint.hf_config import MAX_CONFIG_BYTES, HFConfigError, find_config, read_config
+from mblint.model import is_known
+
+COMMIT = "1" * 40
+PINNED = "2" * 40
+
+# zai-org/GLM-4.5 config.json (model card facts): 92 layers, 160 routed experts, 96 heads.
+GLM45 = {
+    "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "attention_bias": True,
+    "attention_dropout": 0.0, "first_k_dense_replace": 3, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 5120, "initializer_range": 0.02, "intermediate_size": 12288, "max_position_embeddings": 131072,
+    "moe_intermediate_size": 1536, "n_group": 1, "n_routed_experts": 160, "n_shared_experts": 1,
+    "norm_topk_prob": True, "num_attention_heads": 96, "num_experts_per_tok": 8, "num_hidden_layers": 92,
+    "num_key_value_heads": 8, "num_nextn_predict_layers": 1, "partial_rotary_factor": 0.5,
+    "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 1000000, "routed_scaling_factor": 2.5,
+    "tie_word_embeddings": False, "topk_group": 1, "torch_dtype": "bfloat16", "use_qk_norm": False,
+    "vocab_size": 151552,
+}
+# meta-llama/Meta-Llama-3-8B config.json: 32 layers, 32 heads, 8 key/value heads.
+LLAMA3_8B = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "attention_bias": False,
+    "attention_dropout": 0.0, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+    "intermediate_size": 14336, "max_position_embeddings": 8192, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_scaling": None,
+    "rope_theta": 500000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16", "vocab_size": 128256,
+}
+# Qwen/Qwen3-30B-A3B config.json: 48 layers, 128 experts, 32 heads, 4 key/value heads.
+QWEN3_30B_A3B = {
+    "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "attention_bias": False,
+    "attention_dropout": 0.0, "decoder_sparse_step": 1, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 6144, "max_position_embeddings": 40960,
+    "mlp_only_layers": [], "moe_intermediate_size": 768, "norm_topk_prob": True, "num_attention_heads": 32,
+    "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "vocab_size": 151936,
+}
+
+
+def write_snapshot(hub: Path, repo: str, config: dict, commit: str = COMMIT, ref: str | None = "main",
+                   via_blob: bool = True) -> Path:
+    """The layout huggingface_hub writes: refs/<ref> names the commit, snapshots/<commit>/config.json
+    is a link to blobs/<hash>."""
+    folder = hub / ("models--" + repo.replace("/", "--"))
+    (folder / "snapshots" / commit).mkdir(parents=True, exist_ok=True)
+    target = folder / "snapshots" / commit / "config.json"
+    text = json.dumps(config, indent=2)
+    if via_blob:
+        (folder / "blobs").mkdir(exist_ok=True)
+        blob = folder / "blobs" / f"blob{commit[:6]}"
+        blob.write_text(text)
+        target.symlink_to(os.path.relpath(blob, target.parent))
+    else:
+        target.write_text(text)
+    if ref is not None:
+        (folder / "refs").mkdir(exist_ok=True)
+        (folder / "refs" / ref).write_text(commit)
+    return target
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "hf_home" / "hub"
+    folder.mkdir(parents=True)
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    return folder
+
+
+# ----- finding the config.json ---------------------------------------------------------------
+
+
+def test_hub_cache_main_ref(hub):
+    written = write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", LLAMA3_8B)
+    assert find_config("meta-llama/Meta-Llama-3-8B") == written
+    config = read_config(written)
+    assert config.values["num_hidden_layers"] == 32
+    line = json.dumps(LLAMA3_8B, indent=2).splitlines().index('  "num_hidden_layers": 32,') + 1
+    assert config.position("num_hidden_layers") == (line, 3, line, 22)
+
+
+def test_hub_cache_env_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "explicit"))
+    write_snapshot(tmp_path / "home" / "hub", "org/model", LLAMA3_8B)
+    assert find_config("org/model") is None  # HF_HUB_CACHE wins over HF_HOME, as in huggingface_hub
+    written = write_snapshot(tmp_path / "explicit", "org/model", LLAMA3_8B)
+    assert find_config("org/model") == written
+
+
+def test_pinned_revision(hub):
+    write_snapshot(hub, "Qwen/Qwen3-30B-A3B", dict(QWEN3_30B_A3B, num_hidden_layers=1))
+    pinned = write_snapshot(hub, "Qwen/Qwen3-30B-A3B", QWEN3_30B_A3B, commit=PINNED, ref=None)
+    assert find_config("Qwen/Qwen3-30B-A3B", PINNED) == pinned
+    assert read_config(find_config("Qwen/Qwen3-30B-A3B")).values["num_hidden_layers"] == 1
+    assert find_config("Qwen/Qwen3-30B-A3B", "3" * 40) is None  # that snapshot is not in the cache
+    branch = write_snapshot(hub, "Qwen/Qwen3-30B-A3B", QWEN3_30B_A3B, commit="4" * 40, ref="v2")
+    assert find_config("Qwen/Qwen3-30B-A3B", "v2") == branch
+    assert find_config("Qwen/Qwen3-30B-A3B", "../main") is None
+
+
+def test_local_folder_and_config_folders(tmp_path, hub):
+    model = tmp_path / "checkpoints" / "my-llama"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text(json.dumps(LLAMA3_8B))
+    assert find_config(str(model)) == model / "config.json"
+    folders = tmp_path / "configs"
+    (folders / "org" / "model").mkdir(parents=True)
+    (folders / "org" / "model" / "config.json").write_text(json.dumps(LLAMA3_8B))
+    assert find_config("org/model", config_folders=[folders]) == folders / "org" / "model" / "config.json"
+    assert find_config("org/model") is None
+
+
+def test_links_out_and_oversized_files_are_refused(tmp_path, hub):
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text(json.dumps(LLAMA3_8B))
+    folder = hub / "models--org--linked"
+    (folder / "snapshots" / COMMIT).mkdir(parents=True)
+    (folder / "snapshots" / COMMIT / "config.json").symlink_to(outside)
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text(COMMIT)
+    assert find_config("org/linked") is None
+    big = write_snapshot(hub, "org/big", LLAMA3_8B, via_blob=False)
+    big.write_text(" " * (MAX_CONFIG_BYTES + 1) + "{}")
+    with pytest.raises(HFConfigError, match="larger than"):
+        read_config(big)
+    bad = write_snapshot(hub, "org/bad", LLAMA3_8B, via_blob=False)
+    bad.write_text("{not json")
+    with pytest.raises(HFConfigError, match="not valid JSON"):
+        read_config(bad)
+
+
+# ----- provider fields, the way the bridges map them -----------------------------------------
+
+RECIPE = """from megatron.bridge import AutoBridge
+from megatron.bridge.recipes.common import _pretrain_common
+
+
+def model_config():
+    cfg = _pretrain_common()
+    cfg.model = AutoBridge.from_hf_pretrained({model!r}{revision}).to_megatron_provider(load_weights=False)
+{settings}
+    return cfg
+"""
+
+
+def recipe_file(tmp_path: Path, model: str, settings: dict | None = None, revision: str | None = None) -> Path:
+    lines = "".join(f"    cfg.model.{key} = {value!r}\n" for key, value in (settings or {}).items())
+    path = tmp_path / "recipe.py"
+    path.write_text(RECIPE.format(model=model, revision=f", revision={revision!r}" if revision else "",
+                                  settings=lines.rstrip("\n")))
+    return path
+
+
+def test_llama_fields_from_config_and_bridge(hub, tmp_path, mb06):
+    written = write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", LLAMA3_8B)
+    cfg = resolve_recipe(recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B"), "model_config", search_paths=[mb06])
+    expected = {
+        "model.num_layers": 32, "model.hidden_size": 4096, "model.num_attention_heads": 32,
+        "model.num_query_groups": 8, "model.ffn_hidden_size": 14336, "model.vocab_size": 128256,
+        "model.make_vocab_size_divisible_by": 128, "model.rotary_base": 500000.0, "model.bf16": True,
+        "model.position_embedding_type": "rope", "model.share_embeddings_and_output_weights": False,
+        # LlamaBridge.provider_bridge sets these after the base conversion
+        "model.normalization": "RMSNorm", "model.gated_linear_unit": True, "model.hidden_dropout": 0.0,
+        "model.hf_model_id": "meta-llama/Meta-Llama-3-8B",
+    }
+    for path, value in expected.items():
+        assert cfg.value(path) == value, path
+    # the config has no head_dim: the transformers config class may give one; never guessed
+    assert not is_known(cfg.value("model.kv_channels"))
+    origin = cfg.last_origin("model.num_layers")
+    assert Path(origin.path).name == "config.json" and Path(origin.path).resolve() == written.resolve()
+    assert origin.line == read_config(written).position("num_hidden_layers")[0]
+
+
+def test_missing_config_leaves_architecture_unknown(hub, tmp_path, mb06):
+    cfg = resolve_recipe(recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B"), "model_config", search_paths=[mb06])
+    assert not is_known(cfg.value("model.num_layers"))
+    assert not is_known(cfg.value("model.num_attention_heads"))
+
+
+def test_glm45_bridge_code_is_interpreted(hub, tmp_path, mb06):
+    write_snapshot(hub, "zai-org/GLM-4.5", GLM45)
+    cfg = resolve_recipe(recipe_file(tmp_path, "zai-org/GLM-4.5"), "model_config", search_paths=[mb06])
+    assert cfg.value("model.num_layers") == 92
+    assert cfg.value("model.num_moe_experts") == 160
+    assert cfg.value("model.mtp_num_layers") == 1  # getattr(hf_config, "num_nextn_predict_layers", None)
+    assert cfg.value("model.moe_layer_freq") == [0] * 3 + [1] * 89  # [0] * first_k_dense_replace + [1] * ...
+    assert cfg.value("model.moe_router_score_function") == "sigmoid"
+    assert cfg.value("model.rotary_percent") == 0.5  # ("partial_rotary_factor", "rotary_percent")
+
+
+def test_pinned_revision_in_recipe(hub, tmp_path, mb06):
+    write_snapshot(hub, "Qwen/Qwen3-30B-A3B", dict(QWEN3_30B_A3B, num_experts=64))
+    write_snapshot(hub, "Qwen/Qwen3-30B-A3B", QWEN3_30B_A3B, commit=PINNED, ref=None)
+    path = recipe_file(tmp_path, "Qwen/Qwen3-30B-A3B", revision=PINNED)
+    cfg = resolve_recipe(path, "model_config", search_paths=[mb06])
+    assert cfg.value("model.num_moe_experts") == 128
+    assert cfg.value("model.hf_model_revision") == PINNED
+    assert cfg.value("model.moe_router_pre_softmax") is False  # not hf_config.norm_topk_prob
+
+
+# ----- the checks that need the architecture -------------------------------------------------
+
+
+def lint(tmp_path: Path, path: Path, rule_id: str, mb06: Path, world_size: int = 1024) -> list:
+    from mblint.engine import CheckOptions, Engine
+    from mblint.plugins import LoadedPlugins
+    from rules import mblint_rules
+
+    rule = next(r for r in mblint_rules() if r.id == rule_id)
+    engine = Engine(CheckOptions(select=(rule_id,), world_size=world_size, search_paths=(mb06,), jobs=1),
+                    LoadedPlugins(rules=[rule]))
+    engine.display_root = tmp_path
+    report = engine.check_paths([str(path)])
+    return [f for f in report.findings if f.rule_id == rule_id]
+
+
+@pytest.mark.parametrize(("pp", "fires"), [(8, True), (4, False), (23, False), (46, False)])
+def test_layers_not_divisible_by_pp(hub, tmp_path, mb06, pp, fires):
+    """GLM-4.5's 92 layers with PP 8: Megatron-Bridge's own recipe shipped this (fixed upstream)."""
+    write_snapshot(hub, "zai-org/GLM-4.5", GLM45)
+    path = recipe_file(tmp_path, "zai-org/GLM-4.5", {"pipeline_model_parallel_size": pp})
+    findings = lint(tmp_path, path, "PB005", mb06)
+    assert bool(findings) == fires
+    if fires:
+        finding = findings[0]
+        assert "num_layers 92" in finding.message and finding.severity.name == "ERROR"
+        assert (Path(finding.location.path).name, finding.location.line) == ("recipe.py", 8)  # the PP line
+        assert any(Path(r.origin.path).name == "config.json" and "92" in r.message for r in finding.related)
+
+
+@pytest.mark.parametrize(("tp", "fires"), [(12, True), (3, True), (8, False), (4, False), (16, False)])
+def test_heads_and_groups_vs_tp(hub, tmp_path, mb06, tp, fires):
+    """Llama 3 8B: 32 heads (TP 12 and 3 fail); its 8 query groups divide TP 16 (allowed)."""
+    write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", LLAMA3_8B)
+    path = recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B", {"tensor_model_parallel_size": tp})
+    findings = lint(tmp_path, path, "PB007", mb06)
+    assert bool(findings) == fires
+    if findings:
+        assert findings[0].location.line == 8
+
+
+@pytest.mark.parametrize(("ep", "fires"), [(3, True), (48, True), (8, False), (128, False)])
+def test_experts_vs_ep(hub, tmp_path, mb06, ep, fires):
+    write_snapshot(hub, "Qwen/Qwen3-30B-A3B", QWEN3_30B_A3B)
+    path = recipe_file(tmp_path, "Qwen/Qwen3-30B-A3B", {"expert_model_parallel_size": ep})
+    findings = lint(tmp_path, path, "MO009", mb06)
+    assert bool(findings) == fires
+
+
+def test_checks_silent_without_config(hub, tmp_path, mb06):
+    path = recipe_file(tmp_path, "zai-org/GLM-4.5", {"pipeline_model_parallel_size": 8})
+    assert lint(tmp_path, path, "PB005", mb06) == []
