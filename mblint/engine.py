@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from mblint.discover import YAML_SUFFIXES, discover
 from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit
 from mblint.findings import TRANSFER_REDUCERS, Finding, Severity
+from mblint.hf_config import HF_CONFIG_MISSING
 from mblint.schema import load_schema
 from mblint.model import EffectiveConfig, Origin
 from mblint.paths import Confinement, confinement_for
@@ -342,6 +343,12 @@ class Engine:
                                                                    "project: not searched"))
             elif extra not in self.project.search_paths:
                 self.project.search_paths.append(extra)
+        for folder in settings.resolved_hf_config_paths():
+            if not self.confinement.allows(folder):
+                self.confinement_errors.add((str(settings.source), f"hf-config-paths folder {folder} is outside the "
+                                                                   "project: not read"))
+            elif folder not in self.project.hf_config_folders:
+                self.project.hf_config_folders.append(folder)
 
     def excluded_by_settings(self, path: Path, explicit: "_ExplicitFiles") -> bool:
         settings = self.settings_for(path)
@@ -445,6 +452,7 @@ class Engine:
 
         report.checked = displays
         report.notes.extend(dict.fromkeys(schema["note"] for schema in report.schemas if schema.get("note")))
+        summarise_missing_hf_configs(report)
         apply_suppressions(self, report, files)
         report.rules = sorted(self.used_rules or self.base_rules, key=lambda r: r.id)
         for message in sorted(self.settings_errors):
@@ -653,6 +661,9 @@ class Engine:
             return None
         cfg = graph.build()
         report.resolved += 1
+        missing = sorted({note[len(HF_CONFIG_MISSING):] for note in cfg.notes if note.startswith(HF_CONFIG_MISSING)})
+        if missing:
+            report.notes.append(f"{HF_CONFIG_MISSING}{cfg.recipe.label}: {', '.join(missing)}")
         self.run_rules(cfg, text, report)
         return cfg
 
@@ -937,6 +948,23 @@ def _well_formed(finding: Finding) -> bool:
     return (isinstance(finding.message, str) and isinstance(finding.recipe, str)
             and all(isinstance(place.path, str) and all(type(number) is int for number in
                     (place.line, place.column, place.end_line, place.end_column)) for place in places))
+
+
+def summarise_missing_hf_configs(report: Report) -> None:
+    """One note for every recipe whose model's config.json was not at hand (each recipe
+    leaves one): how many, which models, and how to provide them."""
+    marked = [note for note in report.notes if note.startswith(HF_CONFIG_MISSING)]
+    if not marked:
+        return
+    report.notes = [note for note in report.notes if not note.startswith(HF_CONFIG_MISSING)]
+    models = sorted({model.strip() for note in marked for model in note.split(": ", 2)[-1].split(", ")})
+    shown = ", ".join(models[:8]) + (f" and {len(models) - 8} more" if len(models) > 8 else "")
+    report.notes.append(
+        f"{len(marked)} recipe{'s use' if len(marked) != 1 else ' uses'} Hugging Face models whose config.json is "
+        f"not available here ({shown}): their architecture fields (layers, heads, experts...) are unknown and the "
+        "checks that need them did not run. Put the config in the local Hugging Face cache "
+        "(`huggingface-cli download ORG/NAME config.json`; HF_HUB_CACHE or HF_HOME say where it is) or in a "
+        "folder of ORG/NAME/config.json files named by `hf-config-paths` in the settings.")
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

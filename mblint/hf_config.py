@@ -23,24 +23,27 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from json.decoder import scanstring
 from pathlib import Path
 from typing import Any, Iterable
 
 MAX_CONFIG_BYTES = 1 << 20
+HF_CONFIG_MISSING = "hf-config-missing: "  # the note a recipe leaves per model whose config.json is not at hand
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
-@dataclass(frozen=True)
 class HFConfig:
-    """A parsed ``config.json``: its top-level values and where each top-level key is."""
+    """A parsed ``config.json``: its top-level values and where each top-level key is
+    (``key_positions``: key -> (line, column, end_line, end_column), 1-based)."""
 
-    path: Path
-    values: dict
-    key_positions: dict = field(default_factory=dict)  # key -> (line, column, end_line, end_column), 1-based
+    __slots__ = ("path", "values", "key_positions")
+
+    def __init__(self, path: Path, values: dict, key_positions: dict | None = None) -> None:
+        self.path = path
+        self.values = values
+        self.key_positions = {} if key_positions is None else key_positions
 
     def position(self, key: str) -> tuple[int, int, int, int]:
         return self.key_positions.get(key, (1, 1, 1, 1))

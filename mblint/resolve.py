@@ -44,6 +44,7 @@ class Project:
     ) -> None:
         self.search_paths = list(search_paths or [])
         self.confinement = confinement  # mblint.paths.Confinement: what may be read; None: anything
+        self.hf_config_folders: list[Path] = []  # settings' hf-config-paths, read by every interpreter
         self.version = version
         self.display_root = display_root or Path.cwd()
         self._interpreters: dict[tuple, Interpreter] = {}
@@ -167,6 +168,7 @@ class Project:
         interp = self._interpreters.get(key)
         if interp is None:
             interp = Interpreter(schema, self.finder_for(roots))
+            interp.hf_config_folders = self.hf_config_folders
             self._interpreters[key] = interp
         return interp
 

@@ -39,6 +39,7 @@ KEYS: dict[str, tuple[str, str]] = {
     "megatron-bridge-version": ("version", "version"),
     "world-size": ("world_size", "positive-int"),
     "search-paths": ("search_paths", "strs"),
+    "hf-config-paths": ("hf_config_paths", "strs"),
     "pairing": ("pairing", "glob-str"),
 }
 
@@ -52,17 +53,18 @@ class Settings(FrozenRecord):
     folder ``root`` (default: the working folder) and below."""
 
     _fields = ("source", "root", "select", "extend_select", "ignore", "per_file_ignores", "exclude", "fail_on",
-               "version", "world_size", "search_paths", "pairing")
+               "version", "world_size", "search_paths", "pairing", "hf_config_paths")
 
     def __init__(self, source: Path | None = None, root: Path | None = None, select: tuple[str, ...] | None = None,
                  extend_select: tuple[str, ...] = (), ignore: tuple[str, ...] = (),
                  per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = (), exclude: tuple[str, ...] = (),
                  fail_on: str | None = None, version: str | None = None, world_size: int | None = None,
-                 search_paths: tuple[str, ...] = (), pairing: tuple[tuple[str, str], ...] = ()) -> None:
+                 search_paths: tuple[str, ...] = (), pairing: tuple[tuple[str, str], ...] = (),
+                 hf_config_paths: tuple[str, ...] = ()) -> None:
         self.__dict__.update(source=source, root=Path.cwd() if root is None else root, select=select,
                              extend_select=extend_select, ignore=ignore, per_file_ignores=per_file_ignores,
                              exclude=exclude, fail_on=fail_on, version=version, world_size=world_size,
-                             search_paths=search_paths, pairing=pairing)
+                             search_paths=search_paths, pairing=pairing, hf_config_paths=hf_config_paths)
 
     # ----- per-file questions -----------------------------------------------------------
 
@@ -110,6 +112,10 @@ class Settings(FrozenRecord):
     def resolved_search_paths(self) -> tuple[Path, ...]:
         return tuple((self.root / p).resolve() for p in self.search_paths)
 
+    def resolved_hf_config_paths(self) -> tuple[Path, ...]:
+        """Folders of ``ORG/NAME/config.json`` files (Hugging Face model configs)."""
+        return tuple((self.root / p).resolve() for p in self.hf_config_paths)
+
     def to_json(self) -> dict:
         return {
             "source": str(self.source) if self.source else None,
@@ -122,6 +128,7 @@ class Settings(FrozenRecord):
             "megatron-bridge-version": self.version,
             "world-size": self.world_size,
             "search-paths": [str(p) for p in self.resolved_search_paths()],
+            "hf-config-paths": [str(p) for p in self.resolved_hf_config_paths()],
             "pairing": dict(self.pairing),
         }
 

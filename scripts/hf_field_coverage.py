@@ -9,7 +9,7 @@ Two steps, two interpreters:
     /tmp/mb-oracle/bin/python scripts/hf_field_coverage.py dump /tmp/hfcov.json
     # 2. mblint resolves the same recipe functions from the unzipped wheel and compares
     HF_HOME=/tmp/mb-oracle/hf_home python scripts/hf_field_coverage.py compare /tmp/hfcov.json \
-        --source /work/mb/0.6.2 [--show-wrong] [--show-unknown N]
+        --source /work/mb/0.6.2 [--search-path DIR_WITH_TRANSFORMERS] [--show-wrong] [--show-unknown N]
 
 A field counts as known when mblint's value is known; it is wrong when known and different
 from the built one (floats with a relative tolerance; dtypes, enums and functions compared by
@@ -142,7 +142,8 @@ def _same(mine, real) -> bool:
     return type(mine) is type(real) and mine == real
 
 
-def compare(dump_path: str, source: str, show_wrong: bool, show_unknown: int, only: str | None) -> None:
+def compare(dump_path: str, source: str, show_wrong: bool, show_unknown: int, only: str | None,
+            extra: list[str]) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from mblint.api import resolve_recipe
     from mblint.model import Unknown
@@ -157,7 +158,7 @@ def compare(dump_path: str, source: str, show_wrong: bool, show_unknown: int, on
             continue
         path = Path(source) / rec["file"]
         try:
-            cfg = resolve_recipe(path, rec["function"], search_paths=[source])
+            cfg = resolve_recipe(path, rec["function"], search_paths=[source, *extra])
         except Exception as error:  # noqa: BLE001
             print(f"{name}: mblint failed: {error}", file=sys.stderr)
             cfg = None
@@ -194,11 +195,13 @@ def main() -> None:
     c.add_argument("--show-wrong", action="store_true")
     c.add_argument("--show-unknown", type=int, default=0)
     c.add_argument("--only")
+    c.add_argument("--search-path", action="append", default=[],
+                   help="more import roots, e.g. a folder holding only the transformers package")
     args = parser.parse_args()
     if args.cmd == "dump":
         dump(args.out)
     else:
-        compare(args.dump, args.source, args.show_wrong, args.show_unknown, args.only)
+        compare(args.dump, args.source, args.show_wrong, args.show_unknown, args.only, args.search_path)
 
 
 if __name__ == "__main__":

@@ -268,3 +268,39 @@ def test_experts_vs_ep(hub, tmp_path, mb06, ep, fires):
 def test_checks_silent_without_config(hub, tmp_path, mb06):
     path = recipe_file(tmp_path, "zai-org/GLM-4.5", {"pipeline_model_parallel_size": 8})
     assert lint(tmp_path, path, "PB005", mb06) == []
+
+
+def test_one_note_counts_the_recipes_without_config(hub, tmp_path, mb06):
+    first = recipe_file(tmp_path, "zai-org/GLM-4.5", {"pipeline_model_parallel_size": 8})
+    second = tmp_path / "other.py"
+    second.write_text(first.read_text().replace("model_config", "other_config"))
+    from mblint.engine import CheckOptions, Engine
+    from mblint.plugins import LoadedPlugins
+    from rules import mblint_rules
+
+    engine = Engine(CheckOptions(search_paths=(mb06,), jobs=1), LoadedPlugins(rules=mblint_rules()))
+    report = engine.check_paths([str(first), str(second)])
+    notes = [note for note in report.notes if "config.json is not available" in note]
+    assert len(notes) == 1 and notes[0].startswith("2 recipes use") and "zai-org/GLM-4.5" in notes[0]
+    assert "hf-config-missing" not in "".join(report.notes)
+    write_snapshot(hub, "zai-org/GLM-4.5", GLM45)
+    report = Engine(CheckOptions(search_paths=(mb06,), jobs=1), LoadedPlugins(rules=mblint_rules())).check_paths(
+        [str(first), str(second)])
+    assert not [note for note in report.notes if "config.json" in note]
+    assert [f.rule_id for f in report.findings].count("PB005") == 2
+
+
+def test_settings_folder_of_configs(hub, tmp_path, mb06):
+    (tmp_path / "hf-configs" / "zai-org" / "GLM-4.5").mkdir(parents=True)
+    (tmp_path / "hf-configs" / "zai-org" / "GLM-4.5" / "config.json").write_text(json.dumps(GLM45))
+    (tmp_path / "mblint.toml").write_text('hf-config-paths = ["hf-configs"]\n')
+    path = recipe_file(tmp_path, "zai-org/GLM-4.5", {"pipeline_model_parallel_size": 8})
+    from mblint.engine import CheckOptions, Engine
+    from mblint.plugins import LoadedPlugins
+    from mblint.settings import SettingsResolver
+    from rules import mblint_rules
+
+    rule = next(r for r in mblint_rules() if r.id == "PB005")
+    options = CheckOptions(select=("PB005",), search_paths=(mb06,), jobs=1, settings=SettingsResolver())
+    report = Engine(options, LoadedPlugins(rules=[rule])).check_paths([str(path)])
+    assert [f.rule_id for f in report.findings] == ["PB005"]

@@ -24,9 +24,11 @@ import ast
 from pathlib import Path
 from typing import Any
 
+from mblint.extract.hf_transformers import ABSENT_ATTRIBUTE, config_class_chain
+from mblint.extract.positions import _with_kind
 from mblint.extract.scopes import Frame
 from mblint.extract.values import External, FuncRef, Obj
-from mblint.hf_config import HFConfig, HFConfigError, find_config, read_config
+from mblint.hf_config import HF_CONFIG_MISSING, HFConfig, HFConfigError, find_config, read_config
 from mblint.model import UNKNOWN, Origin, Unknown
 from mblint.schema import ClassSpec
 
@@ -41,6 +43,7 @@ _HF_CONFIG = ClassSpec("transformers.PretrainedConfig", "PretrainedConfig", "tra
 _MISSING = object()
 NOT_GIVEN = object()  # an argument not given (to_megatron_provider(load_weights=...))
 NO_INDEX_YET = object()
+
 
 
 class BridgeClass:
@@ -115,9 +118,11 @@ class BridgeIndex:
         """The architecture a bridge registers for: a class (its name) or a string."""
         if isinstance(node, ast.Constant):
             return node.value if isinstance(node.value, str) else None
-        value = self.interp.eval(node, Frame(cls.scope))
-        if isinstance(value, str):
-            return value
+        if isinstance(node, ast.Name):  # a module constant holding the name; an imported class is not read
+            for stmt in cls.scope.source.tree.body:
+                if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets):
+                    value = self.interp.eval(stmt.value, Frame(cls.scope))
+                    return value if isinstance(value, str) else None
         return _name_tail(node)
 
     def _read_module(self, path: Path) -> None:
@@ -189,7 +194,7 @@ class BridgeState:
     """One ``to_megatron_provider()`` being interpreted: the bridge's class chain, the HF
     config and the objects standing for it."""
 
-    __slots__ = ("index", "chain", "config", "config_obj", "pretrained", "display", "origins")
+    __slots__ = ("index", "chain", "config", "config_obj", "pretrained", "display", "origins", "transformers")
 
     def __init__(self, index: BridgeIndex, chain: list[BridgeClass], config: HFConfig, display: str) -> None:
         self.index = index
@@ -199,6 +204,7 @@ class BridgeState:
         self.origins: dict[str, Origin] = {}
         self.config_obj: Obj | None = None
         self.pretrained: Obj | None = None
+        self.transformers = None  # the transformers config class's chain, when its source is at hand
 
 
 class BridgeInstance:
@@ -255,7 +261,7 @@ class HFModelsMixin:
         deps = frame.scope.deps
         config = self.hf_config_for(model_id, revision, deps)
         if config is None:
-            self.hf_models_missing.add(model_id if isinstance(model_id, str) else "<unknown model>")
+            self.notes.append(HF_CONFIG_MISSING + (model_id if isinstance(model_id, str) else "<a model mblint cannot name>"))
             return None
         index = self.bridge_index()
         bridge = index.bridge_for(config.values) if index is not None else None
@@ -265,9 +271,16 @@ class HFModelsMixin:
             return None
         deps.update(cls.scope.path for cls in chain)
         state = BridgeState(index, chain, config, self.finder.display(config.path))
+        state.transformers = config_class_chain(self, config.values.get("model_type"))
         state.config_obj = self.hf_value(state, config.values, None)
         state.config_obj.cls = _HF_CONFIG
         state.config_obj.open = True  # the transformers config class may add attributes
+        if state.transformers is not None:
+            for key in state.transformers.declared() - set(config.values):
+                value, origin = self.hf_attribute(state, key)
+                if value is not ABSENT_ATTRIBUTE:
+                    state.config_obj.set(key, value, origin)
+            state.config_obj.open = not state.transformers.closed
         state.pretrained = self.new_obj(_PRETRAINED, None)
         state.pretrained.set("config", state.config_obj, None)
         state.pretrained.open = True
@@ -285,6 +298,21 @@ class HFModelsMixin:
         if isinstance(revision, str) and "hf_model_revision" in provider.fields:
             provider.set("hf_model_revision", revision, origin)
         return provider
+
+    def hf_attribute(self, state: BridgeState, key: str) -> tuple[Any, Origin | None]:
+        """(value, origin) of the config's attribute ``key``: config.json's value, else the
+        transformers config class's default (``ABSENT_ATTRIBUTE`` where it has none, UNKNOWN
+        where it cannot be read)."""
+        values = state.config.values
+        if key in values:
+            return self.hf_value(state, values[key], key), self.hf_origin(state, key)
+        if state.transformers is None:
+            return Unknown(f"{key} is not in config.json (a transformers default?)"), None
+        value, where = state.transformers.default(key)
+        if where is None:
+            return value, None
+        scope, expr = where
+        return value, _with_kind(self.origin(expr, Frame(scope)), "default")
 
     def hf_origin(self, state: BridgeState, key: str) -> Origin:
         line, column, end_line, end_column = state.config.position(key)
@@ -431,15 +459,23 @@ class HFModelsMixin:
                     kwargs[field] = self.hf_value(state, found[child], parent)
                     origins[field] = self.hf_origin(state, parent)
             elif found is _MISSING:
-                kwargs.setdefault(field, Unknown(f"{hf_name} is not in config.json (a transformers default?)"))
+                value, origin = self.hf_attribute(state, hf_name)
+                if value is ABSENT_ATTRIBUTE:
+                    continue
+                if field not in kwargs or not isinstance(value, Unknown):
+                    kwargs[field] = value
+                if origin is not None:
+                    origins[field] = origin
             else:
                 kwargs[field] = self.hf_value(state, found, hf_name)
                 origins[field] = self.hf_origin(state, hf_name)
-        if isinstance(kwargs.get("rotary_base"), Unknown):
+        if isinstance(kwargs.get("rotary_base", UNKNOWN), Unknown):  # rope_theta_from_hf(hf_config)
             parameters = values.get("rope_parameters")
             if isinstance(parameters, dict) and isinstance(parameters.get("rope_theta"), (int, float)):
                 kwargs["rotary_base"] = parameters["rope_theta"]
                 origins["rotary_base"] = self.hf_origin(state, "rope_parameters")
+            else:
+                kwargs["rotary_base"] = Unknown("rope_theta of the config class")
         self.rope_scaling_kwargs(state, kwargs, origins)
         vocab = kwargs.get("vocab_size")
         if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab > 0:

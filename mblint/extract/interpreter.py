@@ -89,5 +89,4 @@ class Interpreter(ScopesMixin, MegatronMixin, HFModelsMixin, StateMixin, CallsMi
         self.attribute_errors: list[tuple] = []
         self.hf_configs: dict = {}  # (model id, revision) -> HFConfig | None, read once per run
         self.hf_config_folders: tuple = ()  # folders of config files named in the settings
-        self.hf_models_missing: set[str] = set()  # models whose config.json is not at hand
         self._bridge_index = NO_INDEX_YET

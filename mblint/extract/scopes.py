@@ -33,6 +33,12 @@ class LazyImport:
     level: int = 0
 
 
+# Packages whose modules are never run: no recipe value comes from them, and running the
+# bodies of transformers' lazy-import machinery takes a recipe's whole step budget. (Model
+# config classes are read without running them: mblint.extract.hf_transformers.)
+NOT_FOLLOWED = frozenset({"transformers", "torch"})
+
+
 class ModuleScope:
     """The top-level namespace of one module, built on first use."""
 
@@ -125,6 +131,8 @@ class ScopesMixin:
         known_class = self.megatron_class(imp)
         if known_class is not None:
             return known_class
+        if not imp.level and (imp.module or "").split(".")[0] in NOT_FOLLOWED:
+            return self.external(f"{imp.module}.{imp.attr}" if imp.attr else imp.module or "")
         if imp.level:
             path = self.finder.find_relative(imp.from_file, imp.level, imp.module)
             label = f"{'.' * imp.level}{imp.module or ''}"
