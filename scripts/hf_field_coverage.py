@@ -145,8 +145,10 @@ def _same(mine, real) -> bool:
 def compare(dump_path: str, source: str, show_wrong: bool, show_unknown: int, only: str | None,
             extra: list[str]) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from mblint.api import resolve_recipe
     from mblint.model import Unknown
+    from mblint.resolve import Project
+
+    project = Project([Path(source), *map(Path, extra)])  # one run: modules parsed once
 
     data = json.load(open(dump_path))
     total = known = wrong = 0
@@ -158,7 +160,7 @@ def compare(dump_path: str, source: str, show_wrong: bool, show_unknown: int, on
             continue
         path = Path(source) / rec["file"]
         try:
-            cfg = resolve_recipe(path, rec["function"], search_paths=[source, *extra])
+            cfg = project.resolve_function(path, rec["function"])
         except Exception as error:  # noqa: BLE001
             print(f"{name}: mblint failed: {error}", file=sys.stderr)
             cfg = None

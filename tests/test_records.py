@@ -31,7 +31,7 @@ CASES = [
                ("function", "example_config")], True, ("cfg = 1",)),
     (Settings, [("source", None), ("root", Path.cwd), ("select", None), ("extend_select", ()), ("ignore", ()),
                 ("per_file_ignores", ()), ("exclude", ()), ("fail_on", None), ("version", None),
-                ("world_size", None), ("search_paths", ()), ("pairing", ())], True, ()),
+                ("world_size", None), ("search_paths", ()), ("pairing", ()), ("hf_config_paths", ())], True, ()),
 ]
 
 

@@ -271,7 +271,10 @@ class HFModelsMixin:
             return None
         deps.update(cls.scope.path for cls in chain)
         state = BridgeState(index, chain, config, self.finder.display(config.path))
-        state.transformers = config_class_chain(self, config.values.get("model_type"))
+        model_type = config.values.get("model_type")
+        if model_type not in self.hf_config_classes:
+            self.hf_config_classes[model_type] = config_class_chain(self, model_type)
+        state.transformers = self.hf_config_classes[model_type]
         state.config_obj = self.hf_value(state, config.values, None)
         state.config_obj.cls = _HF_CONFIG
         state.config_obj.open = True  # the transformers config class may add attributes

@@ -89,4 +89,5 @@ class Interpreter(ScopesMixin, MegatronMixin, HFModelsMixin, StateMixin, CallsMi
         self.attribute_errors: list[tuple] = []
         self.hf_configs: dict = {}  # (model id, revision) -> HFConfig | None, read once per run
         self.hf_config_folders: tuple = ()  # folders of config files named in the settings
+        self.hf_config_classes: dict = {}  # model_type -> transformers config class chain (or None)
         self._bridge_index = NO_INDEX_YET
