@@ -38,7 +38,7 @@ def _plain(value, depth=0):
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
     if isinstance(value, enum.Enum):
-        return {"enum": value.name}
+        return {"enum": value.name, "value": _plain(value.value, depth + 1)}
     mod = type(value).__module__
     if mod == "torch" and type(value).__name__ == "dtype":
         return {"dtype": str(value).replace("torch.", "")}
@@ -133,7 +133,9 @@ def dump(out_path: str) -> None:
 def _same(mine, real) -> bool:
     if isinstance(real, dict):
         kind, name = next(iter(real.items()))
-        text = str(getattr(mine, "value", mine) if kind == "enum" else mine)
+        if kind == "enum" and "value" in real and not isinstance(mine, str) and mine == real["value"]:
+            return True
+        text = str(getattr(mine, "qualname", None) or (getattr(mine, "value", mine) if kind == "enum" else mine))
         return text.rsplit(".", 1)[-1] == name or str(getattr(mine, "name", "")) == name
     if isinstance(real, float) and isinstance(mine, (int, float)) and not isinstance(mine, bool):
         return math.isclose(mine, real, rel_tol=1e-9, abs_tol=1e-12)
