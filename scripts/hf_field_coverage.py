@@ -170,6 +170,13 @@ def compare(dump_path: str, source: str, show_wrong: bool, show_unknown: int, on
         for field, real in rec["fields"].items():
             r_total += 1
             mine = cfg.value(field) if cfg is not None else None
+            if field == "mixed_precision" and cfg is not None and cfg.mixed_precision_name is not None:
+                # the recipe's name; mblint expands it into the config, as runtime_config_update() does
+                r_known += 1
+                if cfg.mixed_precision_name != real:
+                    wrong += 1
+                    wrong_rows.append((name, field, cfg.mixed_precision_name, real))
+                continue
             if cfg is None or isinstance(mine, Unknown) or not cfg.get(field) or not cfg.get(field).known:
                 unknown_by_field[field.rsplit(".", 1)[-1] if field.startswith("model.") else field] += 1
                 continue
