@@ -304,3 +304,69 @@ def test_settings_folder_of_configs(hub, tmp_path, mb06):
     options = CheckOptions(select=("PB005",), search_paths=(mb06,), jobs=1, settings=SettingsResolver())
     report = Engine(options, LoadedPlugins(rules=[rule])).check_paths([str(path)])
     assert [f.rule_id for f in report.findings] == ["PB005"]
+
+
+# ----- keys the config.json leaves out: the transformers config class at hand ---------------
+
+PRETRAINED_CONFIG = '''
+class PushToHubMixin:
+    def push_to_hub(self):
+        pass
+
+
+class PreTrainedConfig(PushToHubMixin):
+    model_type = ""
+    attribute_map = {}
+    tie_word_embeddings: bool = True
+    dtype: str | None = None
+
+    def __getattribute__(self, key):
+        return super().__getattribute__(key)
+'''
+
+# The shape of transformers 5's LlamaConfig (annotated defaults, head_dim computed when None).
+LLAMA_CONFIG = '''
+from ...configuration_utils import PreTrainedConfig
+
+
+class LlamaConfig(PreTrainedConfig):
+    model_type = "llama"
+    vocab_size: int = 32000
+    num_hidden_layers: int = 32
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    head_dim: int | None = None
+    rope_parameters: dict | None = None
+
+    def __post_init__(self, **kwargs):
+        if self.head_dim is None:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+'''
+
+
+def fake_transformers(root: Path) -> Path:
+    package = root / "transformers"
+    (package / "models" / "llama").mkdir(parents=True)
+    for folder in (package, package / "models", package / "models" / "llama"):
+        (folder / "__init__.py").write_text("")
+    (package / "configuration_utils.py").write_text(PRETRAINED_CONFIG)
+    (package / "models" / "llama" / "configuration_llama.py").write_text(LLAMA_CONFIG)
+    return root
+
+
+def test_missing_keys_take_the_config_class_defaults(hub, tmp_path, mb06):
+    config = {key: value for key, value in LLAMA3_8B.items() if key != "rope_scaling"}
+    write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", config)
+    path = recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B")
+    without = resolve_recipe(path, "model_config", search_paths=[mb06])
+    assert not is_known(without.value("model.add_bias_linear"))  # ("mlp_bias", "add_bias_linear"): maybe a default
+    assert not is_known(without.value("model.num_moe_experts"))
+    assert not is_known(without.value("model.position_embedding_type"))  # the class may default to YaRN
+    roots = [mb06, fake_transformers(tmp_path / "site")]
+    cfg = resolve_recipe(path, "model_config", search_paths=roots)
+    assert cfg.value("model.add_bias_linear") is False  # LlamaConfig.mlp_bias = False
+    assert cfg.value("model.num_moe_experts") is None  # no class of the chain has num_experts: not mapped
+    assert not is_known(cfg.value("model.kv_channels"))  # head_dim is computed by __post_init__
+    assert cfg.value("model.position_embedding_type") == "rope"  # rope_parameters defaults to None
+    origin = cfg.last_origin("model.add_bias_linear")
+    assert Path(origin.path).name == "configuration_llama.py"

@@ -493,16 +493,26 @@ class HFModelsMixin:
             kwargs[field] = value if dtype is not None else Unknown("the config's dtype")
             if dtype is not None:
                 origins[field] = self.hf_origin(state, dtype_key)
-        kwargs["activation_func"] = Unknown("the activation function named in the config")
+        kwargs["activation_func"] = Unknown("a function (mblint holds no function values)")
         return kwargs, origins
 
     def rope_type(self, state: BridgeState) -> Any:
-        scaling = state.config.values.get("rope_scaling", _MISSING)
-        if scaling is _MISSING:
-            return UNKNOWN  # the config class may give one (rope_parameters)
-        if isinstance(scaling, dict) and scaling:
-            return scaling.get("type") or scaling.get("rope_type")
-        return None
+        """The RoPE scaling type of ``hf_config.rope_scaling`` (None: no scaling). transformers 5
+        keeps it in ``rope_parameters``; a config.json with neither takes the config class's
+        defaults (a class may default to YaRN scaling)."""
+        values = state.config.values
+        for key in ("rope_parameters", "rope_scaling"):
+            scaling = values.get(key)
+            if isinstance(scaling, dict) and scaling:
+                return scaling.get("type") or scaling.get("rope_type")
+        if "rope_scaling" in values:
+            return None
+        if state.transformers is None:
+            return UNKNOWN
+        defaults = [state.transformers.model_default(key) for key in ("rope_parameters", "rope_scaling")]
+        if any(default is not None and default is not ABSENT_ATTRIBUTE for default in defaults):
+            return UNKNOWN  # a scaled default, or one mblint cannot read
+        return None if None in defaults else UNKNOWN
 
     def is_mla(self, spec: ClassSpec | None) -> bool:
         return spec is not None and self.schema.is_subclass(spec.qualname, "MLAModelProvider")

@@ -92,6 +92,18 @@ class ConfigClassChain:
             return ABSENT_ATTRIBUTE, None
         return UNKNOWN, None
 
+    def model_default(self, key: str) -> Any:
+        """The model class's own declared default for ``key`` unless its own methods assign it
+        (the base classes' methods only normalise the format: transformers 5 turns a None
+        ``rope_parameters`` into the default, unscaled RoPE); ``ABSENT_ATTRIBUTE`` when the
+        model class does not declare it."""
+        model = self.classes[0]
+        if key in model.computed:
+            return UNKNOWN
+        if key in model.defaults:
+            return _constant(model.defaults[key])
+        return ABSENT_ATTRIBUTE
+
     @property
     def closed(self) -> bool:
         """Every attribute the config can have is known to this chain."""
