@@ -3,10 +3,11 @@ bundle (a checkout of main, a release that shipped yesterday) is linted against 
 fields, defaults and registered names.
 
 The source is read with ``ast`` (never imported) and only as far as the configuration
-classes reach: ``ConfigContainer`` and the classes its fields name, the model providers, the
-modules where the nearest bundled release has configuration classes, and the mixed-precision
-registry. Megatron-Core's classes and facts, and the HF-bridge facts, come from the nearest
-bundled release (the source at hand rarely holds Megatron-Core). Work is bounded (files,
+classes reach: ``ConfigContainer`` and the classes its fields name (with their bases and
+default factories), the mixed-precision config and registry, the deprecations and the checks
+of ``facts.SOURCE_CHECKS``. The other classes (model providers, PEFT and data helpers,
+Megatron-Core's), Megatron-Core's facts and the HF-bridge facts come from the nearest bundled
+release (the source at hand rarely holds Megatron-Core). Work is bounded (files,
 bytes, nesting); a source mblint cannot derive from falls back to the bundled schema, with a
 note.
 
@@ -421,18 +422,12 @@ def derive_json(source: BridgeSource, base: Schema, files: list[tuple[Path, byte
 
 
 def _seed_classes(source: BridgeSource, base: Schema, index: SourceIndex):
-    """ConfigContainer, the classes of every module where the bundled release has Megatron-Bridge
-    classes, and the classes of every provider module."""
-    modules = {spec.module for spec in base.classes.values() if spec.module.startswith("megatron.bridge")}
-    models = source.package / "models"
-    for path in sorted(models.rglob("*provider*.py")) if models.is_dir() else ():
-        relative = path.relative_to(source.root).with_suffix("")
-        modules.add(".".join(relative.parts[:-1] if relative.name == "__init__" else relative.parts))
+    """ConfigContainer (the classes its fields name, their bases and factories follow) and the
+    mixed-precision config. The other Megatron-Bridge classes (model providers, PEFT and data
+    helpers) are the nearest bundled release's: deriving them too parses about five times as
+    many modules (benchmarks/README, issue 25)."""
     yield CONFIG_CONTAINER
-    for module in sorted(modules):
-        found = index.modules.get(module)
-        if found is not None:
-            yield from (f"{module}.{name}" for name in found.classes)
+    yield MIXED_PRECISION + ".MixedPrecisionConfig"
 
 
 def _assemble(source, base: Schema, index, extractor, classes: dict, files) -> dict:
@@ -440,7 +435,7 @@ def _assemble(source, base: Schema, index, extractor, classes: dict, files) -> d
     bridge = {q: c for q, c in classes.items()}
     outside = {q: {"name": spec.name, "module": spec.module, "bases": list(spec.bases),
                    "fields": {n: extractor._record(f) for n, f in spec.fields.items()}}
-               for q, spec in base.classes.items() if not q.startswith("megatron.bridge")}
+               for q, spec in base.classes.items() if q not in classes}
     all_classes = {**outside, **bridge}
     enums = dict(base.enums)
     for cls in bridge.values():
