@@ -257,3 +257,22 @@ def test_a_run_makes_only_the_kept_dataclasses_and_compiles_directive_patterns_o
     assert compiled == "[]"  # no file mentions mblint: no directive or world-size comment searched
     _, compiled = _start_probe(tmp_path, RECIPE + "# mblint: ignore[OT001] a reason\n")
     assert compiled == repr(["DIRECTIVE", "IGNORE", "KNOWN_OTHER", "WORLD_SIZE_COMMENT"])
+
+
+def test_importing_the_cli_leaves_the_garbage_collector_alone():
+    import subprocess
+    import sys
+
+    probe = "import gc, mblint.cli, mblint.engine; print(gc.isenabled())"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "True"
+
+
+def test_an_in_process_run_restores_the_garbage_collector(tmp_path, monkeypatch):
+    import gc
+
+    write(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert gc.isenabled()
+    CliRunner().invoke(main, ["check", "--no-cache", "recipe.py"])
+    assert gc.isenabled()
