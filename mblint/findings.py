@@ -86,7 +86,7 @@ class Finding(Record):
 
 
 def origin_from_dict(data: dict) -> Origin:
-    return Origin.at(data["path"], data["line"], data["column"], data["end_line"], data["end_column"],
+    return Origin(data["path"], data["line"], data["column"], data["end_line"], data["end_column"],
                      data.get("kind", "set"), data.get("seq", 0))
 
 
@@ -150,7 +150,7 @@ _SEVERITIES = {int(severity): severity for severity in Severity}
 
 
 def _origin_reduced(origin: Origin) -> tuple:
-    return Origin.at, (origin.path, origin.line, origin.column, origin.end_line, origin.end_column, origin.kind,
+    return Origin, (origin.path, origin.line, origin.column, origin.end_line, origin.end_column, origin.kind,
                        origin.seq)
 
 

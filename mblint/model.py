@@ -55,31 +55,12 @@ class FrozenRecord(Record):
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
-class _OriginDraft:
-    """An ``Origin`` being made: its slots are filled with plain stores, then it becomes an
-    ``Origin`` (a class with the same slots can take another's place). The frozen dataclass's
-    ``__init__`` costs an ``object.__setattr__`` per field, and the interpreter makes an
-    origin for every assignment it reads."""
-
-    __slots__ = ("path", "line", "column", "end_line", "end_column", "kind", "seq", "via")
-
-    def __init__(self, path: str, line: int, column: int, end_line: int, end_column: int, kind: str = "set",
-                 seq: int = 0, via: tuple = ()) -> None:
-        self.path = path
-        self.line = line
-        self.column = column
-        self.end_line = end_line
-        self.end_column = end_column
-        self.kind = kind
-        self.seq = seq
-        self.via = via
-        self.__class__ = Origin
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Origin:
     """A place in a file that set a value. Lines are 1-based; columns are 1-based characters,
-    and ``end_column`` is exclusive (SARIF's convention)."""
+    and ``end_column`` is exclusive (SARIF's convention). Equal and hashed by its place; never
+    changed once made. Not ``frozen``: a frozen dataclass's ``__init__`` costs three times as
+    much, and the interpreter makes one per assignment it reads (4 % of a cold run)."""
 
     path: str
     line: int
@@ -91,12 +72,6 @@ class Origin:
     # The calls (outermost first) through which the interpreter reached this place, each with
     # an ``origin()``: where a value set inside a library helper shows in the recipe.
     via: tuple = field(default=(), compare=False, repr=False)
-
-    at = _OriginDraft  # Origin.at(path, line, column, end_line, end_column, kind="set", seq=0, via=())
-
-    def __reduce__(self) -> tuple:
-        return (Origin.at, (self.path, self.line, self.column, self.end_line, self.end_column, self.kind, self.seq,
-                            self.via))
 
     def to_json(self) -> dict:
         return {

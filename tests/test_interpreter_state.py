@@ -246,7 +246,7 @@ def _after_one_sided_branch(seed: int, merged_with_the_start: bool) -> list:
     values = [0, 1, "a", UNKNOWN, *objects[2:]]
     for number, obj in enumerate(objects):
         for key in rng.sample("abcdefgh", rng.randrange(6)):
-            obj.set(key, rng.choice(values), Origin.at("r.py", number, 1, number, 2))
+            obj.set(key, rng.choice(values), Origin("r.py", number, 1, number, 2))
     start = interp.snapshot(frame)
     held = []  # (table of a snapshot, its items then): never written afterwards
     for step in range(rng.randrange(12)):
@@ -261,7 +261,7 @@ def _after_one_sided_branch(seed: int, merged_with_the_start: bool) -> list:
         elif action == 3:
             held += [(table, list(table.items())) for table in interp.snapshot(frame)["fields"]]  # as a return does
         else:
-            obj.set(rng.choice("abcdefghij"), rng.choice(values), Origin.at("r.py", 10 + step, 1, 10 + step, 2))
+            obj.set(rng.choice("abcdefghij"), rng.choice(values), Origin("r.py", 10 + step, 1, 10 + step, 2))
     if merged_with_the_start:
         interp.merge_start_into_current(start, frame)
     else:

@@ -232,8 +232,8 @@ def test_a_worker_sends_a_result_as_its_cached_form_keeps_it():
             self.tree = ast.parse("x = 1\n" * 500)
 
     via = (Call(),)
-    location = Origin.at("a.py", 3, 5, 3, 9, "override", 7, via)
-    related = Related(Origin.at("b.py", 1, 1, 1, 4, "default", 2, via), "set here")
+    location = Origin("a.py", 3, 5, 3, 9, "override", 7, via)
+    related = Related(Origin("b.py", 1, 1, 1, 4, "default", 2, via), "set here")
     fixes = (FixIntent("set", "train.x", [1, 2], None, False, "set x", True), FixIntent("remove", "train.y"))
     finding = Finding("CP002", "cp-thing", Severity.ERROR, "message", location, [related], ["train.x"],
                       "a.py::f", list(fixes), extra={"k": [1]})
@@ -266,7 +266,7 @@ def test_every_field_of_a_finding_part_travels_from_a_worker():
     from mblint.findings import TRANSFER_REDUCERS, Finding, FixIntent, Related, Severity
     from mblint.model import Origin
 
-    origin = Origin.at("a.py", 1, 1, 1, 2)
+    origin = Origin("a.py", 1, 1, 1, 2)
     samples = {
         Origin: origin,
         Related: Related(origin, "set here"),

@@ -12,7 +12,6 @@ if TYPE_CHECKING:
     from mblint.extract.scopes import Frame
 
 
-_new_origin = Origin.at
 
 
 def _origin_at(node: ast.AST, source: ModuleSource, seq: int, via: tuple) -> Origin:
@@ -21,8 +20,8 @@ def _origin_at(node: ast.AST, source: ModuleSource, seq: int, via: tuple) -> Ori
     end_column = node.end_col_offset or column
     wide_lines = source.wide_lines
     if not wide_lines:  # UTF-8 byte offsets are character columns
-        return _new_origin(source.display_path, line, column + 1, end_line, end_column + 1, "set", seq, via)
-    return _new_origin(source.display_path, line,
+        return Origin(source.display_path, line, column + 1, end_line, end_column + 1, "set", seq, via)
+    return Origin(source.display_path, line,
                        source.char_column(line, column) if line in wide_lines else column + 1, end_line,
                        source.char_column(end_line, end_column) if end_line in wide_lines else end_column + 1,
                        "set", seq, via)
@@ -38,7 +37,7 @@ def _stamp(origin: Origin | tuple | None) -> Origin | None:
 def _with_kind(origin: Origin | None, kind: str) -> Origin | None:
     if origin is None:
         return None
-    return Origin.at(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, kind, origin.seq,
+    return Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, kind, origin.seq,
                      origin.via)
 
 

@@ -8,7 +8,7 @@ import ast
 from typing import Any
 
 from mblint.extract.limits import _FAST_PATH_DEPTH, MAX_EXPR_DEPTH, MAX_STEPS, BudgetExceeded
-from mblint.extract.positions import _new_origin, _origin_at
+from mblint.extract.positions import _origin_at
 from mblint.extract.python_builtins import _PLAIN_TYPES
 from mblint.extract.scopes import _NOT_FOUND, Frame, Return
 from mblint.extract.values import FuncRef, Obj, is_unknown
@@ -125,7 +125,7 @@ class StatementsMixin:
             origin = _origin_at(stmt, source, self.clock, self.call_sites)
         else:  # _origin_at(), inlined: UTF-8 byte offsets are character columns
             line, column = parts["lineno"], parts["col_offset"]
-            origin = _new_origin(source.display_path, line, column + 1, parts["end_lineno"] or line,
+            origin = Origin(source.display_path, line, column + 1, parts["end_lineno"] or line,
                                  (parts["end_col_offset"] or column) + 1, "set", self.clock, self.call_sites)
         targets = parts["targets"]
         target = targets[0]

@@ -218,7 +218,7 @@ class Rebase:
             node, source, seq, via = origin
             rebased = (node, source, seq + self.shift, self.via(via))
         else:
-            rebased = Origin.at(origin.path, origin.line, origin.column, origin.end_line, origin.end_column,
+            rebased = Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column,
                                 origin.kind, origin.seq + self.shift, self.via(origin.via))
         self._done[id(origin)] = (origin, rebased)
         return rebased
