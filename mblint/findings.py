@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from mblint.model import FrozenRecord, Origin, Record
+from mblint.model import Origin
 
 
 class Severity(IntEnum):
@@ -42,35 +42,29 @@ class FixIntent:
     alternative: bool = False
 
 
-class Related(FrozenRecord):
+@dataclass(frozen=True)
+class Related:
     """Another place that takes part in a finding, and what it does there."""
 
-    _fields = ("origin", "message")
-
-    def __init__(self, origin: Origin, message: str) -> None:
-        self.__dict__.update(origin=origin, message=message)
+    origin: Origin
+    message: str
 
 
-class Finding(Record):
+@dataclass
+class Finding:
     """What a rule reports: where (``location``), about which fields, with the fixes it proposes."""
 
-    _fields = ("rule_id", "rule_name", "severity", "message", "location", "related", "fields", "recipe", "fixes",
-               "suppressed", "extra")
-
-    def __init__(self, rule_id: str, rule_name: str, severity: Severity, message: str, location: Origin,
-                 related: tuple[Related, ...] = (), fields: tuple[str, ...] = (), recipe: str = "",
-                 fixes: tuple[FixIntent, ...] = (), suppressed: bool = False, extra: dict | None = None) -> None:
-        self.rule_id = rule_id
-        self.rule_name = rule_name
-        self.severity = severity
-        self.message = message
-        self.location = location
-        self.related = related
-        self.fields = fields
-        self.recipe = recipe
-        self.fixes = fixes
-        self.suppressed = suppressed
-        self.extra = {} if extra is None else extra
+    rule_id: str
+    rule_name: str
+    severity: Severity
+    message: str
+    location: Origin
+    related: tuple[Related, ...] = ()
+    fields: tuple[str, ...] = ()
+    recipe: str = ""
+    fixes: tuple[FixIntent, ...] = ()
+    suppressed: bool = False
+    extra: dict = field(default_factory=dict)
 
     @property
     def applicable_fixes(self) -> tuple[FixIntent, ...]:
@@ -90,21 +84,13 @@ def origin_from_dict(data: dict) -> Origin:
                      data.get("kind", "set"), data.get("seq", 0))
 
 
-def _frozen(cls: type, **values: Any) -> Any:
-    """A frozen record (dataclass or ``FrozenRecord``) without its ``__init__``: a warm run
-    decodes every cached finding. ``values`` must name every field."""
-    instance = object.__new__(cls)
-    instance.__dict__.update(values)
-    return instance
-
-
 def _related_from_dict(data: dict) -> Related:
-    return _frozen(Related, origin=origin_from_dict(data["origin"]), message=data["message"])
+    return Related(origin_from_dict(data["origin"]), data["message"])
 
 
 def _fix_from_dict(data: dict) -> FixIntent:
-    return _fix(data["action"], data["field"], data.get("value"), data.get("new_field"), data.get("safe", True),
-                data.get("description", ""), data.get("alternative", False))
+    return FixIntent(data["action"], data["field"], data.get("value"), data.get("new_field"), data.get("safe", True),
+                     data.get("description", ""), data.get("alternative", False))
 
 
 def finding_to_dict(finding: Finding) -> dict:
@@ -165,13 +151,7 @@ def _related_reduced(related: Related) -> tuple:
 
 
 def _fix_reduced(fix: FixIntent) -> tuple:
-    return _fix, (fix.action, fix.field, fix.value, fix.new_field, fix.safe, fix.description, fix.alternative)
-
-
-def _fix(action: str, field: str, value: Any, new_field: str | None, safe: bool, description: str,
-         alternative: bool) -> FixIntent:
-    return _frozen(FixIntent, action=action, field=field, value=value, new_field=new_field, safe=safe,
-                   description=description, alternative=alternative)
+    return FixIntent, (fix.action, fix.field, fix.value, fix.new_field, fix.safe, fix.description, fix.alternative)
 
 
 TRANSFER_REDUCERS = {Origin: _origin_reduced, Finding: _finding_reduced, Related: _related_reduced,

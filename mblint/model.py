@@ -7,52 +7,8 @@ dict-valued fields (``dataset.dataset_kwargs``, ``env_vars``) continue the path.
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError, dataclass, field
-from operator import attrgetter
+from dataclasses import dataclass, field
 from typing import Any, Iterator
-
-
-class Record:
-    """Equality and repr over the fields a subclass names in ``_fields``, as a dataclass has
-    them (equal: same class and equal fields; unhashable). Made without the generated methods
-    of ``@dataclass``, whose ``exec`` costs 0.5-1 ms per class at every start."""
-
-    __slots__ = ()
-    _fields: tuple[str, ...] = ()
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if len(cls._fields) > 1:  # attrgetter of several names answers their tuple, at C speed
-            cls._values = property(attrgetter(*cls._fields))
-
-    @property
-    def _values(self) -> tuple:
-        return tuple(getattr(self, name) for name in self._fields)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values == other._values
-        return NotImplemented
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
-        return f"{self.__class__.__qualname__}({fields})"
-
-
-class FrozenRecord(Record):
-    """A ``Record`` as a frozen dataclass: hashed by its fields, never assigned to after
-    ``__init__`` (which stores the fields in the instance's ``__dict__``)."""
-
-    __slots__ = ()
-
-    def __hash__(self) -> int:
-        return hash(self._values)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -153,16 +109,19 @@ class ResolvedField:
         return self.origins[-1] if self.origins else None
 
 
-class RecipeRef(FrozenRecord):
+@dataclass(frozen=True)
+class RecipeRef:
     """The recipe function (or override pairing) a configuration came from; ``last_line``:
     the function's last line."""
 
-    _fields = ("path", "function", "line", "column", "end_line", "end_column", "overrides", "last_line")
-
-    def __init__(self, path: str, function: str, line: int = 1, column: int = 1, end_line: int = 1,
-                 end_column: int = 1, overrides: tuple[str, ...] = (), last_line: int = 0) -> None:
-        self.__dict__.update(path=path, function=function, line=line, column=column, end_line=end_line,
-                             end_column=end_column, overrides=overrides, last_line=last_line)
+    path: str
+    function: str
+    line: int = 1
+    column: int = 1
+    end_line: int = 1
+    end_column: int = 1
+    overrides: tuple[str, ...] = ()
+    last_line: int = 0
 
     def contains(self, origin: Origin) -> bool:
         return origin.path == self.path and self.line <= origin.line <= max(self.last_line, self.line)

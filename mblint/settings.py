@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mblint.model import FrozenRecord
 from mblint.paths import RealFolders, absolute, read_regular
 
 if sys.version_info >= (3, 11):
@@ -48,23 +48,24 @@ class SettingsError(ValueError):
     """A settings file is unreadable or holds an unknown key or a wrong value (exit code 2)."""
 
 
-class Settings(FrozenRecord):
+@dataclass(frozen=True)
+class Settings:
     """The settings of one settings file (``source``; None: the defaults), for the files of its
     folder ``root`` (default: the working folder) and below."""
 
-    _fields = ("source", "root", "select", "extend_select", "ignore", "per_file_ignores", "exclude", "fail_on",
-               "version", "world_size", "search_paths", "pairing", "hf_config_paths")
-
-    def __init__(self, source: Path | None = None, root: Path | None = None, select: tuple[str, ...] | None = None,
-                 extend_select: tuple[str, ...] = (), ignore: tuple[str, ...] = (),
-                 per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = (), exclude: tuple[str, ...] = (),
-                 fail_on: str | None = None, version: str | None = None, world_size: int | None = None,
-                 search_paths: tuple[str, ...] = (), pairing: tuple[tuple[str, str], ...] = (),
-                 hf_config_paths: tuple[str, ...] = ()) -> None:
-        self.__dict__.update(source=source, root=Path.cwd() if root is None else root, select=select,
-                             extend_select=extend_select, ignore=ignore, per_file_ignores=per_file_ignores,
-                             exclude=exclude, fail_on=fail_on, version=version, world_size=world_size,
-                             search_paths=search_paths, pairing=pairing, hf_config_paths=hf_config_paths)
+    source: Path | None = None
+    root: Path = field(default_factory=Path.cwd)
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = ()
+    fail_on: str | None = None
+    version: str | None = None
+    world_size: int | None = None
+    search_paths: tuple[str, ...] = ()
+    pairing: tuple[tuple[str, str], ...] = ()
+    hf_config_paths: tuple[str, ...] = ()
 
     # ----- per-file questions -----------------------------------------------------------
 

@@ -5,11 +5,11 @@ use, so ``cfg = _sft_common()`` works when Megatron-Bridge's sources are on the 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from mblint.findings import Finding
-from mblint.model import FrozenRecord
 
 HEADER = """\
 import math
@@ -36,16 +36,17 @@ from megatron.bridge.training.mixed_precision import bf16_mixed, get_mixed_preci
 MARKER = r"#\s*(error|finding)\b"  # compiled by the re module when examples run, not at import
 
 
-class Example(FrozenRecord):
+@dataclass(frozen=True)
+class Example:
     """``code``: the function body. ``dotlist`` overrides and a ``yaml`` override file are
     applied after it; a ``# error`` marker in the code or the YAML is where the finding lands."""
 
-    _fields = ("code", "version", "world_size", "dotlist", "yaml", "function")
-
-    def __init__(self, code: str, version: str = "0.6", world_size: int | None = None, dotlist: tuple[str, ...] = (),
-                 yaml: str | None = None, function: str = "example_config") -> None:
-        self.__dict__.update(code=code, version=version, world_size=world_size, dotlist=dotlist, yaml=yaml,
-                             function=function)
+    code: str
+    version: str = "0.6"
+    world_size: int | None = None
+    dotlist: tuple[str, ...] = ()
+    yaml: str | None = None
+    function: str = "example_config"
 
     @classmethod
     def of(cls, item: "Example | str") -> "Example":

@@ -210,55 +210,6 @@ def test_overrides_are_imported_only_for_a_run_with_overrides(tmp_path):
     assert imported("--set", "train.train_iters=10") == "overrides imported: True"
 
 
-# Run in a fresh interpreter: records the classes @dataclass makes (outside the interpreter
-# package) and the regular expressions compiled, over one `mblint check`.
-_START_PROBE = """\
-import dataclasses, re, sys
-made, compiled = [], set()
-process_class, compile_ = dataclasses._process_class, re._compile
-def recording_process_class(cls, *args):
-    if not cls.__module__.startswith("mblint.extract"):
-        made.append(f"{cls.__module__}.{cls.__qualname__}")
-    return process_class(cls, *args)
-def recording_compile(pattern, flags):
-    compiled.add(pattern)
-    return compile_(pattern, flags)
-dataclasses._process_class, re._compile = recording_process_class, recording_compile
-from mblint.cli import main
-try:
-    main(sys.argv[1:])
-except SystemExit:
-    pass
-from mblint import engine, suppress, testing
-rare = {"WORLD_SIZE_COMMENT": engine.WORLD_SIZE_COMMENT, "DIRECTIVE": suppress.DIRECTIVE,
-        "YAML_COMMENT": suppress.YAML_COMMENT, "KNOWN_OTHER": suppress.KNOWN_OTHER, "IGNORE": suppress.IGNORE,
-        "MARKER": testing.MARKER}
-print(sorted(made), sorted(name for name, pattern in rare.items() if pattern in compiled), sep="\\n", file=sys.stderr)
-"""
-
-# The record types that stay dataclasses (dataclasses.replace makes changed copies of them);
-# every other record class is a plain class or a Record, made without exec at import.
-KEPT_DATACLASSES = ["mblint.engine.CheckOptions", "mblint.findings.FixIntent", "mblint.model.Origin"]
-
-
-def _start_probe(tmp_path: Path, text: str) -> list[str]:
-    import subprocess
-    import sys
-
-    (tmp_path / "recipe.py").write_text(text)
-    done = subprocess.run([sys.executable, "-c", _START_PROBE, "check", "--no-cache", "-j1", "recipe.py"],
-                          cwd=tmp_path, capture_output=True, text=True, check=True)
-    return done.stderr.strip().splitlines()[-2:]
-
-
-def test_a_run_makes_only_the_kept_dataclasses_and_compiles_directive_patterns_only_when_needed(tmp_path):
-    made, compiled = _start_probe(tmp_path, RECIPE)
-    assert made == repr(KEPT_DATACLASSES)
-    assert compiled == "[]"  # no file mentions mblint: no directive or world-size comment searched
-    _, compiled = _start_probe(tmp_path, RECIPE + "# mblint: ignore[OT001] a reason\n")
-    assert compiled == repr(["DIRECTIVE", "IGNORE", "KNOWN_OTHER", "WORLD_SIZE_COMMENT"])
-
-
 def test_importing_the_cli_leaves_the_garbage_collector_alone():
     import subprocess
     import sys
