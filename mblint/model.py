@@ -175,20 +175,10 @@ class EffectiveConfig:
         # Quantities derived from the fields that several rules share (see
         # rules/_derived.per_config); rules only read a built configuration.
         self.derived: dict[str, Any] = {}
-        if graph is not None and fields is None:
-            # Until the graph is flattened, look-ups go straight to it (rules make ~150k).
-            self.value = graph.lookup
-            self.type_of = graph.type_of
-        if graph is not None:
-            self.origins = graph.origins  # a tuple already; answered from memory after the first time
-            self.last_kind = graph.last_kind
-            self.last_origin = graph.last_origin
 
     def _flatten(self) -> None:
         if self._fields is None:
             self._fields, self._types, self._open_dicts = self._graph.flatten()
-            self.__dict__.pop("value", None)
-            self.__dict__.pop("type_of", None)
 
     @property
     def fields(self) -> dict[str, ResolvedField]:
@@ -213,7 +203,7 @@ class EffectiveConfig:
     def value(self, path: str) -> Any:
         """The field's value, ``UNKNOWN`` if it cannot be known, ``ABSENT`` if it does not exist."""
         if self._graph is not None and self._fields is None:
-            return self._graph.lookup(path)
+            return self._graph.value_answers[path]
         resolved = self.fields.get(path)
         if resolved is not None:
             return resolved.value
@@ -235,7 +225,7 @@ class EffectiveConfig:
     def type_of(self, path: str) -> str | None:
         """Class name of an object node, or None when the node is not an object (or unknown)."""
         if self._graph is not None and self._fields is None:
-            return self._graph.type_of(path)
+            return self._graph.type_answers[path]
         return self.types.get(path)
 
     def from_command_line(self, origin: Origin) -> bool:
@@ -245,18 +235,22 @@ class EffectiveConfig:
     def origins(self, path: str) -> tuple[Origin, ...]:
         """Where the field (or, for an object node, the object) was set, in program order."""
         if self._graph is not None:
-            return tuple(self._graph.origins(path))
+            return self._graph.origin_answers[path]
         resolved = self.get(path)
         return resolved.origins if resolved else ()
 
     def last_kind(self, path: str) -> str | None:
         """The kind of the last origin at ``path`` ("set", "default", "override", ...), None
         when it has none: ``origins(path)[-1].kind`` without working out where it is."""
+        if self._graph is not None:
+            return self._graph.last_kind(path)
         origins = self.origins(path)
         return origins[-1].kind if origins else None
 
     def last_origin(self, path: str) -> Origin | None:
         """``origins(path)[-1]``, None when there is none."""
+        if self._graph is not None:
+            return self._graph.last_origin(path)
         origins = self.origins(path)
         return origins[-1] if origins else None
 

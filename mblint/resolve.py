@@ -387,18 +387,17 @@ class GraphView:
     def __init__(self, root: Obj) -> None:
         self.root = root
         self._memo: dict[str, tuple[Any, tuple]] = {}
-        self._values = _Answers(root, self._memo)  # lookup() answers
-        self.lookup = self._values.__getitem__  # the method below, without its Python call
-        self._types = _TypeAnswers(root, self._memo)  # type_of() answers
-        self.type_of = self._types.__getitem__  # likewise
-        self._origins = _OriginAnswers(root, self._memo)  # origins() answers
-        self.origins = self._origins.__getitem__  # likewise
+        # Answers by path, worked out on first use: ``lookup``, ``type_of`` and ``origins`` read
+        # them; ``EffectiveConfig`` indexes them directly (rules make ~150k look-ups a run).
+        self.value_answers = _Answers(root, self._memo)
+        self.type_answers = _TypeAnswers(root, self._memo)
+        self.origin_answers = _OriginAnswers(root, self._memo)
 
     def _walk_to(self, path: str) -> tuple[Any, tuple]:
         return _walk_to(self.root, self._memo, path)
 
     def lookup(self, path: str) -> Any:
-        return self._values[path]
+        return self.value_answers[path]
 
     def field(self, path: str) -> ResolvedField | None:
         value, origins = self._walk_to(path)
@@ -410,7 +409,7 @@ class GraphView:
 
     def origins(self, path: str) -> tuple:
         """Origins of a leaf, or of an object node (where the object was assigned)."""
-        return self._origins[path]
+        return self.origin_answers[path]
 
     def last_kind(self, path: str) -> str | None:
         """``origins(path)[-1].kind``, read as stored: a rebase changes no origin's kind."""
@@ -419,7 +418,7 @@ class GraphView:
 
     def last_origin(self, path: str) -> Origin | None:
         """``origins(path)[-1]``, the others left as stored."""
-        origins = self._origins.get(path)
+        origins = self.origin_answers.get(path)
         if origins is not None:
             return origins[-1] if origins else None
         origins = self._walk_to(path)[1]
@@ -432,7 +431,7 @@ class GraphView:
 
     def type_of(self, path: str) -> str | None:
         """Class name of the object node at ``path``; None when it is no object."""
-        return self._types[path]
+        return self.type_answers[path]
 
     def keys(self, path: str) -> list[str]:
         """The keys (or field names) directly below an object node."""
