@@ -173,7 +173,7 @@ class EffectiveConfig:
         self._types = types
         self._open_dicts = open_dicts
         # Quantities derived from the fields that several rules share (see
-        # rules/_derived.per_config); rules only read a built configuration.
+        # mblint.rulekit.per_config); rules only read a built configuration.
         self.derived: dict[str, Any] = {}
 
     def _flatten(self) -> None:

@@ -41,7 +41,7 @@ class Rule:
     invalid: ClassVar[Sequence[Any]] = ()
     precondition: ClassVar[Callable[[EffectiveConfig], bool] | None] = None
     """A shared test of the configuration, one of the ``@precondition`` functions of
-    rules/_derived.py, that is False only where ``check`` certainly reports nothing (it returns
+    mblint/rulekit.py, that is False only where ``check`` certainly reports nothing (it returns
     at once then, also when the value is unknown). The engine skips the rule where it is False;
     it is computed once per configuration for every rule that declares it."""
 

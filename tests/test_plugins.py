@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import rules
+
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "plugins"
 RECIPE = '''\
 from megatron.bridge.training.config import ConfigContainer, TrainingConfig
@@ -97,112 +99,6 @@ def test_entry_point_values_load_as_importlib_metadata_loads_them():
     assert _load_entry_point("os : path.join [extra]") is os.path.join
 
 
-def test_built_in_pack_walk_agrees_with_pkgutil(tmp_path, monkeypatch):
-    """The built-in pack lists its modules with one directory scan per folder; the names and
-    their order are pkgutil.walk_packages', on the pack itself and on a package with the odd
-    entries pkgutil skips or keeps; the rule classes are the ones inspect.getmembers finds."""
-    import importlib
-    import inspect
-    import pkgutil
-
-    import rules
-    from mblint.rule import Rule
-
-    def pkgutil_names(paths, prefix):
-        return [info.name for info in pkgutil.walk_packages(paths, prefix)]
-
-    assert list(rules.module_names(rules.__path__, "rules.")) == pkgutil_names(rules.__path__, "rules.")
-    package = tmp_path / "oddpack"
-    for folder in ("inner/deeper", "inner/__pycache__", "no_init", "twin", "dotted.name"):
-        (package / folder).mkdir(parents=True)
-    for file in ("__init__.py", "b.py", "a.pyc", "c.cpython-311-x86_64-linux-gnu.so", "twin.py", "notes.txt",
-                 "inner/__init__.py", "inner/x.py", "inner/deeper/__init__.py", "inner/deeper/y.py",
-                 "inner/__pycache__/x.cpython-311.pyc", "no_init/z.py", "twin/__init__.py", "dotted.name/__init__.py"):
-        (package / file).write_text("")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    ours = list(rules.module_names([str(package)], "oddpack."))
-    assert ours == pkgutil_names([str(package)], "oddpack.") and "oddpack.inner.deeper.y" in ours
-    expected = []
-    for name in pkgutil_names(rules.__path__, "rules."):
-        module = importlib.import_module(name)
-        expected += [value for _, value in inspect.getmembers(module, inspect.isclass)
-                     if issubclass(value, Rule) and value is not Rule and value.__module__ == name and value.id]
-    assert rules.mblint_rules() == expected
-
-
-FRESH_PACK_LOAD = '''
-import importlib, json, sys
-from importlib.machinery import SourceFileLoader
-asked = []
-
-
-class Watcher:
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        asked.append(name) if name.startswith("rules.") else None
-        return None
-
-
-sys.meta_path.insert(0, Watcher)
-import rules
-
-classes = rules.mblint_rules()
-loaded = {name: [module.__file__, module.__cached__, isinstance(module.__loader__, SourceFileLoader),
-                 getattr(sys.modules[name.rpartition(".")[0]], name.rpartition(".")[2]) is module]
-          for name, module in sys.modules.items() if name.startswith("rules.")}
-sys.meta_path.remove(Watcher)
-expected = {}
-for name in loaded:
-    del sys.modules[name]
-for name in loaded:
-    module = importlib.import_module(name)
-    expected[name] = [module.__file__, module.__cached__, isinstance(module.__loader__, SourceFileLoader), True]
-print(json.dumps([asked, loaded, expected, len(classes)]))
-'''
-
-
-def test_built_in_pack_loads_its_modules_from_the_files_it_lists(tmp_path):
-    """In a fresh interpreter, the rule modules the walk found as lone ``.py`` files are loaded
-    from those files without asking the import system's finders (only the packages are
-    imported through them), and look as the import system would have made them."""
-    import json
-
-    import rules
-
-    done = subprocess.run([sys.executable, "-c", FRESH_PACK_LOAD], capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(Path(rules.__file__).parent.parent)}, check=True)
-    asked, loaded, expected, classes = json.loads(done.stdout)
-    packages = {name for name in loaded if loaded[name][0].endswith("__init__.py")}
-    assert classes > 100 and len(packages) > 5
-    assert set(asked) == packages
-    assert loaded == expected
-
-
-def test_files_are_read_whole(tmp_path):
-    """``read_bytes`` (the pack's loader, the entry-point scan) reads a file as a buffered
-    ``open`` would, whatever its size."""
-    import rules
-    from mblint.paths import read_bytes
-
-    loader = rules._SourceLoader("x", str(tmp_path / "x.py"))
-    for size in (0, 1, 65535, 65536, 200_001):
-        target = tmp_path / f"data{size}"
-        target.write_bytes(bytes(range(256)) * (size // 256) + b"z" * (size % 256))
-        assert read_bytes(str(target)) == loader.get_data(str(target)) == target.read_bytes()
-
-
-def test_built_in_pack_lists_lone_sources(tmp_path):
-    """Only a module whose one file is ``name.py`` is loaded from its file; twins (a package
-    beside a module, a ``.py`` beside a compiled module) go through the import system."""
-    import rules
-
-    for file in ("a.py", "b.py", "b.cpython-311-x86_64-linux-gnu.so", "c.pyc", "pkg/__init__.py", "pkg.py"):
-        (tmp_path / file).parent.mkdir(exist_ok=True)
-        (tmp_path / file).write_text("")
-    assert rules._folder_modules(str(tmp_path)) == [
-        ("a", False, str(tmp_path / "a.py")), ("b", False, None), ("c", False, None), ("pkg", True, None)]
-
-
 def test_loading_the_rules_leaves_run_time_helpers_unimported(tmp_path):
     """The command line, the engine, the worker pool and the built-in rules import no module
     that only some runs use (suggestions for unknown names, example bodies, killing workers):
@@ -215,3 +111,19 @@ def test_loading_the_rules_leaves_run_time_helpers_unimported(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, check=True,
                           env={**os.environ, "PYTHONPATH": str(Path(rules.__file__).parent.parent)})
     assert done.stdout.strip() == "[]"
+
+
+def test_the_built_in_pack_imports_only_the_rule_kit_from_mblint():
+    """The built-in pack is written as a third-party pack would be: mblint.rulekit is its
+    whole view of mblint."""
+    import ast
+
+    imported = set()
+    for path in Path(rules.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add((node.module.split(".")[0], node.module))
+            elif isinstance(node, ast.Import):
+                imported.update((alias.name.split(".")[0], alias.name) for alias in node.names)
+    assert {module for top, module in imported if top == "mblint"} == {"mblint.rulekit"}
+    assert not {module for top, module in imported if top == "rules"}

@@ -13,7 +13,7 @@ from mblint.plugins import LoadedPlugins, load_plugins
 from mblint.rule import Rule, RuleContext
 from mblint.schema import load_schema
 from mblint.testing import Example, example_source, run_example
-from rules._derived import cuda_graphs_known_on, precondition
+from mblint.rulekit import cuda_graphs_known_on, precondition
 
 GATED = [r for r in load_plugins().rules if r not in ENGINE_RULES and r.precondition is not None]
 
@@ -141,7 +141,7 @@ def test_known_is_false_for_unknown_absent_and_nodes_and_their_subclasses():
 
 def test_int_values_needs_every_value_a_known_plain_int():
     from mblint.model import ABSENT, _NodeMarker
-    from rules._derived import int_values
+    from mblint.rulekit import int_values
 
     assert int_values() and int_values(1) and int_values(1, 0, -3, 2, 4, 8, 16, 32, 64)
     for wrong in (UNKNOWN, ABSENT, _NodeMarker("X"), True, 1.0, "1", None):

@@ -1,9 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import context_parallel_known_above_1, finetuning_dataset, megatron_fsdp, parallel, value
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    context_parallel_known_above_1,
+    finetuning_dataset,
+    known,
+    megatron_fsdp,
+    parallel,
+    value,
+)
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 FIXED = "cfg.model.calculate_per_token_loss = True\n"

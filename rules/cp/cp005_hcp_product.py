@@ -2,11 +2,7 @@ from __future__ import annotations
 
 import math
 
-from mblint.findings import Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import parallel, value
-from rules._derived import has_check
+from mblint.rulekit import Example, Rule, Severity, has_check, known, parallel, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 

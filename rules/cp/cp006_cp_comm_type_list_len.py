@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import context_parallel_known_above_1, int_values, parallel, value
+from mblint.rulekit import Example, Rule, Severity, context_parallel_known_above_1, int_values, parallel, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 

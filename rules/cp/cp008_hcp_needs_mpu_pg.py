@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import value
-from rules._derived import has_check
+from mblint.rulekit import Example, FixIntent, Rule, Severity, has_check, known, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 HCP = "cfg.model.context_parallel_size = 4\ncfg.model.cp_comm_type = 'a2a+p2p'\ncfg.model.hierarchical_context_parallel_sizes = [2, 2]\n"

@@ -1,9 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import GRAPH_MODULE_NAMES, allowed_values, graph_module_names, knows_field, schema_of, value
+from mblint.rulekit import (
+    GRAPH_MODULE_NAMES,
+    Example,
+    Rule,
+    Severity,
+    allowed_values,
+    graph_module_names,
+    known,
+    knows_field,
+    schema_of,
+    value,
+)
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')

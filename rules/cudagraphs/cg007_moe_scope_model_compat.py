@@ -1,9 +1,18 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, is_known, known
-from mblint.testing import Example
-from rules._derived import cuda_graphs, cuda_graphs_known_on, dispatcher, graph_fields, int_values, value
+from mblint.rulekit import (
+    Example,
+    Rule,
+    Severity,
+    cuda_graphs,
+    cuda_graphs_known_on,
+    dispatcher,
+    graph_fields,
+    int_values,
+    is_known,
+    known,
+    value,
+)
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'

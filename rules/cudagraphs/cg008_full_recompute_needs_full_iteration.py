@@ -1,10 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import cuda_graphs, cuda_graphs_known_on, graph_fields, value
-from rules._derived import allowed_values
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    allowed_values,
+    cuda_graphs,
+    cuda_graphs_known_on,
+    graph_fields,
+    known,
+    value,
+)
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 

@@ -1,9 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import cuda_graphs, cuda_graphs_known_on, full_cudagraph, graph_fields, recompute_module_list, value
+from mblint.rulekit import (
+    Example,
+    Rule,
+    Severity,
+    cuda_graphs,
+    cuda_graphs_known_on,
+    full_cudagraph,
+    graph_fields,
+    known,
+    recompute_module_list,
+    value,
+)
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'

@@ -1,8 +1,16 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from rules._derived import cuda_graphs, graph_fields, offline_packing, offline_packing_known_on, pad_to_max_length
+from mblint.rulekit import (
+    FixIntent,
+    Rule,
+    Severity,
+    cuda_graphs,
+    graph_fields,
+    known,
+    offline_packing,
+    offline_packing_known_on,
+    pad_to_max_length,
+)
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 

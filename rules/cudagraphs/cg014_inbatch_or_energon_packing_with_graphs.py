@@ -1,8 +1,16 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule
-from rules._derived import cuda_graphs, cuda_graphs_known_on, energon_packing, graph_fields, in_batch_packing, in_batch_packing_path
+from mblint.rulekit import (
+    FixIntent,
+    Rule,
+    Severity,
+    cuda_graphs,
+    cuda_graphs_known_on,
+    energon_packing,
+    graph_fields,
+    in_batch_packing,
+    in_batch_packing_path,
+)
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 

@@ -1,9 +1,16 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import cuda_graphs, graph_fields, offline_packing, offline_packing_known_on, specs_path
+from mblint.rulekit import (
+    Example,
+    Rule,
+    Severity,
+    cuda_graphs,
+    graph_fields,
+    known,
+    offline_packing,
+    offline_packing_known_on,
+    specs_path,
+)
 
 MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
 

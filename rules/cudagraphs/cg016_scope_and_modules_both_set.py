@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.model import ABSENT
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import cuda_graphs, value
+from mblint.rulekit import ABSENT, Example, FixIntent, Rule, Severity, cuda_graphs, known, value
 
 HF = ('cfg = _pretrain_common()\n'
       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')

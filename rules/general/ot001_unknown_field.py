@@ -2,10 +2,7 @@ from __future__ import annotations
 
 import functools
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, format_value
-from mblint.testing import Example
-from rules._derived import schema_of
+from mblint.rulekit import Example, FixIntent, Rule, Severity, format_value, schema_of
 
 # Factory parameter names that people write onto the scheduler although the factory maps them
 # to the optimizer: 0.6.2 megatron/bridge/recipes/utils/optimizer_utils.py:100-166

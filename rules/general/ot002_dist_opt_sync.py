@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import assigned, class_fields, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, assigned, class_fields, known, value
 
 PAIRS = ("use_distributed_optimizer", "overlap_param_gather")
 

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import has_overrides, value
+from mblint.rulekit import Example, Rule, Severity, has_overrides, known, value
 
 
 class PeftNeedsPretrainedCheckpoint(Rule):

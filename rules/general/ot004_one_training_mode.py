@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
-from rules._derived import assigned, dataset_is, value
-from rules._derived import knows_field
+from mblint.rulekit import Example, Rule, Severity, assigned, dataset_is, format_value, known, knows_field, value
 
 P = "cfg = _pretrain_common()\n"
 S = "cfg = _sft_common()\n"

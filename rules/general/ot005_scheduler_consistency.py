@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
-from rules._derived import value
-from rules._derived import knows_field
+from mblint.rulekit import Example, Rule, Severity, format_value, known, knows_field, value
 
 P = "cfg = _pretrain_common()\n"  # train_iters = 300000, lr_warmup_iters = 500
 DEFAULTS = {"lr_decay_iters": None, "lr_warmup_iters": 0, "lr_wsd_decay_iters": None, "lr_decay_samples": None,

@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
-from rules._derived import megatron_fsdp, value
-from rules._derived import has_check
+from mblint.rulekit import Example, FixIntent, Rule, Severity, format_value, has_check, known, megatron_fsdp, value
 
 P = "cfg = _pretrain_common()\n"
 C = "checkpoint."

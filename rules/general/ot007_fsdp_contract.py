@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import env_var, megatron_fsdp, value
-from rules._derived import has_check
+from mblint.rulekit import Example, FixIntent, Rule, Severity, env_var, has_check, known, megatron_fsdp, value
 
 P = "cfg = _pretrain_common()\n"
 ON = P + "cfg.ddp.use_megatron_fsdp = True\ncfg.checkpoint.ckpt_format = 'fsdp_dtensor'\n"

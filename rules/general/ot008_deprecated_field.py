@@ -1,9 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
-from rules._derived import assigned, from_dotlist, per_schema, schema_of
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    assigned,
+    format_value,
+    from_dotlist,
+    known,
+    per_schema,
+    schema_of,
+)
 
 # The deprecated train.* evaluation fields are copied onto validation.* verbatim by
 # ConfigContainer.validate() (0.6.2 megatron/bridge/training/config.py:1517-1524), so renaming

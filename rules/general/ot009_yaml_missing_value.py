@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.model import Unknown
-from mblint.rule import Rule
-from mblint.testing import Example
+from mblint.rulekit import Example, Rule, Severity, Unknown
 
 MANDATORY = "mandatory value (???)"
 

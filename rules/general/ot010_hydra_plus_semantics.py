@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, format_value
-from mblint.testing import Example
-from rules._derived import class_fields
+from mblint.rulekit import Example, FixIntent, Rule, Severity, class_fields, format_value
 
 P = "cfg = _pretrain_common()\n"
 

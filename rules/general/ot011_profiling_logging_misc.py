@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import megatron_fsdp, value
-from rules._derived import has_check, knows_field
+from mblint.rulekit import Example, FixIntent, Rule, Severity, has_check, known, knows_field, megatron_fsdp, value
 
 P = "cfg = _pretrain_common()\n"
 HF = P + "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"

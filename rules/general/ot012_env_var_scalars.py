@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.model import is_node
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
+from mblint.rulekit import Example, Rule, Severity, format_value, is_node, known
 
 
 class EnvVarScalars(Rule):

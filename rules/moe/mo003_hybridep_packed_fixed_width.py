@@ -1,9 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import hybridep, offline_packing, offline_packing_known_on, specs_path, value
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    hybridep,
+    known,
+    offline_packing,
+    offline_packing_known_on,
+    specs_path,
+    value,
+)
 
 ENV = "NUM_OF_TOKENS_PER_CHUNK_COMBINE_API"
 DEFAULT_CHUNK = 128

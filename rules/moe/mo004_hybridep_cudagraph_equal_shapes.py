@@ -1,9 +1,20 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, known
-from rules._derived import (cuda_graphs, energon_packing, graph_fields, hybridep, hybridep_known_on,
-                            in_batch_packing, in_batch_packing_path, offline_packing, pad_to_max_length, value)
+from mblint.rulekit import (
+    Rule,
+    Severity,
+    cuda_graphs,
+    energon_packing,
+    graph_fields,
+    hybridep,
+    hybridep_known_on,
+    in_batch_packing,
+    in_batch_packing_path,
+    known,
+    offline_packing,
+    pad_to_max_length,
+    value,
+)
 
 HEP = ('cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
        'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.moe_flex_dispatcher_backend = "hybridep"\n')

@@ -1,10 +1,16 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import dispatcher, effective_overlap_flag, parallel, value
-from rules._derived import has_check
+from mblint.rulekit import (
+    Example,
+    Rule,
+    Severity,
+    dispatcher,
+    effective_overlap_flag,
+    has_check,
+    known,
+    parallel,
+    value,
+)
 
 BASE = ('cfg = _pretrain_common()\n'
         'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'

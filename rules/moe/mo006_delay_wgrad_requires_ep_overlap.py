@@ -1,10 +1,16 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import cuda_graphs, effective_overlap_flag, value
-from rules._derived import has_check
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    cuda_graphs,
+    effective_overlap_flag,
+    has_check,
+    known,
+    value,
+)
 
 BASE = ('cfg = _pretrain_common()\n'
         'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')

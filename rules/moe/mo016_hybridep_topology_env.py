@@ -1,10 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.model import ABSENT
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import hybridep, hybridep_known_on, int_values, parallel
+from mblint.rulekit import (
+    ABSENT,
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    hybridep,
+    hybridep_known_on,
+    int_values,
+    known,
+    parallel,
+)
 
 ENV = "NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN"
 HEP = ('cfg = _pretrain_common()\n'

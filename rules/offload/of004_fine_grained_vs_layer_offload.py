@@ -1,10 +1,18 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
-from rules._derived import fine_grained_offloading_known_on, str_list, suggest, value
-from rules._derived import allowed_values
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    allowed_values,
+    fine_grained_offloading_known_on,
+    format_value,
+    known,
+    str_list,
+    suggest,
+    value,
+)
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 FG = "cfg.model.fine_grained_activation_offloading = True\n"

@@ -1,11 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.model import ABSENT
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import env_var, fine_grained_offloading_known_on, value
-from rules._derived import knows_field
+from mblint.rulekit import (
+    ABSENT,
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    env_var,
+    fine_grained_offloading_known_on,
+    known,
+    knows_field,
+    value,
+)
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 FG = "cfg.model.fine_grained_activation_offloading = True\ncfg.model.offload_modules = ['core_attn']\n"

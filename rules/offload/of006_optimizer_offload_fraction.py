@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, known, value
 
 ON = "cfg = _pretrain_common()\ncfg.optimizer.optimizer_cpu_offload = True\n"
 

@@ -1,10 +1,16 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import offline_packing, offline_packing_known_on, specs_path
-from rules._derived import knows_field
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    known,
+    knows_field,
+    offline_packing,
+    offline_packing_known_on,
+    specs_path,
+)
 
 
 class OfflinePackingRequiresMbs1(Rule):

@@ -1,9 +1,15 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import in_batch_packing, in_batch_packing_known_on, in_batch_packing_path
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    in_batch_packing,
+    in_batch_packing_known_on,
+    in_batch_packing_path,
+    known,
+)
 
 
 class InBatchPackingRequiresMbsGt1(Rule):

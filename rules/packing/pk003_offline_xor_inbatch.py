@@ -2,9 +2,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule
-from rules._derived import in_batch_packing, offline_packing, offline_packing_known_on
+from mblint.rulekit import FixIntent, Rule, Severity, in_batch_packing, offline_packing, offline_packing_known_on
 
 
 class OfflineXorInBatch(Rule):

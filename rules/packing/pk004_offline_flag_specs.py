@@ -1,10 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.model import is_known
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import SPECS_06, is_int, offline_packing, specs_present, value
+from mblint.rulekit import (
+    SPECS_06,
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    is_int,
+    is_known,
+    offline_packing,
+    specs_present,
+    value,
+)
 
 
 class OfflineFlagAndSpecsConsistent(Rule):

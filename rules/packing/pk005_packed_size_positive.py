@@ -1,9 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import SPECS_06, constructor_site_field, is_int, offline_packing, offline_packing_known_on, value
+from mblint.rulekit import (
+    SPECS_06,
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    constructor_site_field,
+    is_int,
+    offline_packing,
+    offline_packing_known_on,
+    value,
+)
 
 
 class PackedSizePositive(Rule):

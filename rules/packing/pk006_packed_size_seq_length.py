@@ -1,9 +1,16 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import is_int, offline_packing, offline_packing_known_on, specs_path, value
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    is_int,
+    offline_packing,
+    offline_packing_known_on,
+    specs_path,
+    value,
+)
 
 
 class PackedSizeEqualsSeqLength(Rule):

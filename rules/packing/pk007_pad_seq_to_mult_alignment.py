@@ -2,11 +2,20 @@ from __future__ import annotations
 
 import math
 
-from mblint.findings import FixIntent, Severity
-from mblint.model import ABSENT, is_known
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import cp_sp_alignment_all, is_int, offline_packing, offline_packing_known_on, specs_path, value
+from mblint.rulekit import (
+    ABSENT,
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    cp_sp_alignment_all,
+    is_int,
+    is_known,
+    offline_packing,
+    offline_packing_known_on,
+    specs_path,
+    value,
+)
 
 
 class PadSeqToMultAlignment(Rule):

@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import is_int, offline_packing, specs_path, value
-from rules._derived import knows_field
+from mblint.rulekit import Example, Rule, Severity, is_int, knows_field, offline_packing, specs_path, value
 
 
 class PadSeqToMultPositiveAndFits(Rule):

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule
-from rules._derived import SPECS_06, is_int, value
+from mblint.rulekit import SPECS_06, FixIntent, Rule, Severity, is_int, value
 
 
 class MaxSingleSeqLePack(Rule):

@@ -1,10 +1,16 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.model import is_known
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import pad_to_max_length, specs_path, specs_present, value
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    is_known,
+    pad_to_max_length,
+    specs_path,
+    specs_present,
+    value,
+)
 
 
 class PadCuSeqlensRequiresPadToMax(Rule):

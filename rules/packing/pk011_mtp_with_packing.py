@@ -1,9 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule
-from rules._derived import in_batch_packing, in_batch_packing_path, is_int, offline_packing, some_packing_known_on, specs_path, value
-from rules._derived import knows_field
+from mblint.rulekit import (
+    Rule,
+    Severity,
+    in_batch_packing,
+    in_batch_packing_path,
+    is_int,
+    knows_field,
+    offline_packing,
+    some_packing_known_on,
+    specs_path,
+    value,
+)
 
 
 class MtpWithFinetunePacking(Rule):

@@ -1,9 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule
-from rules._derived import in_batch_packing, model_family_hints, offline_packing, some_packing_known_on, specs_path, value
-from rules._derived import knows_field
+from mblint.rulekit import (
+    FixIntent,
+    Rule,
+    Severity,
+    in_batch_packing,
+    knows_field,
+    model_family_hints,
+    offline_packing,
+    some_packing_known_on,
+    specs_path,
+    value,
+)
 
 # (family label, substrings of the HF id / recipe module, which packing is unsupported)
 _OPT_OUTS = (

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import dataset_is, is_int, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, dataset_is, is_int, value
 
 
 class EnergonMbsMirror(Rule):

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule
-from rules._derived import dataset_is, value
+from mblint.rulekit import FixIntent, Rule, Severity, dataset_is, value
 
 SEMANTIC_KWARGS = ("add_bos", "add_eos", "add_sep", "answer_only_loss", "chat", "chat_loss_mode", "label_key",
                    "prompt_completion_config", "prompt_template", "truncation_field", "truncation_method",

@@ -1,10 +1,17 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.model import is_known
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import data_parallel_size, is_int, offline_packing, offline_packing_known_on, parallel, value
+from mblint.rulekit import (
+    Example,
+    Rule,
+    Severity,
+    data_parallel_size,
+    is_int,
+    is_known,
+    offline_packing,
+    offline_packing_known_on,
+    parallel,
+    value,
+)
 
 
 class GbsVsDpWithPacking(Rule):

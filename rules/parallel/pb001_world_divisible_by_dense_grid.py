@@ -1,25 +1,9 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import int_values, non_dividing_factor, parallel, value
+from mblint.rulekit import Example, Rule, Severity, dist_train, int_values, non_dividing_factor, parallel
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 FIELDS = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size"]
-
-
-def dist_train(cfg):
-    """Whether the Qwen3-VL DistTrain path (its own language world size) may be on. The flag
-    exists only on Qwen3-VL providers and defaults to False (DistTrainConfig); an HF-derived
-    provider leaves it unknown, so only an assignment the recipe made counts."""
-    path = "model.dist_train.use_dist_train"
-    flag = value(cfg, path, False)
-    if flag is True:
-        return True
-    if flag is False:
-        return False
-    return any(o.kind not in ("default", "unknown") for o in cfg.origins(path))
 
 
 class WorldDivisibleByDenseGrid(Rule):

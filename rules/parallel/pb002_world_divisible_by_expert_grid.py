@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import non_dividing_factor, int_values, parallel
+from mblint.rulekit import Example, Rule, Severity, int_values, non_dividing_factor, parallel
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("Qwen/Qwen3-30B-A3B").to_megatron_provider(load_weights=False)\n'
 FIELDS = ["model.expert_tensor_parallel_size", "model.expert_model_parallel_size", "model.pipeline_model_parallel_size"]

@@ -1,11 +1,18 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import int_values, is_round, parallel, value
-from rules.parallel.pb001_world_divisible_by_dense_grid import dist_train
-from rules._derived import has_check
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    dist_train,
+    has_check,
+    int_values,
+    is_round,
+    known,
+    parallel,
+    value,
+)
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 GRID = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size"]

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import assigned, int_values, parallel, value
+from mblint.rulekit import Example, Rule, Severity, assigned, int_values, known, parallel, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 # Hybrid (Mamba) stacks split layers by their own pattern, not by transformer_block's rule.

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import value
+from mblint.rulekit import Example, Rule, Severity, known, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 UNEVEN = ("model.num_layers_in_first_pipeline_stage", "model.num_layers_in_last_pipeline_stage")

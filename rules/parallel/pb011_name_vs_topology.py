@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import min_gpus, parallel
+from mblint.rulekit import Example, Rule, Severity, min_gpus, parallel
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("Qwen/Qwen3-30B-A3B").to_megatron_provider(load_weights=False)\n'
 FIELDS = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size",

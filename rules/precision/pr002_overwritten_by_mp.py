@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
-from rules._derived import assigned, class_fields, schema_of
+from mblint.rulekit import Example, FixIntent, Rule, Severity, assigned, class_fields, format_value, known, schema_of
 
 TARGETS = ("model", "optimizer", "ddp")
 

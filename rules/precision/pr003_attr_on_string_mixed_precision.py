@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule
-from mblint.testing import Example
+from mblint.rulekit import Example, Rule, Severity
 
 P = "cfg = _pretrain_common()\n"
 

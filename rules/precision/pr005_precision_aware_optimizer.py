@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
-from rules._derived import precision_value, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, format_value, known, precision_value, value
 
 PAO = "optimizer.use_precision_aware_optimizer"
 

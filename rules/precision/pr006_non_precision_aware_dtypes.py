@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, known, value
 
 DTYPE_FIELDS = ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
 FP32 = {"torch.float32", "float32", "torch.float", "fp32"}

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
-from rules._derived import mixed_precision_kind, precision_value
+from mblint.rulekit import Example, Rule, Severity, format_value, known, mixed_precision_kind, precision_value
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 

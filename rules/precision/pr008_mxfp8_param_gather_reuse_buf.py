@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import megatron_fsdp, value
-from rules._derived import has_check
+from mblint.rulekit import Example, FixIntent, Rule, Severity, has_check, known, megatron_fsdp, value
 
 MP = "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.mixed_precision.fp8 = 'e4m3'\n"
 REUSE = "mixed_precision.reuse_grad_buf_for_mxfp8_param_ag"

@@ -1,10 +1,16 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
-from mblint.model import UNKNOWN
-from rules._derived import has_overrides, mixed_precision_kind, precision_value
+from mblint.rulekit import (
+    UNKNOWN,
+    Example,
+    Rule,
+    Severity,
+    format_value,
+    has_overrides,
+    known,
+    mixed_precision_kind,
+    precision_value,
+)
 
 MP = "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\n"
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"

@@ -1,11 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.model import ABSENT
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import env_var, value
-from rules._derived import has_check
+from mblint.rulekit import ABSENT, Example, FixIntent, Rule, Severity, env_var, has_check, known, value
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 CHOICES = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS")

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import (recompute_modules_allowed, selective_recompute_modules,
-                            selective_recompute_modules_known, suggest)
+from mblint.rulekit import (
+    Example,
+    Rule,
+    Severity,
+    known,
+    recompute_modules_allowed,
+    selective_recompute_modules,
+    selective_recompute_modules_known,
+    suggest,
+)
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, known, value
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 

@@ -1,9 +1,14 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, known
-from mblint.testing import Example
-from rules._derived import selective_recompute_modules, selective_recompute_modules_known, value
+from mblint.rulekit import (
+    Example,
+    Rule,
+    Severity,
+    known,
+    selective_recompute_modules,
+    selective_recompute_modules_known,
+    value,
+)
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 SEL = "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = ['shared_experts']\n"

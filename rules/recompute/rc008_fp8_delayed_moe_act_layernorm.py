@@ -1,9 +1,15 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
-from rules._derived import precision_value, selective_recompute_modules, selective_recompute_modules_known
+from mblint.rulekit import (
+    Example,
+    Rule,
+    Severity,
+    format_value,
+    known,
+    precision_value,
+    selective_recompute_modules,
+    selective_recompute_modules_known,
+)
 
 HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
 MP = HF + "cfg.mixed_precision = bf16_mixed()\ncfg.mixed_precision.fp8 = 'hybrid'\ncfg.model.recompute_granularity = 'selective'\n"

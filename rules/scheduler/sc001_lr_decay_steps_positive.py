@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-from mblint.rule import Rule
-from mblint.findings import Severity
-from rules._derived import int_values, value
-from mblint.testing import Example
-from rules._derived import knows_field
+from mblint.rulekit import Example, Rule, Severity, int_values, knows_field, value
 
 
 class LrDecayStepsPositive(Rule):

@@ -1,9 +1,16 @@
 from __future__ import annotations
 
-from mblint.findings import FixIntent, Severity
-from mblint.rule import Rule
-from mblint.testing import Example
-from rules._derived import canonical_seq_datasets, dataset_is, is_int, is_round, value
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    canonical_seq_datasets,
+    dataset_is,
+    is_int,
+    is_round,
+    value,
+)
 
 
 class ModelDatasetSeqLengthEqual(Rule):

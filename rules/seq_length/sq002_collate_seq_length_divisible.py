@@ -2,10 +2,17 @@ from __future__ import annotations
 
 import math
 
-from mblint.findings import FixIntent, Severity
-from mblint.model import is_known
-from mblint.rule import Rule
-from rules._derived import COLLATE_DATASET_TYPES_06, cp_sp_alignment_all, dataset_is, is_int, value
+from mblint.rulekit import (
+    COLLATE_DATASET_TYPES_06,
+    FixIntent,
+    Rule,
+    Severity,
+    cp_sp_alignment_all,
+    dataset_is,
+    is_int,
+    is_known,
+    value,
+)
 
 
 class CollateSeqLengthDivisible(Rule):

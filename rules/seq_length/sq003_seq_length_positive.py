@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from mblint.findings import Severity
-from mblint.rule import Rule
-from rules._derived import SFT_DATASET_TYPES_06, dataset_is, is_int, value
+from mblint.rulekit import SFT_DATASET_TYPES_06, Rule, Severity, dataset_is, is_int, value
 
 
 class SeqLengthPositive(Rule):

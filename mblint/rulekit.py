@@ -1,6 +1,40 @@
-"""Quantities derived from a resolved configuration that several rules share. Every helper
-returns ``UNKNOWN`` when an input is unknown, so rules stay silent on what mblint cannot know.
-Field paths differ between Megatron-Bridge lines; each helper names the one it read."""
+"""The rule kit: everything a rule pack needs to write rules, in one public module. The
+built-in pack imports nothing else from mblint; third-party packs should do the same.
+
+A rule is a ``Rule`` subclass (id, name, severity, summary, documentation, ``valid`` and
+``invalid`` examples) whose ``check(cfg, ctx)`` reads a resolved configuration
+(``EffectiveConfig``: ``cfg.value(path)``, ``cfg.origins(path)``) and yields
+``ctx.report(...)`` findings, with ``FixIntent`` fixes. A pack registers its rules through
+the ``mblint`` entry-point group with a ``@hookimpl`` of ``mblint_rules``:
+
+    from mblint.rulekit import Rule, Severity, hookimpl, known, value
+
+    class SmallGlobalBatch(Rule):
+        id = "EX001"
+        ...
+        def check(self, cfg, ctx):
+            gbs = value(cfg, "train.global_batch_size")
+            if known(gbs) and gbs < 16:
+                yield ctx.report(cfg, f"train.global_batch_size is {gbs}", ["train.global_batch_size"])
+
+    @hookimpl
+    def mblint_rules():
+        return [SmallGlobalBatch]
+
+What is here:
+
+- values and known-ness: ``value``, ``known``, ``is_known``, ``int_values``, ``is_int``,
+  ``ABSENT``, ``UNKNOWN``, ``format_value``; unknown means silence;
+- Megatron-Bridge quantities derived from a configuration (each ``UNKNOWN`` when an input
+  is): ``parallel`` (TP, PP, CP, EP... sizes), ``cuda_graphs``, ``offline_packing``,
+  ``dispatcher``, ``mixed_precision_kind``, ``data_parallel_size``... Field paths differ
+  between Megatron-Bridge lines; each helper names the one it read;
+- ``precondition`` and the ``*_known_on`` tests: what must hold for a rule to have anything
+  to say, which the engine checks once per configuration for all rules that share it;
+- ``per_config``: compute a derived quantity once per configuration;
+- ``Rule``, ``RuleContext``, ``Severity``, ``FixIntent``, ``Related``, ``Example``,
+  ``hookimpl``.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +42,33 @@ import functools
 import math
 from typing import Any
 
-from mblint.model import ABSENT, NOT_PLAIN_TYPES, UNKNOWN, EffectiveConfig, is_known, is_node
-from mblint.rule import known
+from mblint.findings import Finding, FixIntent, Related, Severity
+from mblint.model import ABSENT, NOT_PLAIN_TYPES, UNKNOWN, EffectiveConfig, Origin, Unknown, is_known, is_node
+from mblint.plugins import hookimpl
+from mblint.rule import Rule, RuleContext, format_value, known
 from mblint.schema import load_schema
+from mblint.testing import Example
+
+__all__ = [
+    "ABSENT", "BRIDGE_GPT_DATASET", "COLLATE_DATASET_TYPES_06", "GRAPH_DEPRECATED_NAMES_06", "GRAPH_MODULE_NAMES",
+    "RECOMPUTE_MODULES", "SET_KINDS", "SFT_DATASETS_03", "SFT_DATASETS_06", "SFT_DATASET_TYPES_06", "SPECS_03",
+    "SPECS_06", "UNKNOWN", "Alignment", "CudaGraphs", "EffectiveConfig", "Example", "Finding", "FixIntent",
+    "Origin", "Parallel", "Related", "Rule", "RuleContext", "Severity", "Unknown", "allowed_values", "assigned",
+    "canonical_seq_datasets", "class_fields", "comm_overlap_present", "constructor_site_field",
+    "context_parallel_known_above_1", "cp_sp_alignment", "cp_sp_alignment_all", "cpu_offloading_known_on",
+    "cuda_graphs", "cuda_graphs_known_on", "data_parallel_size", "dataset_is", "dispatcher", "dist_train",
+    "effective_overlap_flag", "energon_packing", "env_var", "eval_context_parallel_size",
+    "fine_grained_offloading_known_on", "finetuning_dataset", "flex_backend", "format_value", "from_dotlist",
+    "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "has_overrides", "hookimpl", "hybridep",
+    "hybridep_known_on", "in_batch_packing", "in_batch_packing_known_on", "in_batch_packing_path", "int_values",
+    "is_int", "is_known", "is_model_class", "is_node", "is_round", "known", "knows_class", "knows_field",
+    "last_set_of", "megatron_fsdp", "min_gpus", "mixed_precision_fields", "mixed_precision_kind",
+    "model_family_hints", "non_dividing_factor", "offline_packing", "offline_packing_known_on",
+    "pad_to_max_length", "parallel", "per_config", "per_schema", "precision_value", "precondition",
+    "recompute_module_list", "recompute_modules_allowed", "schema_of", "selective_recompute_modules",
+    "selective_recompute_modules_known", "sft_dataset_family", "some_packing_known_on", "specs_path",
+    "specs_present", "str_list", "suggest", "value",
+]
 
 SPECS_06 = "dataset.offline_packing_specs"
 SPECS_03 = "dataset.packed_sequence_specs"
@@ -874,3 +932,16 @@ def selective_recompute_modules_known(cfg: EffectiveConfig) -> bool:
     """Recompute is selective with a known, non-empty module list."""
     modules = selective_recompute_modules(cfg)
     return known(modules) and bool(modules)
+
+
+def dist_train(cfg):
+    """Whether the Qwen3-VL DistTrain path (its own language world size) may be on. The flag
+    exists only on Qwen3-VL providers and defaults to False (DistTrainConfig); an HF-derived
+    provider leaves it unknown, so only an assignment the recipe made counts."""
+    path = "model.dist_train.use_dist_train"
+    flag = value(cfg, path, False)
+    if flag is True:
+        return True
+    if flag is False:
+        return False
+    return any(o.kind not in ("default", "unknown") for o in cfg.origins(path))
