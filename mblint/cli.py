@@ -422,7 +422,9 @@ def list_rules(output_format) -> None:
         for rule in rules:
             click.echo(f"{rule.id:7} {rule.name:45} {rule.severity.label:8} {rule.summary}")
     for error in loaded.errors:
-        click.echo(f"mblint: note: {error}", err=True)
+        click.echo(f"mblint: error: {error}", err=True)
+    if loaded.errors:
+        sys.exit(EXIT_ERROR)
 
 
 @main.command("rule")

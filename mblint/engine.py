@@ -421,7 +421,7 @@ class Engine:
         displays = [self.project_display(p) for p in files]
         self.editable = set(displays)
         cache = self.make_cache()  # before the plugins are first needed: they may come from its catalog
-        report.notes[0:0] = self.plugins.errors
+        report.errors[0:0] = [FileError("mblint", error) for error in self.plugins.errors]  # a rule pack not loaded
         files = self.with_valid_selectors(files)
         displays = [self.project_display(p) for p in files]
         self.editable = set(displays)

@@ -1,162 +1,90 @@
-"""Pluggy hook specifications. Rule packs, the built-in one included, register through the
-``mblint`` entry-point group; the engine holds no list of rules."""
+"""Rule packs are pluggy plugins. A pack is a module (or any object) with ``@hookimpl``
+functions for the hooks specified here, registered through the ``mblint`` entry-point group:
+
+    [project.entry-points.mblint]
+    my_pack = "my_pack"
+
+The built-in pack (``mblint_rules``) registers the same way; the engine holds no list of
+rules. A pack that cannot be loaded, implements no hook, or whose hook fails is reported as
+an error naming it, and the run's other packs still load.
+"""
 
 from __future__ import annotations
 
-import importlib
-import os
-import re
-import sys
-from importlib.machinery import PathFinder
+from importlib.metadata import entry_points
 
 import pluggy
 
-from mblint.catalog import LoadedPlugins  # noqa: F401 - defined beside the catalog, imported from here
-from mblint.paths import read_bytes
+from mblint.catalog import LoadedPlugins
 
 PROJECT = "mblint"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
+__all__ = ["PROJECT", "LoadedPlugins", "RulePackSpec", "hookimpl", "hookspec", "load_plugins"]
+
 
 class RulePackSpec:
+    """The hooks a rule pack may implement."""
+
     @hookspec
     def mblint_rules(self) -> list:
-        """Return the rule classes this pack provides."""
+        """Return the rule classes (``mblint.rulekit.Rule`` subclasses) this pack provides."""
 
     @hookspec
     def mblint_default_settings(self) -> dict:
         """Return default settings this pack contributes (merged under the user's)."""
 
 
-def load_plugins(extra_modules: tuple[str, ...] = ()) -> LoadedPlugins:
-    """Load every entry point of the ``mblint`` group (and ``extra_modules``). A plugin that
-    fails to import or whose hooks raise is reported in ``errors`` and skipped."""
+def plugin_manager() -> pluggy.PluginManager:
     manager = pluggy.PluginManager(PROJECT)
     manager.add_hookspecs(RulePackSpec)
+    return manager
+
+
+def load_plugins() -> LoadedPlugins:
+    """Load every entry point of the ``mblint`` group through the plugin manager and gather
+    the rules and default settings by calling each pack's hooks."""
+    manager = plugin_manager()
     loaded = LoadedPlugins()
-    candidates = entry_point_candidates(PROJECT)
-    candidates += [(name, name, (lambda n=name: importlib.import_module(n)), "") for name in extra_modules]
-    seen_values: set[str] = set()
-    for name, value, load, version in candidates:
-        if value in seen_values:
-            continue
-        seen_values.add(value)
+    values = {entry_point.name: entry_point.value for entry_point in entry_points(group=PROJECT)}
+    for name, value in sorted(values.items()):
+        where = f"rule pack {name!r} ({value})"
         try:
-            module = load()
-            manager.register(module, name=name)
-            rules = module.mblint_rules() if hasattr(module, "mblint_rules") else []
-            defaults = module.mblint_default_settings() if hasattr(module, "mblint_default_settings") else {}
-        except Exception as error:  # noqa: BLE001 - a broken plugin must not stop the lint
-            loaded.errors.append(f"plugin {name!r} ({value}) failed to load: {type(error).__name__}: {error}")
+            manager.load_setuptools_entrypoints(PROJECT, name=name)
+        except Exception as error:  # noqa: BLE001 - a broken pack must not stop the others
+            loaded.errors.append(f"{where} failed to load: {type(error).__name__}: {error}")
             continue
-        loaded.rules.extend(_valid_rules(name, rules or [], loaded.errors))
-        loaded.defaults.update(defaults or {})
-        loaded.versions[name] = version
-        loaded.modules.append(module.__name__)
+        plugin = manager.get_plugin(name)
+        if plugin is None:
+            continue
+        if not manager.get_hookcallers(plugin):
+            manager.unregister(plugin)
+            loaded.errors.append(f"{where} implements no mblint hook: mark its mblint_rules function "
+                                 "with @hookimpl (from mblint.rulekit import hookimpl)")
+            continue
+        try:
+            rules = [rule for answer in _call(manager, plugin, "mblint_rules") for rule in answer or ()]
+            defaults = _call(manager, plugin, "mblint_default_settings")
+        except Exception as error:  # noqa: BLE001
+            manager.unregister(plugin)
+            loaded.errors.append(f"{where} failed: {type(error).__name__}: {error}")
+            continue
+        loaded.rules.extend(_valid_rules(name, rules, loaded.errors))
+        for answer in defaults:
+            loaded.defaults.update(answer or {})
+        loaded.modules.append(getattr(plugin, "__name__", type(plugin).__module__))
+    loaded.versions = {manager.get_name(plugin): dist.version for plugin, dist in manager.list_plugin_distinfo()
+                       if manager.is_registered(plugin)}
     _drop_duplicate_ids(loaded)
     return loaded
 
 
-def entry_point_candidates(group: str) -> list[tuple]:
-    """(name, value, load, distribution version) of each entry point in ``group``."""
-    found = scan_entry_points(group)
-    if found is None:
-        from importlib.metadata import entry_points
-
-        found = [(ep.name, ep.value, _dist_version(ep)) for ep in entry_points(group=group)]
-    return [(name, value, (lambda v=value: _load_entry_point(v)), version) for name, value, version in found]
-
-
-def scan_entry_points(group: str) -> list[tuple[str, str, str]] | None:
-    """(name, value, version) of each entry point in ``group``, read from the ``.dist-info``
-    and ``.egg-info`` folders on ``sys.path`` as ``importlib.metadata`` finds them (the first
-    distribution of a name wins), without importing it: that costs a cold run 20 ms. None
-    when the path holds something only ``importlib.metadata`` reads (a zip archive, a
-    distribution finder of a third-party importer)."""
-    if any(hasattr(finder, "find_distributions") and finder is not PathFinder for finder in sys.meta_path):
-        return None
-    seen: set[str] = set()
-    found = []
-    for entry in sys.path:
-        folder = entry or "."
-        if not os.path.isdir(folder):
-            if os.path.exists(folder):
-                return None
-            continue
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for info in names:
-            if not info.lower().endswith((".dist-info", ".egg-info")):
-                continue
-            distribution = _normalized(info.lower().rpartition(".")[0].partition("-")[0])
-            if distribution in seen:
-                continue
-            seen.add(distribution)
-            found.extend(_entry_points_of(os.path.join(folder, info), group))
-    return found
-
-
-def _entry_points_of(info: str, group: str) -> list[tuple[str, str, str]]:
-    try:
-        lines = read_bytes(os.path.join(info, "entry_points.txt")).decode("utf-8").splitlines()
-    except OSError:
-        return []
-    section = None
-    found = []
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1].strip()
-        elif section == group and "=" in line:
-            name, _, value = line.partition("=")
-            found.append((name.strip(), value.strip(), ""))
-    if found:
-        version = _version_of(info)
-        found = [(name, value, version) for name, value, _ in found]
-    return found
-
-
-def _version_of(info: str) -> str:
-    for metadata in ("METADATA", "PKG-INFO"):
-        try:
-            with open(os.path.join(info, metadata), encoding="utf-8") as handle:
-                for line in handle:
-                    if line.startswith("Version:"):
-                        return line.partition(":")[2].strip()
-                    if not line.strip():
-                        break
-        except OSError:
-            continue
-    return ""
-
-
-def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-_ENTRY_POINT_VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attribute>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
-
-
-def _load_entry_point(value: str):
-    """``module`` or ``module:attribute.path`` (extras ignored), as ``EntryPoint.load`` does."""
-    match = _ENTRY_POINT_VALUE.match(value)
-    if match is None:
-        raise ValueError(f"malformed entry point value {value!r}")
-    target = importlib.import_module(match.group("module"))
-    for attribute in (match.group("attribute") or "").split("."):
-        if attribute:
-            target = getattr(target, attribute)
-    return target
-
-
-def _dist_version(ep) -> str:
-    dist = getattr(ep, "dist", None)
-    return getattr(dist, "version", "") if dist is not None else ""
+def _call(manager: pluggy.PluginManager, plugin: object, hook: str) -> list:
+    """The answers of ``plugin``'s implementations of ``hook`` alone (so that an error names
+    the pack it comes from)."""
+    others = [other for other in manager.get_plugins() if other is not plugin]
+    return manager.subset_hook_caller(hook, remove_plugins=others)()
 
 
 def _valid_rules(plugin: str, rules: list, errors: list[str]) -> list:
@@ -165,11 +93,11 @@ def _valid_rules(plugin: str, rules: list, errors: list[str]) -> list:
     valid = []
     for rule in rules:
         if not (isinstance(rule, type) and issubclass(rule, Rule)):
-            errors.append(f"plugin {plugin!r} returned {rule!r}, which is not a Rule class")
+            errors.append(f"rule pack {plugin!r} returned {rule!r}, which is not a Rule class")
             continue
         problems = rule.problems()
         if problems:
-            errors.append(f"plugin {plugin!r}: rule {rule.__name__} skipped: {'; '.join(problems)}")
+            errors.append(f"rule pack {plugin!r}: rule {rule.__name__} skipped: {'; '.join(problems)}")
             continue
         valid.append(rule)
     return valid
@@ -180,7 +108,8 @@ def _drop_duplicate_ids(loaded: LoadedPlugins) -> None:
     unique = []
     for rule in loaded.rules:
         if rule.id in seen and seen[rule.id] is not rule:
-            loaded.errors.append(f"rule id {rule.id} is defined twice ({seen[rule.id].__name__}, {rule.__name__}); the second is skipped")
+            loaded.errors.append(f"rule id {rule.id} is defined twice ({seen[rule.id].__name__}, {rule.__name__}); "
+                                 "the second is skipped")
             continue
         seen[rule.id] = rule
         if rule not in unique:

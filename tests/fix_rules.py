@@ -60,7 +60,7 @@ def _unknown_key_rule() -> type[Rule]:
 
 
 def _pk001():
-    from rules.packing.pk001_offline_packing_mbs import OfflinePackingRequiresMbs1
+    from mblint_rules.packing.pk001_offline_packing_mbs import OfflinePackingRequiresMbs1
 
     return OfflinePackingRequiresMbs1
 

@@ -14,7 +14,7 @@ import pytest
 from mblint import catalog, plugins
 from mblint.engine import CheckOptions, Engine
 from tests.test_cache import make_project, run
-from tests.test_plugins import FIXTURES, RECIPE, install_pack, run_mblint
+from tests.test_plugins import FIXTURES, RECIPE, install_fixture, run_mblint
 
 PACK = "mblint_example_pack"
 
@@ -38,7 +38,7 @@ def example_pack(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delitem(sys.modules, PACK, raising=False)
     module = importlib.import_module(PACK)
-    yield site / PACK, plugins.LoadedPlugins(rules=module.mblint_rules(), versions={PACK: "1.0"}, modules=[PACK])
+    yield site / PACK, plugins.LoadedPlugins(rules=module.team_rules(), versions={PACK: "1.0"}, modules=[PACK])
     sys.modules.pop(PACK, None)
 
 
@@ -121,7 +121,7 @@ def test_installing_a_pack_between_cached_runs_brings_its_rule_in(tmp_path):
     (tmp_path / "recipe.py").write_text(RECIPE)
     before = run_mblint(site, tmp_path, "check", "recipe.py")
     assert "EX001" not in before.stdout, before.stderr
-    install_pack(site, PACK, FIXTURES / "example_pack")
+    install_fixture(site, PACK, FIXTURES / "example_pack")
     after = run_mblint(site, tmp_path, "check", "recipe.py")
     assert "EX001" in after.stdout, after.stderr
 

@@ -1,6 +1,6 @@
 """OT001 keeps difflib's answers: the same misspelt field recurs in many configurations."""
 
-from rules.general import ot001_unknown_field as ot001
+from mblint_rules.general import ot001_unknown_field as ot001
 
 
 def test_suggestions_are_kept_and_unchanged():

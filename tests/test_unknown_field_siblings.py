@@ -8,7 +8,7 @@ from mblint.extract.values import Obj
 from mblint.model import RecipeRef
 from mblint.resolve import flatten
 from mblint.schema import load_schema
-from rules.general.ot001_unknown_field import UnknownField
+from mblint_rules.general.ot001_unknown_field import UnknownField
 
 
 def configuration():
