@@ -7,10 +7,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from mblint.extract.limits import _FAST_PATH_DEPTH, MAX_EXPR_DEPTH, MAX_STEPS, BudgetExceeded
-from mblint.extract.positions import _origin_at
-from mblint.extract.python_builtins import _PLAIN_TYPES
-from mblint.extract.scopes import _NOT_FOUND, Frame, Return
+from mblint.extract.limits import MAX_STEPS, BudgetExceeded
+from mblint.extract.scopes import Frame, Return
 from mblint.extract.values import FuncRef, Obj, is_unknown
 from mblint.model import UNKNOWN, Origin
 
@@ -25,29 +23,14 @@ class StatementsMixin:
     """Statements, stores and havoc. Part of ``Interpreter``."""
 
     def exec_block(self, body: list[ast.stmt], frame: Frame) -> bool:
-        """Run statements; False when the block always leaves (return/raise). ``exec_stmt``,
-        inlined: a call per statement."""
-        scope = frame.scope
+        """Run statements; False when the block always leaves (return/raise)."""
         for stmt in body:
-            self._running_stmt = stmt
-            self._running_scope = scope
-            self.steps += 1
-            if self.steps > MAX_STEPS:
-                self.tick(0)
-            handler = _STMT_HANDLERS.get(type(stmt))
-            if handler is None:
-                self.havoc_stmt(stmt, frame)
-                continue
             try:
-                handler(self, stmt, frame)
+                self.exec_stmt(stmt, frame)
             except Return as leaving:
                 if not leaving.dead:
                     frame.returns.append((leaving.value, self.snapshot(frame)))
                 return False
-            except BudgetExceeded:
-                raise
-            except Exception as error:  # noqa: BLE001 - an interpreter gap must not crash the lint
-                self.stmt_failed(stmt, frame, error)
         return True
 
     def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
@@ -111,42 +94,9 @@ class StatementsMixin:
         raise Return(None, dead=True)
 
     def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
-        parts = stmt.__dict__  # one generic attribute look-up for the statement's six parts
-        value_node = parts["value"]
-        if type(value_node) is ast.Constant and self.expr_depth < MAX_EXPR_DEPTH:  # most recipe lines
-            value = value_node.value
-            if type(value) not in _PLAIN_TYPES:  # a constant is of its exact type
-                value = UNKNOWN
-        else:
-            value = self.eval(value_node, frame)
-        self.clock += 1  # origin(), inlined: a statement has a position
-        source = frame.scope.source
-        if source.wide_lines:
-            origin = _origin_at(stmt, source, self.clock, self.call_sites)
-        else:  # _origin_at(), inlined: UTF-8 byte offsets are character columns
-            line, column = parts["lineno"], parts["col_offset"]
-            origin = Origin(source.display_path, line, column + 1, parts["end_lineno"] or line,
-                                 (parts["end_col_offset"] or column) + 1, "set", self.clock, self.call_sites)
-        targets = parts["targets"]
-        target = targets[0]
-        if type(target) is ast.Attribute and len(targets) == 1 and not self.havoc_depth:  # store(), inlined: most lines
-            owner_node = target.value
-            owner = _NOT_FOUND
-            if type(owner_node) is ast.Attribute and self.expr_depth < _FAST_PATH_DEPTH:  # cfg.train: eval()'s fast path
-                holder_node = owner_node.value
-                holder = frame.locals.get(holder_node.id) if type(holder_node) is ast.Name else None
-                if type(holder) is Obj and holder.cls is not None:
-                    slot = holder.fields.get(owner_node.attr)
-                    if slot is not None:
-                        owner = slot[0]
-            if owner is _NOT_FOUND:
-                owner = self.eval(owner_node, frame)
-            if type(owner) is Obj and not self.field_aliases:
-                owner.set(target.attr, value, origin)
-            else:
-                self.store_attribute(owner, target, value, origin)
-            return
-        for target in targets:
+        value = self.eval(stmt.value, frame)
+        origin = self.origin(stmt, frame)
+        for target in stmt.targets:
             self.store(target, value, frame, origin)
 
     def stmt_AnnAssign(self, stmt: ast.AnnAssign, frame: Frame) -> None:

@@ -101,11 +101,16 @@ class Obj:
         for key in children[1]:
             fields[key][0].freeze_into(states)
 
-    def writable(self) -> dict:
-        """The field table, ready to be changed."""
+    def _unshared(self) -> dict:
+        """The field table, copied first if another object or a snapshot holds it too."""
         if self.shared:
             self.fields = dict(self.fields)
             self.shared = False
+        return self.fields
+
+    def writable(self) -> dict:
+        """The field table, ready to be changed."""
+        self._unshared()
         self.version = next(_versions)
         self._children = None
         self.declared = None  # the caller may write any key
@@ -139,10 +144,7 @@ class Obj:
             if len(origins) >= MAX_ORIGINS:
                 origins = origins[:1] + origins[2 - MAX_ORIGINS:]
             origins = origins + (origin,)
-        table = fields
-        if self.shared:  # writable(), inlined: this is the interpreter's most frequent write
-            table = self.fields = dict(fields)
-            self.shared = False
+        table = self._unshared()
         self.version = next(_versions)
         table[key] = (value, origins)
         children = self._children
