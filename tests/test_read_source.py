@@ -1,4 +1,4 @@
-"""Reading source files: one read request sized by the file, not by the size limit."""
+"""Reading source files: whole, up to the size limit, whatever size the system reports."""
 
 from __future__ import annotations
 
@@ -7,26 +7,13 @@ import re
 import os
 
 
-class _SizedReads:
-    """os.read that records the sizes asked of it."""
-
-    def __init__(self, real):
-        self.real, self.asked = real, []
-
-    def __call__(self, fd, size):
-        self.asked.append(size)
-        return self.real(fd, size)
-
-
-def test_a_source_file_is_read_for_its_size_not_the_limit(tmp_path, monkeypatch):
+def test_a_source_file_is_read_whole(tmp_path):
     from mblint.extract import modules
 
     file = tmp_path / "r.py"
-    file.write_bytes(b"x = 1\n" * 100)
-    reads = _SizedReads(os.read)
-    monkeypatch.setattr(modules.os, "read", reads)
-    assert modules.read_regular_file(file) == b"x = 1\n" * 100
-    assert reads.asked == [601, 1]  # the file's size and one byte more, then the end of the file
+    for size in (0, 1, 600, 65536, 200_001):
+        file.write_bytes(b"x" * size)
+        assert modules.read_regular_file(file) == b"x" * size
 
 
 def test_a_file_larger_than_its_reported_size_is_read_whole_up_to_the_limit(tmp_path, monkeypatch):

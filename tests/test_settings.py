@@ -246,13 +246,9 @@ def test_settings_file_test_answers_as_isfile(tmp_path):
         assert _is_file(str(tmp_path / name)) == os.path.isfile(tmp_path / name), name
 
 
-def test_a_run_asks_lstat_once_per_file_given_and_links_keep_their_own_settings(tmp_path, monkeypatch):
-    """Discovery's lstat of each path given is the settings look-up's: the look-up asks no
-    lstat of its own for them, and a symbolic link to a file in a folder with other settings
-    still gets that folder's settings."""
-    import os
-    import sys
-
+def test_a_link_keeps_its_own_folders_settings(tmp_path, monkeypatch):
+    """A symbolic link to a file in a folder with other settings gets the settings of the
+    folder the link is in."""
     from mblint.engine import CheckOptions, Engine
     from mblint.settings import SettingsResolver
 
@@ -264,16 +260,6 @@ def test_a_run_asks_lstat_once_per_file_given_and_links_keep_their_own_settings(
     (tmp_path / "a" / "r1.py").write_text("")
     (tmp_path / "a" / "link.py").symlink_to(tmp_path / "b" / "target.py")
     monkeypatch.chdir(tmp_path)
-    asked = []  # (function asking, path)
-    lstat = os.lstat
-
-    def recorded_lstat(path, *args, **kwargs):
-        asked.append((sys._getframe(1).f_code.co_name, os.fspath(path)))
-        return lstat(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "lstat", recorded_lstat)
     engine = Engine(CheckOptions(settings=SettingsResolver()))
     engine.check_paths(["a/r1.py", "a/link.py"])
-    assert [(asker, path) for asker, path in asked if asker in ("discover", "_find")] == \
-        [("discover", "a/r1.py"), ("discover", "a/link.py")]
     assert [engine.settings_for(Path(p)).select for p in ("a/r1.py", "a/link.py")] == [("PK",), ("OT",)]
