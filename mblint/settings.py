@@ -190,7 +190,7 @@ def _convert(value: Any, kind: str, where: str) -> Any:
         return tuple(v.strip() for v in item if v.strip())
 
     if kind == "ids":
-        return tuple(v.upper() if v[:1].isalpha() and not "-" in v else v for v in strs(value))
+        return tuple(v.upper() if v[:1].isalpha() and "-" not in v else v for v in strs(value))
     if kind == "strs":
         return strs(value)
     if kind == "glob-ids":

@@ -7,7 +7,6 @@ import hashlib
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from integration_support import REPO, SARIF_SCHEMA
 

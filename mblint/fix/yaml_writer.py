@@ -116,7 +116,6 @@ def _value_splice(text: str, key, value, new_value) -> tuple[int, int, str]:
 
 def apply_yaml_edits(text: str, edits: list[YamlEdit]) -> str:
     """Apply edits to ``text``; raises ``YamlEditError`` when any edit cannot be made exactly."""
-    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
     try:
         root = _compose(text)
