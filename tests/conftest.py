@@ -1,3 +1,4 @@
+import gc
 import os
 import sys
 import tempfile
@@ -12,6 +13,23 @@ from wheels import wheel_root  # noqa: E402
 # Hugging Face configs come from an empty hub cache unless a test writes its own: a developer's
 # ~/.cache/huggingface must not change what the tests see.
 os.environ["HF_HUB_CACHE"] = tempfile.mkdtemp(prefix="mblint-empty-hf-hub-")
+
+
+def pytest_configure(config):
+    """The suite builds and drops many large object graphs (syntax trees, configurations): the
+    cyclic garbage collector's rescans of them would triple its time. Reference counting frees
+    them; the collector is paused for the session, as the mblint command pauses it for a run."""
+    global _GC_WAS_ENABLED
+    _GC_WAS_ENABLED = gc.isenabled()
+    gc.disable()
+
+
+def pytest_unconfigure(config):
+    if _GC_WAS_ENABLED:
+        gc.enable()
+
+
+_GC_WAS_ENABLED = False
 
 
 @pytest.fixture(scope="session")
