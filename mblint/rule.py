@@ -104,11 +104,14 @@ class RuleContext:
         severity: Severity | None = None,
         fixes: Sequence[FixIntent] = (),
         related_messages: dict[str, str] | None = None,
+        location: Origin | None = None,
     ) -> Finding:
-        """A finding on ``cfg``. The primary location is ``primary``'s last origin, else the
-        field among ``fields`` set last in program order, else the recipe function."""
+        """A finding on ``cfg``. The primary location is ``location`` when given, else
+        ``primary``'s last origin, else the field among ``fields`` set last in program order,
+        else the recipe function. The last origins of ``fields`` elsewhere are related."""
         lasts = [cfg.last_origin(path) for path in fields]
-        location = _primary_origin(cfg, lasts, primary, self.editable_paths)
+        if location is None:
+            location = _primary_origin(cfg, lasts, primary, self.editable_paths)
         related = []
         for path, origin in zip(fields, lasts):
             if origin is None or origin is location or origin == location:

@@ -147,10 +147,8 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
         if is_leaf or cfg.origins(path):
             return ctx.report(cfg, message, [path], primary=path,
                               severity=Severity.ERROR if rejected else Severity.WARNING, fixes=fixes)
-        finding = ctx.report(cfg, message, [], severity=Severity.ERROR if rejected else Severity.WARNING, fixes=fixes)
-        finding.location = origin
-        finding.fields = (path,)
-        return finding
+        return ctx.report(cfg, message, [path], location=origin,
+                          severity=Severity.ERROR if rejected else Severity.WARNING, fixes=fixes)
 
     @staticmethod
     def suggest(cfg, schema, parent: str, leaf: str, own_fields: list[str]) -> str | None:

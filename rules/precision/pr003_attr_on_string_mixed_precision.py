@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity
+from mblint.rulekit import Example, Rule, Severity, value
 
 P = "cfg = _pretrain_common()\n"
 
@@ -52,14 +52,16 @@ then set the field. No automatic fix: it needs an import that mblint does not ad
     ]
     invalid = [
         P + "cfg.mixed_precision.grad_reduce_in_fp32 = False  # error",
+        P + "mp = cfg.mixed_precision\nmp.grad_reduce_in_fp32 = False  # error",
         P + "cfg.mixed_precision = 'bf16_with_fp8_current_scaling_mixed'\ncfg.mixed_precision.fp8_param_gather = False  # error",
         Example(P + "cfg.mixed_precision.grad_reduce_in_fp32 = False  # error", version="0.3"),
     ]
 
     def check(self, cfg, ctx):
         seen = set()
-        for origin, target, owner, attribute in getattr(cfg, "attribute_errors", ()):
-            if not isinstance(owner, str) or target.rsplit(".", 1)[-1] != "mixed_precision":
+        names = (cfg.mixed_precision_name, value(cfg, "mixed_precision"))
+        for origin, target, owner, attribute in cfg.attribute_errors:
+            if not isinstance(owner, str) or owner not in names:
                 continue
             key = (origin.path, origin.line, origin.column, attribute)
             if key in seen:
@@ -67,6 +69,6 @@ then set the field. No automatic fix: it needs an import that mblint does not ad
             seen.add(key)
             finding = ctx.report(cfg, f"{target}.{attribute} is set while {target} is the string {owner!r}; a str has no "
                                       f"attribute {attribute!r}, so the recipe raises AttributeError. Convert it first: "
-                                      f"{target} = get_mixed_precision_config({owner!r})", ["mixed_precision"])
-            finding.location = origin
+                                      f"{target} = get_mixed_precision_config({owner!r})", ["mixed_precision"],
+                             location=origin)
             yield finding
