@@ -19,6 +19,7 @@ from mblint.model import EffectiveConfig, Origin
 from mblint.paths import Confinement, confinement_for
 from mblint.results import FileError, FileResult, Report
 from mblint.rule import Rule, RuleContext, RulePlan
+from mblint.suggestions import nearest_names
 from mblint.suppress import SUPPRESSION_RULES, apply_suppressions
 
 if TYPE_CHECKING:
@@ -166,30 +167,12 @@ def selector_problem(where: str, selectors: Iterable[str], rules: Iterable[type[
     for selector in selectors:
         if selector == "ALL" or any(rule.id.startswith(selector) or rule.name == selector for rule in rules):
             continue
-        close = _closest(selector, [rule.id for rule in rules] + [rule.name for rule in rules])
+        close = nearest_names(selector, [rule.id for rule in rules] + [rule.name for rule in rules])
         prefixes = ", ".join(sorted({rule.id.rstrip("0123456789") for rule in rules}))
         hint = (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close
                 else f" (rule ids begin with {prefixes}; see `mblint rules`)")
         problems.append(f"{selector!r} selects no rule{hint}")
     return f"{where}: {'; '.join(problems)}" if problems else None
-
-
-def _closest(word: str, candidates: list[str], most: int = 2) -> list[str]:
-    """The candidates within a few edits of ``word`` (case ignored), nearest first."""
-    limit = max(1, len(word) // 3)
-    scored = sorted((_edits(word.upper(), candidate.upper()), candidate) for candidate in candidates)
-    return [candidate for distance, candidate in scored if distance <= limit][:most]
-
-
-def _edits(a: str, b: str) -> int:
-    """Levenshtein distance (insertions, deletions, substitutions)."""
-    previous = list(range(len(b) + 1))
-    for i, char in enumerate(a, 1):
-        current = [i]
-        for j, other in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
-        previous = current
-    return previous[-1]
 
 
 class Engine:

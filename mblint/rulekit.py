@@ -23,7 +23,7 @@ the ``mblint`` entry-point group with a ``@hookimpl`` of ``mblint_rules``:
 
 What is here:
 
-- values and known-ness: ``value``, ``known``, ``is_known``, ``int_values``, ``is_int``,
+- values and known-ness: ``value``, ``known``, ``is_known``, ``int_values``,
   ``ABSENT``, ``UNKNOWN``, ``format_value``; unknown means silence;
 - Megatron-Bridge quantities derived from a configuration (each ``UNKNOWN`` when an input
   is): ``parallel`` (TP, PP, CP, EP... sizes), ``cuda_graphs``, ``offline_packing``,
@@ -47,6 +47,7 @@ from mblint.model import ABSENT, NOT_PLAIN_TYPES, UNKNOWN, EffectiveConfig, Orig
 from mblint.plugins import hookimpl
 from mblint.rule import Rule, RuleContext, format_value, known
 from mblint.schema import load_schema
+from mblint.suggestions import suggest
 from mblint.testing import Example
 
 __all__ = [
@@ -61,13 +62,12 @@ __all__ = [
     "fine_grained_offloading_known_on", "finetuning_dataset", "flex_backend", "format_value", "from_dotlist",
     "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "has_overrides", "hookimpl", "hybridep",
     "hybridep_known_on", "in_batch_packing", "in_batch_packing_known_on", "in_batch_packing_path", "int_values",
-    "is_int", "is_known", "is_model_class", "is_node", "is_round", "known", "knows_class", "knows_field",
-    "last_set_of", "megatron_fsdp", "min_gpus", "mixed_precision_fields", "mixed_precision_kind",
-    "model_family_hints", "non_dividing_factor", "offline_packing", "offline_packing_known_on",
-    "pad_to_max_length", "parallel", "per_config", "per_schema", "precision_value", "precondition",
-    "recompute_module_list", "recompute_modules_allowed", "schema_of", "selective_recompute_modules",
-    "selective_recompute_modules_known", "sft_dataset_family", "some_packing_known_on", "specs_path",
-    "specs_present", "str_list", "suggest", "value",
+    "is_known", "is_model_class", "is_node", "is_round", "known", "knows_class", "knows_field", "last_set_of",
+    "megatron_fsdp", "min_gpus", "mixed_precision_fields", "mixed_precision_kind", "model_family_hints",
+    "non_dividing_factor", "offline_packing", "offline_packing_known_on", "pad_to_max_length", "parallel",
+    "per_config", "per_schema", "precision_value", "precondition", "recompute_module_list",
+    "recompute_modules_allowed", "schema_of", "selective_recompute_modules", "selective_recompute_modules_known",
+    "sft_dataset_family", "some_packing_known_on", "specs_path", "specs_present", "str_list", "suggest", "value",
 ]
 
 SPECS_06 = "dataset.offline_packing_specs"
@@ -523,10 +523,6 @@ def model_family_hints(cfg: EffectiveConfig) -> list[tuple[str, str]]:
     return hints
 
 
-def is_int(*values: Any) -> bool:
-    return all(known(v) and isinstance(v, int) and not isinstance(v, bool) for v in values)
-
-
 def constructor_site_field(cfg: EffectiveConfig, path: str) -> str | None:
     """When ``path`` holds a dataclass default from a constructor call in the recipe (e.g.
     ``PackedSequenceSpecs(pad_seq_to_mult=4)`` without a size), a sibling field that the same
@@ -860,13 +856,6 @@ def selective_recompute_modules(cfg: EffectiveConfig) -> Any:
     if modules is None:
         return ["core_attn"]
     return modules
-
-
-def suggest(name: str, choices) -> str | None:
-    import difflib
-
-    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return match[0] if match else None
 
 
 # --- preconditions: shared first early returns (Rule.precondition) ---------------------------

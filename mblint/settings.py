@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mblint.paths import RealFolders, absolute, read_regular
+from mblint.suggestions import suggest
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -171,10 +172,8 @@ def parse_table(table: dict, path: Path, prefix: str = "") -> Settings:
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in KEYS:
-            import difflib
-
-            hint = difflib.get_close_matches(key, list(KEYS), n=1)
-            suggestion = f"; did you mean '{hint[0]}'?" if hint else f" (known: {', '.join(KEYS)})"
+            hint = suggest(key, KEYS)
+            suggestion = f"; did you mean '{hint}'?" if hint else f" (known: {', '.join(KEYS)})"
             raise SettingsError(f"{path}: unknown setting '{prefix}{key}'{suggestion}")
         attribute, kind = KEYS[key]
         values[attribute] = _convert(value, kind, f"{path}: setting '{prefix}{key}'")

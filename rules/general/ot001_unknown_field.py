@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import functools
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, format_value, schema_of
+from mblint.rulekit import Example, FixIntent, Rule, Severity, format_value, schema_of, suggest
 
 # Factory parameter names that people write onto the scheduler although the factory maps them
 # to the optimizer: 0.6.2 megatron/bridge/recipes/utils/optimizer_utils.py:100-166
@@ -178,10 +178,7 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
 # difflib's answers, which depend only on their arguments, are kept.
 @functools.lru_cache(maxsize=1024)
 def _closest(word: str, choices: tuple[str, ...], cutoff: float) -> str | None:
-    import difflib  # imported when a field is unknown, not by every run
-
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
-    return close[0] if close else None
+    return suggest(word, choices, cutoff)
 
 
 @functools.lru_cache(maxsize=1024)

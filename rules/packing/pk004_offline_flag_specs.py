@@ -6,7 +6,7 @@ from mblint.rulekit import (
     FixIntent,
     Rule,
     Severity,
-    is_int,
+    int_values,
     is_known,
     offline_packing,
     specs_present,
@@ -71,7 +71,7 @@ To turn it on, add `PackedSequenceSpecs(packed_sequence_size=dataset.seq_length)
         if flag is True and present is False:
             seq = value(cfg, "dataset.seq_length")
             fixes = []
-            if is_int(seq):
+            if int_values(seq):
                 fixes.append(FixIntent("set", SPECS_06, f"PackedSequenceSpecs(packed_sequence_size={seq})", safe=False,
                                        description=f"add PackedSequenceSpecs(packed_sequence_size={seq})"))
             fixes.append(FixIntent("set", "dataset.enable_offline_packing", False, safe=False,

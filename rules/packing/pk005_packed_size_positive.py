@@ -7,7 +7,7 @@ from mblint.rulekit import (
     Rule,
     Severity,
     constructor_site_field,
-    is_int,
+    int_values,
     offline_packing,
     offline_packing_known_on,
     value,
@@ -62,12 +62,12 @@ megatron/bridge/data/packing/config.py:30 (default -1).
     def check(self, cfg, ctx):
         path = f"{SPECS_06}.packed_sequence_size"
         size = value(cfg, path)
-        if offline_packing(cfg) is not True or not is_int(size) or size > 0:
+        if offline_packing(cfg) is not True or not int_values(size) or size > 0:
             return
         seq = value(cfg, "dataset.seq_length")
         fixes = []
         message = f"{path} is {size}, but offline packing needs a positive pack size"
-        if is_int(seq) and seq > 0:
+        if int_values(seq) and seq > 0:
             message += f" (usually dataset.seq_length = {seq})"
             fixes.append(FixIntent("set", path, seq, safe=False, description=f"set packed_sequence_size to {seq}"))
         primary = constructor_site_field(cfg, path) or path

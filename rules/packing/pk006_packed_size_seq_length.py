@@ -5,7 +5,7 @@ from mblint.rulekit import (
     FixIntent,
     Rule,
     Severity,
-    is_int,
+    int_values,
     offline_packing,
     offline_packing_known_on,
     specs_path,
@@ -66,7 +66,7 @@ scripts/training/recipe_runner.py (sync of packed_sequence_size).
         path = f"{specs_path(cfg)}.packed_sequence_size"
         size = value(cfg, path)
         seq = value(cfg, "dataset.seq_length")
-        if offline_packing(cfg) is not True or not is_int(size, seq) or size <= 0 or size == seq:
+        if offline_packing(cfg) is not True or not int_values(size, seq) or size <= 0 or size == seq:
             return
         yield ctx.report(
             cfg,

@@ -9,7 +9,7 @@ from mblint.rulekit import (
     Rule,
     Severity,
     cp_sp_alignment_all,
-    is_int,
+    int_values,
     is_known,
     offline_packing,
     offline_packing_known_on,
@@ -95,7 +95,7 @@ including `dist.eval_context_parallel_size`).
         if not is_known(pad) or pad is ABSENT:
             return
         pad_value = 1 if pad is None else pad
-        if not is_int(pad_value) or pad_value <= 0:
+        if not int_values(pad_value) or pad_value <= 0:
             return
         align = cp_sp_alignment_all(cfg)
         if not is_known(align) or pad_value % align.required == 0:

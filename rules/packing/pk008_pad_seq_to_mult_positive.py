@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, is_int, knows_field, offline_packing, specs_path, value
+from mblint.rulekit import Example, Rule, Severity, int_values, knows_field, offline_packing, specs_path, value
 
 
 class PadSeqToMultPositiveAndFits(Rule):
@@ -54,7 +54,7 @@ megatron/bridge/data/builders/gpt_sft.py:673 (max_seq_length passed to packing);
         specs = specs_path(cfg)
         path = f"{specs}.pad_seq_to_mult"
         pad = value(cfg, path)
-        if not is_int(pad):
+        if not int_values(pad):
             return
         if pad <= 0:
             yield ctx.report(cfg, f"{path} is {pad}, but it must be a positive integer (or None)", [path])
@@ -64,10 +64,10 @@ megatron/bridge/data/builders/gpt_sft.py:673 (max_seq_length passed to packing);
         single_path = f"{specs}.max_single_sequence_length"
         single = value(cfg, single_path, None)
         seq = value(cfg, "dataset.seq_length")
-        if single is not None and not is_int(single):
+        if single is not None and not int_values(single):
             return
         limit, limit_path = (single, single_path) if single else (seq, "dataset.seq_length")
-        if not is_int(limit) or limit <= 0 or limit >= pad:
+        if not int_values(limit) or limit <= 0 or limit >= pad:
             return
         yield ctx.report(
             cfg,

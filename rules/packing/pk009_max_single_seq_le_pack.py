@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import SPECS_06, FixIntent, Rule, Severity, is_int, value
+from mblint.rulekit import SPECS_06, FixIntent, Rule, Severity, int_values, value
 
 
 class MaxSingleSeqLePack(Rule):
@@ -50,14 +50,14 @@ Safe: clamp `max_single_sequence_length` to `packed_sequence_size` (or remove it
         path = f"{SPECS_06}.max_single_sequence_length"
         size_path = f"{SPECS_06}.packed_sequence_size"
         single = value(cfg, path, None)
-        if single is None or not is_int(single):
+        if single is None or not int_values(single):
             return
         if single <= 0:
             yield ctx.report(cfg, f"{path} is {single}, but it must be a positive integer (or None)", [path],
                              fixes=[FixIntent("set", path, None, description="remove max_single_sequence_length")])
             return
         size = value(cfg, size_path)
-        if is_int(size) and size > 0 and single > size:
+        if int_values(size) and size > 0 and single > size:
             yield ctx.report(
                 cfg, f"{path} is {single}, but it cannot exceed packed_sequence_size = {size}",
                 [path, size_path], primary=path,

@@ -5,7 +5,7 @@ from mblint.rulekit import (
     Severity,
     in_batch_packing,
     in_batch_packing_path,
-    is_int,
+    int_values,
     knows_field,
     offline_packing,
     some_packing_known_on,
@@ -61,7 +61,7 @@ skills/nemo-mbridge-perf-sequence-packing/card.yaml:92.
 
     def check(self, cfg, ctx):
         mtp = value(cfg, "model.mtp_num_layers", None)
-        if not is_int(mtp) or mtp <= 0:
+        if not int_values(mtp) or mtp <= 0:
             return
         if offline_packing(cfg) is True:
             flag = "dataset.enable_offline_packing" if knows_field(cfg, "enable_offline_packing") \

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import FixIntent, Rule, Severity, dataset_is, is_int, value
+from mblint.rulekit import FixIntent, Rule, Severity, dataset_is, int_values, value
 
 
 class EnergonNativePackingContract(Rule):
@@ -66,7 +66,7 @@ the only 0.6.2 task encoders that implement packing are the diffusion ones
             return
         path = "dataset.packing_buffer_size"
         size = value(cfg, path, None)
-        if size is None or not is_int(size):
+        if size is None or not int_values(size):
             return
         fixes = [FixIntent("set", path, None, safe=False, description="remove packing_buffer_size")]
         if size <= 0:

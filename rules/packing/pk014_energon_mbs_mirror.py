@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, dataset_is, is_int, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, dataset_is, int_values, value
 
 
 class EnergonMbsMirror(Rule):
@@ -60,7 +60,7 @@ Safe: copy `train.micro_batch_size` into `dataset.micro_batch_size`.
             return
         data_mbs = value(cfg, "dataset.micro_batch_size")
         train_mbs = value(cfg, "train.micro_batch_size")
-        if not is_int(data_mbs, train_mbs):
+        if not int_values(data_mbs, train_mbs):
             return
         fix = [FixIntent("set", "dataset.micro_batch_size", train_mbs,
                          description=f"set dataset.micro_batch_size to {train_mbs}")]
@@ -72,7 +72,7 @@ Safe: copy `train.micro_batch_size` into `dataset.micro_batch_size`.
         if value(cfg, "dataset.do_validation") is not True:
             return
         eval_mbs = value(cfg, "validation.eval_micro_batch_size", None)
-        if eval_mbs is None or not is_int(eval_mbs) or eval_mbs == data_mbs:
+        if eval_mbs is None or not int_values(eval_mbs) or eval_mbs == data_mbs:
             return
         yield ctx.report(cfg, f"dataset.micro_batch_size is {data_mbs}, but validation.eval_micro_batch_size is "
                               f"{eval_mbs}; with do_validation the Energon loader batches both with one size",

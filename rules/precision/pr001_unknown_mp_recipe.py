@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, known, schema_of
+from mblint.rulekit import Example, FixIntent, Rule, Severity, known, schema_of, suggest
 
 
 class UnknownMixedPrecisionRecipe(Rule):
@@ -65,15 +65,13 @@ megatron/bridge/training/mixed_precision.py:406-422, config.py:1860-1864.
         canonical = sorted({n.replace("-", "_") for n in names})
         if value.replace("-", "_") in canonical:
             return
-        import difflib  # imported when a recipe name is unknown, not by every run
-
-        close = difflib.get_close_matches(value.replace("-", "_"), canonical, n=1, cutoff=0.6)
+        close = suggest(value.replace("-", "_"), canonical)
         message = f"mixed_precision = {value!r} is not a registered mixed-precision recipe; " \
                   f"get_mixed_precision_config() raises ValueError at job start"
         fixes = []
         if close:
-            message += f"; did you mean {close[0]!r}?"
-            fixes = [FixIntent("set", "mixed_precision", close[0], safe=False, description=f"use {close[0]!r}")]
+            message += f"; did you mean {close!r}?"
+            fixes = [FixIntent("set", "mixed_precision", close, safe=False, description=f"use {close!r}")]
         else:
             message += f" (known: {', '.join(canonical)})"
         yield ctx.report(cfg, message, ["mixed_precision"], primary="mixed_precision", fixes=fixes)

@@ -7,7 +7,7 @@ from mblint.rulekit import (
     Severity,
     canonical_seq_datasets,
     dataset_is,
-    is_int,
+    int_values,
     is_round,
     value,
 )
@@ -67,7 +67,7 @@ GPTSFTDatasetConfig, DirectHFSFTDatasetConfig, EnergonDatasetConfig, MockVLMSFTD
             return
         model_seq = value(cfg, "model.seq_length")
         data_seq = value(cfg, "dataset.seq_length")
-        if not is_int(model_seq, data_seq) or model_seq == data_seq:
+        if not int_values(model_seq, data_seq) or model_seq == data_seq:
             return
         yield ctx.report(
             cfg,

@@ -9,7 +9,7 @@ from mblint.rulekit import (
     Severity,
     cp_sp_alignment_all,
     dataset_is,
-    is_int,
+    int_values,
     is_known,
     value,
 )
@@ -69,7 +69,7 @@ up to the next multiple.
             return
         seq = value(cfg, "dataset.seq_length")
         align = cp_sp_alignment_all(cfg)
-        if not is_int(seq) or seq <= 0 or not is_known(align) or seq % align.required == 0:
+        if not int_values(seq) or seq <= 0 or not is_known(align) or seq % align.required == 0:
             return
         target = math.ceil(seq / align.required) * align.required
         yield ctx.report(

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import SFT_DATASET_TYPES_06, Rule, Severity, dataset_is, is_int, value
+from mblint.rulekit import SFT_DATASET_TYPES_06, Rule, Severity, dataset_is, int_values, value
 
 
 class SeqLengthPositive(Rule):
@@ -46,6 +46,6 @@ mock_vlm_sft.py:63-64.
         if dataset_is(cfg, *SFT_DATASET_TYPES_06) is not True:
             return
         seq = value(cfg, "dataset.seq_length")
-        if is_int(seq) and seq <= 0:
+        if int_values(seq) and seq <= 0:
             yield ctx.report(cfg, f"dataset.seq_length is {seq}, but it must be greater than 0",
                              ["dataset.seq_length"])
