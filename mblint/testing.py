@@ -39,7 +39,10 @@ MARKER = r"#\s*(error|finding)\b"  # compiled by the re module when examples run
 @dataclass(frozen=True)
 class Example:
     """``code``: the function body. ``dotlist`` overrides and a ``yaml`` override file are
-    applied after it; a ``# error`` marker in the code or the YAML is where the finding lands."""
+    applied after it; a ``# error`` marker in the code or the YAML is where the finding lands.
+    An invalid example may state the ``message`` it expects (a part of the finding's message)
+    and, for a rule with a fix, the body ``fixed`` that ``--fix --unsafe-fixes`` leaves (as
+    Fixit's ``expected_replacement``); the test suite checks both."""
 
     code: str
     version: str = "0.6"
@@ -47,6 +50,8 @@ class Example:
     dotlist: tuple[str, ...] = ()
     yaml: str | None = None
     function: str = "example_config"
+    message: str | None = None
+    fixed: str | None = None
 
     @classmethod
     def of(cls, item: "Example | str") -> "Example":
@@ -77,6 +82,34 @@ class ExampleRun:
         self.yaml_file = yaml_file
         self.expected_lines = expected_lines
         self.notes = notes
+
+
+def fix_example(rule_class, example: Example, workdir: Path, search_paths: Sequence[Path]) -> str:
+    """The example's body after ``rule_class``'s fixes (unsafe ones included) are applied to it."""
+    import textwrap
+
+    from mblint.engine import CheckOptions, Engine
+    from mblint.fix import run_fixes
+    from mblint.plugins import LoadedPlugins
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    recipe_file = workdir / "example_recipe.py"
+    header, body = example_source(example).split(f"def {example.function}():\n", 1)
+    recipe_file.write_text(f"{header}def {example.function}():\n{body}", encoding="utf-8")
+
+    def make_engine():
+        options = CheckOptions(select=(rule_class.id,), world_size=example.world_size, version=example.version,
+                               search_paths=tuple(search_paths), dotlist=example.dotlist)
+        engine = Engine(options, LoadedPlugins(rules=[rule_class]))
+        engine.display_root = workdir
+        return engine
+
+    run = run_fixes(make_engine, [str(recipe_file)], unsafe=True)
+    text = run.texts.get(recipe_file, recipe_file.read_text(encoding="utf-8"))
+    fixed_body = text.split(f"def {example.function}():\n", 1)[1]
+    if fixed_body.endswith("    return cfg\n"):
+        fixed_body = fixed_body[:-len("    return cfg\n")]
+    return textwrap.dedent(fixed_body).strip("\n")
 
 
 def run_example(rule_class, example: Example, workdir: Path, search_paths: Sequence[Path]) -> ExampleRun:
