@@ -1,0 +1,80 @@
+"""The rule reference (docs/rules/), generated from the rule classes: one page per rule and an
+index. Regenerate after changing a rule's documentation:
+
+    python -m mblint.rule_docs docs/rules
+
+``tests/test_rule_docs.py`` fails when the pages on disk differ from what this writes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def rule_page(rule) -> str:
+    """The Markdown page of one rule class."""
+    fix = "yes" if rule.fixable else "no"
+    lines = [
+        f"# {rule.id} {rule.name}",
+        "",
+        f"{rule.summary}",
+        "",
+        f"- Severity: {rule.severity.label}",
+        f"- Megatron-Bridge lines: {', '.join(rule.versions)}",
+        f"- Fix: {fix}",
+    ]
+    if rule.tags:
+        lines.append(f"- Tags: {', '.join(rule.tags)}")
+    lines += ["", _demoted(rule.doc.strip()), ""]
+    return "\n".join(lines)
+
+
+def _demoted(markdown: str) -> str:
+    """The rule's own ``## `` sections one level down, under the page title (code blocks
+    left as they are)."""
+    lines, in_code = [], False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        lines.append("#" + line if line.startswith("#") and not in_code else line)
+    return "\n".join(lines)
+
+
+def index_page(rules: list) -> str:
+    lines = ["# Rules", "", "Generated from the rule classes by `python -m mblint.rule_docs docs/rules`.", "",
+             "| Id | Name | Severity | Fix | Summary |", "|---|---|---|---|---|"]
+    for rule in rules:
+        summary = rule.summary.replace("|", "\\|")
+        lines.append(f"| [{rule.id}]({rule.id}.md) | {rule.name} | {rule.severity.label} | "
+                     f"{'yes' if rule.fixable else 'no'} | {summary} |")
+    return "\n".join(lines) + "\n"
+
+
+def pages(rules: list) -> dict[str, str]:
+    """File name -> text of every page, for ``rules`` sorted by id."""
+    ordered = sorted(rules, key=lambda rule: rule.id)
+    found = {f"{rule.id}.md": rule_page(rule) for rule in ordered}
+    found["README.md"] = index_page(ordered)
+    return found
+
+
+def all_rules() -> list:
+    from mblint.engine import ENGINE_RULES
+    from mblint.plugins import load_plugins
+
+    return list(ENGINE_RULES) + load_plugins().rules
+
+
+def write(folder: Path, rules: list) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    wanted = pages(rules)
+    for stale in folder.glob("*.md"):
+        if stale.name not in wanted:
+            stale.unlink()
+    for name, text in wanted.items():
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/rules"), all_rules())
