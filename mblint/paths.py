@@ -15,18 +15,6 @@ def absolute(path, cwd: str | None = None) -> str:
     return os.path.normpath(raw if os.path.isabs(raw) else os.path.join(cwd, raw))
 
 
-def read_bytes(path: str) -> bytes:
-    """The whole file, with five system calls; a buffered ``open`` takes eight."""
-    handle = os.open(path, os.O_RDONLY)
-    try:
-        chunks = [os.read(handle, os.fstat(handle).st_size + 1)]
-        while chunks[-1]:
-            chunks.append(os.read(handle, 1 << 16))
-    finally:
-        os.close(handle)
-    return b"".join(chunks)
-
-
 class RealFolders:
     """``os.path.realpath`` of absolute folders, each built on its parent's answer: one lstat
     per folder instead of one per component of every path asked. A folder whose path holds

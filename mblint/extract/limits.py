@@ -116,12 +116,6 @@ def _flat_budget(items: list | tuple, budget: int, nested: bool) -> int | None:
     return budget
 
 
-def _size(value: Any) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value.bit_length()
-    return len(value) if isinstance(value, (str, list, tuple)) else 1
-
-
 def _result_too_big(op: type, left: Any, right: Any) -> bool:
     """Would ``left <op> right`` be over the size limits? Decided before computing it: ``2 **
     10 ** 9`` or ``"x" * 10 ** 9`` would take minutes and gigabytes."""
@@ -139,9 +133,6 @@ def _result_too_big(op: type, left: Any, right: Any) -> bool:
     if op is ast.Mod and isinstance(left, str):
         return _format_too_big(left, right if isinstance(right, tuple) else (right,), "%")
     return False
-
-
-_WIDE_SPEC = re.compile(r"\d{5,}|\*")
 
 
 def _format_too_big(template: str, args: tuple, marker: str) -> bool:
