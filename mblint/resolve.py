@@ -4,7 +4,6 @@ files, then dotlist overrides, and flatten the object graph with provenance."""
 from __future__ import annotations
 
 import ast
-import re
 from itertools import repeat
 from pathlib import Path
 from typing import Any, Iterator

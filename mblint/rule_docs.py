@@ -21,9 +21,11 @@ def rule_page(rule) -> str:
         f"{rule.summary}",
         "",
         f"- Severity: {rule.severity.label}",
-        f"- Megatron-Bridge lines: {', '.join(rule.versions)}",
-        f"- Fix: {fix}",
+        f"- Megatron-Bridge versions: {', '.join(rule.versions) or 'all'}",
     ]
+    if getattr(rule, "requires", ()):
+        lines.append(f"- Requires (of the release's schema): {', '.join(rule.requires)}")
+    lines.append(f"- Fix: {fix}")
     if rule.tags:
         lines.append(f"- Tags: {', '.join(rule.tags)}")
     lines += ["", _demoted(rule.doc.strip()), ""]
