@@ -379,6 +379,7 @@ def commands(corpus: Corpus, tools: dict[str, list[str] | None], skip_fixit: boo
         "ruff": tools["ruff"] and [*tools["ruff"], "check", "--isolated", "--no-cache", "--select", "ALL",
                                    "--exit-zero", "--quiet", *files],
         "cold": mb and [*mb, "check", "--no-cache", *files],
+        **({"cold-baseline": [*tools["baseline"], "check", "--no-cache", *files]} if tools.get("baseline") else {}),
         "warm": mb and [*mb, "check", *files],
     }
     if corpus.package_root is not None:
@@ -568,6 +569,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wheels-dir", type=Path, default=None,
                     help="use megatron_bridge wheels from this folder instead of downloading")
     ap.add_argument("--mblint", default=None, help='command for mblint, e.g. "python -m mblint"')
+    ap.add_argument("--baseline-mblint", default=None,
+                    help="command for another mblint build (e.g. the commit before a change), timed as "
+                         "cold-baseline in the same repetitions, for a before/after comparison")
     ap.add_argument("--timeout", type=float, default=600, help="per-run timeout in seconds")
     ap.add_argument("--fixit-timeout", type=float, default=1800)
     ap.add_argument("--json", type=Path, default=RESULTS_DIR / "latest.json")
@@ -583,9 +587,10 @@ def main(argv: list[str] | None = None) -> int:
         "mblint": shlex.split(args.mblint) if args.mblint else find_tool("mblint"),
         "ruff": find_tool("ruff"),
         "fixit": None if args.skip_fixit else find_tool("fixit"),
+        "baseline": shlex.split(args.baseline_mblint) if args.baseline_mblint else None,
     }
     for name, cmd in tools.items():
-        if cmd is None and not (name == "fixit" and args.skip_fixit):
+        if cmd is None and not (name == "fixit" and args.skip_fixit) and name != "baseline":
             print(f"WARNING: {name} not found next to {sys.executable} nor on PATH; {INSTALL_HINT}"
                   if name != "mblint" else
                   "WARNING: mblint not found; install the project: pip install -e .", flush=True)
@@ -776,6 +781,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {'mblint cold CPU / ruff CPU (user + sys)':<48}{cpu:>10.3f}  reference: the cold wall ratio "
                   f"moves toward it when the second core is taken")
             results.setdefault("reference", {})["cold_cpu_over_ruff_cpu"] = {"value": cpu}
+        if "cold-baseline" in main_c["measurements"]:
+            before = ratio(med.get("cold-baseline"), med.get("ruff"))
+            before_cpu = ratio(main_c["measurements"]["cold-baseline"].get("cpu_median_s"),
+                               main_c["measurements"].get("ruff", {}).get("cpu_median_s"))
+            shown = [f"{label} {'-' if x is None else f'{x:.3f}'}" for label, x in
+                     (("cold/ruff", t.get("cold_over_ruff")), ("cold-baseline/ruff", before), ("CPU", cpu),
+                      ("baseline CPU", before_cpu))]
+            print("  before/after, same run: " + ", ".join(shown))
+            results.setdefault("reference", {})["cold_baseline_over_ruff"] = {"value": before, "cpu": before_cpu}
     for cname, c in results["corpora"].items():
         if cname == (MAIN_CORPUS if MAIN_CORPUS in results["corpora"] else None):
             continue
