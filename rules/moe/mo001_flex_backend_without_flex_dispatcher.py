@@ -4,7 +4,11 @@ from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, flex_
 
 MOE = ('cfg = _pretrain_common()\n'
        'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
-ADJACENT_LINES = 5
+
+
+def _same_call(first, second) -> bool:
+    """Both set by the same run of one function: the same file, reached through the same calls."""
+    return first.path == second.path and first.via == second.via
 
 
 class FlexBackendWithoutFlexDispatcher(Rule):
@@ -17,8 +21,8 @@ class FlexBackendWithoutFlexDispatcher(Rule):
     doc = """## What it does
 Flags `model.moe_flex_dispatcher_backend` assigned "deepep", "hybridep" or "ncclep" (after the
 last assignment of `model.moe_token_dispatcher_type`) while the effective dispatcher type is known
-and not "flex". Stays silent when the recipe chose a non-flex dispatcher right next to the backend
-(within a few lines of the same file): recipes record the backend there on purpose for a later
+and not "flex". Stays silent when the function that set the backend also chose the non-flex
+dispatcher (before it, in the same call): recipes record the backend there on purpose for a later
 `apply_flex_dispatcher_backend(cfg.model, cfg.model.moe_flex_dispatcher_backend)`. Silent when the
 dispatcher type is unknown (HF-derived, or after `apply_flex_dispatcher_backend`, whose result
 depends on the GPU).
@@ -52,13 +56,19 @@ skills moe-comm-overlap SKILL.md.
         MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n'
         'cfg.model.moe_flex_dispatcher_backend = "deepep"\n'
         'apply_flex_dispatcher_backend(cfg.model, cfg.model.moe_flex_dispatcher_backend)',
+        # chosen together in one function, however far apart its lines are
+        MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n' + 'cfg.train.train_iters = 10\n' * 6
+        + 'cfg.model.moe_flex_dispatcher_backend = "hybridep"',
         # dispatcher type HF-derived (unknown)
         MOE + 'cfg.model.moe_flex_dispatcher_backend = "hybridep"',
         MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_flex_dispatcher_backend = None',
     ]
     invalid = [
-        MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n' + 'cfg.train.train_iters = 10\n' * 6
-        + 'cfg.model.moe_flex_dispatcher_backend = "hybridep"  # error',
+        # the dispatcher chosen by a base function, the backend by the recipe built on it
+        'def base():\n    ' + MOE.replace('\n', '\n    ') + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n'
+        '    return cfg\n\n'
+        'cfg = base()\n'
+        'cfg.model.moe_flex_dispatcher_backend = "hybridep"  # error',
         Example(MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"',
                 dotlist=("model.moe_flex_dispatcher_backend=hybridep",)),
         Example(MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"',
@@ -79,9 +89,8 @@ skills moe-comm-overlap SKILL.md.
         if last_kind is not None and last_kind.kind not in ("default", "unknown"):
             if last_kind.seq > last_backend.seq:
                 return  # the dispatcher was chosen after the backend: a deliberate non-flex choice
-            if (last_kind.path == last_backend.path and last_backend.kind != "override"
-                    and 0 <= last_backend.line - last_kind.line <= ADJACENT_LINES):
-                return
+            if last_backend.kind != "override" and _same_call(last_kind, last_backend):
+                return  # chosen together: the backend recorded beside a non-flex choice on purpose
         yield ctx.report(
             cfg,
             f"model.moe_flex_dispatcher_backend is {backend!r}, but model.moe_token_dispatcher_type is {kind!r}; "
