@@ -25,7 +25,7 @@ import re
 import stat
 from json.decoder import scanstring
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 MAX_CONFIG_BYTES = 1 << 20
 HF_CONFIG_MISSING = "hf-config-missing: "  # the note a recipe leaves per model whose config.json is not at hand

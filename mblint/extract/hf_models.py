@@ -320,7 +320,7 @@ class HFModelsMixin:
     def hf_origin(self, state: BridgeState, key: str) -> Origin:
         line, column, end_line, end_column = state.config.position(key)
         self.clock += 1
-        return Origin.at(state.display, line, column, end_line, end_column, "default", self.clock, self.call_sites)
+        return Origin(state.display, line, column, end_line, end_column, "default", self.clock, self.call_sites)
 
     def hf_value(self, state: BridgeState, value: Any, key: str | None) -> Any:
         """A JSON value as the interpreter holds it: objects become dicts, located at the
