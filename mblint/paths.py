@@ -94,7 +94,18 @@ def confinement_for(paths, search_paths=(), cwd: str | None = None) -> Confineme
         full = absolute(given, cwd)
         folder = full if os.path.isdir(full) and not os.path.islink(full) else os.path.dirname(full)
         roots.append(project_root(folder))
+        if roots[-1] == os.path.realpath(folder):  # no project marker: where its imports resolve
+            roots.append(os.path.dirname(_package_top(roots[-1])))
     return Confinement([*roots, *(absolute(p, cwd) for p in search_paths), *installed_megatron_roots()])
+
+
+def _package_top(folder: str) -> str:
+    """The folder above the top-level package holding ``folder`` (``folder`` itself when it is
+    no package): a tree such as an unzipped wheel's ``megatron/bridge/recipes`` imports its
+    siblings from there (and a namespace package such as ``megatron`` one level up)."""
+    while os.path.isfile(os.path.join(folder, "__init__.py")) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    return folder
 
 
 # mblint's own JSON files (cache entries, the plugin catalog, a baseline) are a few kB to a

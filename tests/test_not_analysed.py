@@ -183,3 +183,20 @@ def test_show_honours_search_paths_from_the_settings(tmp_path: Path) -> None:
     fields = json.loads(result.stdout)["fields"]
     assert fields["train.micro_batch_size"]["value"] == 3
     assert fields["dataset.enable_offline_packing"]["value"] is True  # read from ../shared/helpers.py
+
+
+def test_a_package_tree_linted_from_inside_another_repository_reads_its_own_imports(tmp_path: Path) -> None:
+    """README's first command: run from the mblint clone (a git repository) on an unzipped
+    wheel elsewhere. The tree's recipes import siblings of the linted folder; those are read
+    (the tree has no project marker: its imports resolve above its top-level package)."""
+    tree = tmp_path / "unzipped" / "team"
+    (tree / "recipes").mkdir(parents=True)
+    (tree / "__init__.py").write_text("")
+    (tree / "recipes" / "__init__.py").write_text("")
+    (tree / "helpers.py").write_text(GOOD_RECIPE.replace("def sft_config", "def base"))
+    (tree / "recipes" / "r.py").write_text(
+        "from team.helpers import base\n\n\ndef sft_config():\n    cfg = base()\n    cfg.train.micro_batch_size = 2\n"
+        "    return cfg\n")
+    (tmp_path / "clone" / ".git").mkdir(parents=True)
+    result = run(["check", "--no-cache", "--format", "json", str(tree / "recipes")], tmp_path / "clone")
+    assert [f["rule"] for f in json.loads(result.stdout)["findings"]] == ["PK001"], result.stdout
