@@ -94,8 +94,10 @@ def confinement_for(paths, search_paths=(), cwd: str | None = None) -> Confineme
         full = absolute(given, cwd)
         folder = full if os.path.isdir(full) and not os.path.islink(full) else os.path.dirname(full)
         roots.append(project_root(folder))
-        if roots[-1] == os.path.realpath(folder):  # no project marker: where its imports resolve
-            roots.append(os.path.dirname(_package_top(roots[-1])))
+        marked = any(os.path.lexists(os.path.join(roots[-1], marker)) for marker in PROJECT_MARKERS)
+        top = _package_top(roots[-1])
+        if not marked and top != roots[-1]:  # a package tree without project marker: where it imports from
+            roots.append(os.path.dirname(top))
     return Confinement([*roots, *(absolute(p, cwd) for p in search_paths), *installed_megatron_roots()])
 
 
