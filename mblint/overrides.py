@@ -348,6 +348,15 @@ class _ValueParser:
         return _scalar(text)
 
 
+# Hydra's override grammar (OverrideLexer.g4): INT, FLOAT, BOOL and NULL tokens; anything else
+# unquoted is a string, and a character outside its ASCII set is a lexer error.
+_HYDRA_INT = re.compile(r"[+-]?(0|[1-9](_?[0-9])*)")
+_HYDRA_FLOAT = re.compile(
+    r"[+-]?(((([0-9](_?[0-9])*)?\.[0-9](_?[0-9])*|[0-9](_?[0-9])*\.)|[0-9](_?[0-9])*)"
+    r"([eE][+-]?[0-9](_?[0-9])*)|([0-9](_?[0-9])*)?\.[0-9](_?[0-9])*|[0-9](_?[0-9])*\.|inf|nan)",
+    re.IGNORECASE)
+
+
 def _scalar(text: str) -> Any:
     lowered = text.lower()
     if lowered == "null":  # Hydra's grammar: NULL is [Nn][Uu][Ll][Ll]; "none" stays the string 'none'
@@ -356,14 +365,15 @@ def _scalar(text: str) -> Any:
         return True
     if lowered == "false":
         return False
-    try:
+    if _HYDRA_INT.fullmatch(text):
         return int(text)
-    except ValueError:
-        pass
-    try:
+    if _HYDRA_FLOAT.fullmatch(text):
         return float(text)
-    except ValueError:
-        return text
+    if not text.isascii():
+        character = next(char for char in text if not char.isascii())
+        raise DotlistError(f"Hydra's override grammar rejects {character!r} (U+{ord(character):04X}) outside "
+                           f"quotes in {text!r}")
+    return text
 
 
 # ----- applying ---------------------------------------------------------------------------
