@@ -4,11 +4,7 @@ import ast
 import functools
 import math
 
-from mblint.findings import Severity
-from mblint.model import Unknown
-from mblint.rule import Rule, format_value
-from mblint.testing import Example
-from rules._derived import schema_of
+from mblint.rulekit import Example, Rule, Severity, Unknown, format_value, schema_of
 
 # Counts that Megatron-Core divides by or loops over: a value below 1 is never valid
 # (0.6.2 megatron/bridge/training/config.py set_data_parallel_size and validate();
