@@ -474,7 +474,8 @@ def test_a_committed_cache_with_forged_entries_hides_no_finding(tree):
         entry.write_text(json.dumps(data))
     committed = tree.parent / "committed"  # as a checkout brings it: the same files, new folders
     shutil.copytree(tree / ".mblint_cache", committed)
-    shutil.rmtree(tree / ".mblint_cache")
+    # moved aside, not deleted: its folders keep their inodes, so the new copy cannot reuse them
+    (tree / ".mblint_cache").rename(tree.parent / "original-cache")
     shutil.copytree(committed, tree / ".mblint_cache")
     again = invoke("check", "recipes")
     assert again.exit_code == 1 and "PK001" in again.stdout
