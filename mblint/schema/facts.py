@@ -581,6 +581,19 @@ SOURCE_CHECKS: dict[str, tuple[str, str]] = {
         "core/model_parallel_config.py", r"Transformer Engine cross entropy loss fusion has known stability issues"),
     "local_graphs_full_iteration_only": ("bridge/utils/cuda_graph.py", r"def is_full_iteration_cuda_graph"),
     "energon_mbs_mirror": ("bridge/training/config.py", r"EnergonDatasetConfig\.micro_batch_size must match"),
+    # issue 24: what Megatron-Bridge does to a configuration before Megatron-Core sees it
+    "none_graph_impl_clears_scope": (
+        "bridge/utils/cuda_graph.py", r'if cuda_graph_impl == "none":\s*\n\s*clear_cuda_graph_modules\(config\)'),
+    "hybridep_eager_packing_pads_uneven_inputs": ("bridge/models/transformer_config.py", r"def _enable_safe_hybridep_dispatch"),
+    "sequence_parallel_off_without_tp": (
+        "bridge/models/transformer_config.py",
+        r"if self\.sequence_parallel and self\.tensor_model_parallel_size <= 1:\s*\n\s*self\.sequence_parallel = False"),
+    "qwen3_vl_moe_finalize_forces_sp": (
+        "bridge/models/qwen_vl/qwen3_vl_provider.py",
+        r"if self\.tensor_model_parallel_size > 1:\s*\n\s*self\.sequence_parallel = True"),
+    "qwen_vl_finalize_per_token_loss_with_cp": (
+        "bridge/models/qwen_vl/qwen3_vl_provider.py",
+        r"if \(self\.context_parallel_size or 1\) > 1:\s*\n\s*self\.calculate_per_token_loss = True"),
     "shared_expert_overlap_allows_flex": (
         "core/transformer/transformer_config.py", r"moe_shared_expert_overlap only works with alltoall or flex"),
 }

@@ -8,6 +8,7 @@ from mblint.rulekit import (
     assigned,
     format_value,
     from_dotlist,
+    has_check,
     known,
     per_schema,
     schema_of,
@@ -40,7 +41,9 @@ Megatron-Bridge release lists as deprecated or removed, with its replacement: in
 `model.external_cuda_graph`, `model.moe_router_topk_limited_devices`,
 `model.hybrid_override_pattern`; in 0.3.x the Megatron-Core ones. The list comes from the
 schema (`deprecated_fields`), not from this rule. Fields left at their defaults are not
-reported.
+reported, nor `model.cuda_graph_scope` while `model.cuda_graph_impl` is `"none"` in a release
+whose `validate()` clears the scope then (0.6.x: the schema check
+`none_graph_impl_clears_scope`), since Megatron-Core never sees it.
 
 ## Why it matters
 Deprecated `train.*` evaluation fields are copied onto `validation.*` with a
@@ -67,7 +70,8 @@ after the deprecated one.
 0.3.x and 0.6.x, each with its own list.
 
 ## Sources
-0.6.2 megatron/bridge/training/config.py:456-465 (deprecated TrainingConfig fields),
+0.6.2 megatron/bridge/utils/cuda_graph.py:134-139 and training/config.py:1258-1261 (scope
+cleared when cuda_graph_impl is "none", before model.finalize()); 0.6.2 megatron/bridge/training/config.py:456-465 (deprecated TrainingConfig fields),
 :1517-1524 (copied to ValidationConfig with a DeprecationWarning); MCore 0.19.2
 megatron/core/transformer/transformer_config.py:2358-2389 (deprecated CUDA-graph and router
 fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint schema
@@ -76,6 +80,10 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
     valid = [
         "cfg = _pretrain_common()\ncfg.validation.eval_iters = 10",
         "cfg = _pretrain_common()\ncfg.train.eval_iters = None",
+        # graphs off: validate() clears the scope before Megatron-Core could warn (perf recipes' pattern)
+        "cfg = _pretrain_common()\n"
+        "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+        "cfg.model.cuda_graph_impl = 'none'\ncfg.model.cuda_graph_scope = ['attn']",
         # value unknown (assigned in a loop)
         "cfg = _pretrain_common()\nfor n in range(3):\n    cfg.train.eval_iters = n",
         Example("cfg = _pretrain_common()\ncfg.train.eval_iters = 10", version="0.3"),
@@ -83,6 +91,9 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
     invalid = [
         "cfg = _pretrain_common()\ncfg.train.eval_iters = 10  # error",
         "cfg = _pretrain_common()\ncfg.train.skip_train = True  # error",
+        "cfg = _pretrain_common()\n"
+        "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+        "cfg.model.cuda_graph_impl = 'transformer_engine'\ncfg.model.cuda_graph_scope = ['attn']  # error",
         Example("cfg = _pretrain_common()", yaml="train:\n  eval_interval: 50  # error\n"),
         Example("cfg = _pretrain_common()", dotlist=("train.eval_iters=5",)),
         Example("cfg = _pretrain_common()\n"
@@ -97,6 +108,8 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
                 continue
             value = cfg.value(path)
             if not known(value) or value is None:
+                continue
+            if path == "model.cuda_graph_scope" and _scope_cleared(cfg):
                 continue
             parent, _, leaf = path.rpartition(".")
             spec = schema.find_class(cfg.type_of(parent) or "")
@@ -130,6 +143,16 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
                     fields.append(replacement)
                 fixes = _replacement_fixes(path, replacement, value, safe=path in PLAIN_COPIES and not later)
             yield ctx.report(cfg, message, fields, primary=path, severity=severity, fixes=fixes)
+
+
+def _scope_cleared(cfg) -> bool:
+    """Megatron-Bridge clears the graph scope before Megatron-Core reads it when CUDA graphs are
+    off (cuda_graph_impl "none"), so the deprecated field never reaches the deprecation warning.
+    An unknown implementation may be "none": silence."""
+    if not has_check(cfg, "none_graph_impl_clears_scope"):
+        return False
+    impl = cfg.value("model.cuda_graph_impl")
+    return not known(impl) or impl == "none"
 
 
 def _deprecated_in_order(schema) -> list[tuple[str, dict]]:

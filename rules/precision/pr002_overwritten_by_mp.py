@@ -11,6 +11,13 @@ TARGETS = ("model", "optimizer", "ddp")
 PARAM_PAIRS = {"fp8_param": "fp8_param_gather", "fp4_param": "fp4_param_gather"}
 
 
+# Read only by FP8/FP4 code (MCore 0.19.2 fp8_utils.py:673-689, fp4_utils.py:248-263,
+# transformer_config.py:1400-1420 under `if self.fp8`): without FP8/FP4 their value changes nothing.
+LOW_PRECISION_ONLY = frozenset({"first_last_layers_bf16", "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16"})
+# None means "not chosen": Megatron-Core fills it in (MCore 0.19.2 model_parallel_config.py:237,376,528).
+NONE_MEANS_UNSET = frozenset({"pipeline_dtype", "autocast_dtype"})
+
+
 def effective_mp_value(cfg, field: str):
     """The value setup() copies for ``field``, after finalize()."""
     value = cfg.value(f"mixed_precision.{field}")
@@ -19,6 +26,22 @@ def effective_mp_value(cfg, field: str):
         if value is None:
             return gather
     return value
+
+
+def without_low_precision(cfg) -> bool:
+    """True when the mixed-precision config certainly turns on neither FP8 nor FP4."""
+    return all(cfg.value(f"mixed_precision.{name}") in (None, False) for name in ("fp8", "fp4"))
+
+
+def makes_no_difference(cfg, field: str, value) -> bool:
+    """The overwrite replaces a value nothing reads, or a None that only meant 'not chosen'."""
+    if field in NONE_MEANS_UNSET and value is None:
+        return True
+    return field in LOW_PRECISION_ONLY and without_low_precision(cfg)
+
+
+GPT_MODEL = ("from megatron.bridge.models import GPTModelProvider\n"
+             "cfg.model = GPTModelProvider(num_layers=2, hidden_size=64, num_attention_heads=4)\n")
 
 
 class FieldOverwrittenByMixedPrecision(Rule):
@@ -40,7 +63,10 @@ factory's config before validating and which mblint expands the same way (no aut
 then: the field cannot be set on a string). When mblint cannot read the factory (Megatron-Bridge
 not installed where mblint runs), only the fields the recipe sets on the object are known.
 Only assignments in the recipe's own file or in override files are considered (values the
-Megatron-Bridge base builders set are not the author's edit).
+Megatron-Bridge base builders set are not the author's edit). Not reported: fields read only by
+FP8/FP4 code (`first_last_layers_bf16`, `num_layers_at_start_in_bf16`,
+`num_layers_at_end_in_bf16`) when the mixed-precision config turns on neither FP8 nor FP4, and a
+`None` that only means "not chosen" (`pipeline_dtype`, `autocast_dtype`) filled in with a value.
 
 ## Why it matters
 `runtime_config_update()` calls `MixedPrecisionConfig.setup()`, which copies every field of
@@ -68,7 +94,9 @@ effect and changes numerics.
 ## Sources
 0.6.2 megatron/bridge/training/mixed_precision.py:33-75 (fields), :113-158 (`setup`,
 `update_config_with_precision_overrides` copies every field the target has);
-0.6.2 megatron/bridge/training/config.py:1873-1877; 0.3.1 config.py:1860-1864;
+0.6.2 megatron/bridge/training/config.py:1873-1877; MCore 0.19.2 fp8_utils.py:673-689,
+fp4_utils.py:248-263 (the bf16 first/last layer fields, read only under FP8/FP4),
+model_parallel_config.py:237,376 (pipeline_dtype/autocast_dtype None = not chosen); 0.3.1 config.py:1860-1864;
 0.6.2 megatron/bridge/recipes/nemotronh/h100/nemotron_3_super.py (comment:
 "grad_reduce_in_fp32 is a MixedPrecisionConfig field that setup() copies onto the DDP config").
 """
@@ -85,6 +113,11 @@ effect and changes numerics.
         "cfg = _pretrain_common()\nfor flag in [True, False]:\n    cfg.ddp.grad_reduce_in_fp32 = flag\n"
         "cfg.mixed_precision = bf16_mixed()",
         Example("cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.optimizer.bf16 = True", version="0.3"),
+        # read only by FP8/FP4 code, and bf16_mixed() has neither (the small bf16 recipes' pattern)
+        "cfg = _pretrain_common()\n" + GPT_MODEL + "cfg.mixed_precision = 'bf16_mixed'\n"
+        "cfg.model.first_last_layers_bf16 = True\ncfg.model.num_layers_at_start_in_bf16 = 2",
+        # None is "not chosen": bf16_mixed() fills it in
+        "cfg = _pretrain_common()\n" + GPT_MODEL + "cfg.mixed_precision = 'bf16_mixed'\ncfg.model.pipeline_dtype = None",
     ]
     invalid = [
         "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.ddp.grad_reduce_in_fp32 = False  # error",
@@ -96,6 +129,11 @@ effect and changes numerics.
                 version="0.3"),
         Example("cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()",
                 yaml="ddp:\n  grad_reduce_in_fp32: false  # error\n"),
+        # with FP8 on, the bf16 first/last layers matter
+        "cfg = _pretrain_common()\n" + GPT_MODEL + "cfg.mixed_precision = 'bf16_with_fp8_current_scaling_mixed'\n"
+        "cfg.model.first_last_layers_bf16 = False  # error",
+        "cfg = _pretrain_common()\n" + GPT_MODEL + "cfg.mixed_precision = 'bf16_mixed'\n"
+        "cfg.model.pipeline_dtype = torch.float16  # error",
     ]
 
     def check(self, cfg, ctx):
@@ -125,7 +163,7 @@ effect and changes numerics.
                     continue
                 mp_path = f"mixed_precision.{field}"
                 mp_value = effective_mp_value(cfg, field)
-                if not known(mp_value) or mp_value == value:
+                if not known(mp_value) or mp_value == value or makes_no_difference(cfg, field, value):
                     continue
                 message = (f"{path} = {format_value(value)} is overwritten with {format_value(mp_value)} "
                            f"from {mp_path} when MixedPrecisionConfig.setup() runs at job start; "
