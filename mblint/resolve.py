@@ -21,7 +21,7 @@ from mblint.extract.modules import (
 )
 from mblint.extract.positions import _with_kind
 from mblint.extract.scopes import Return
-from mblint.extract.values import FuncRef, Obj, true_origins
+from mblint.extract.values import FuncRef, Obj, is_missing, true_origins
 from mblint.paths import read_regular
 from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, Origin, RecipeRef, ResolvedField, Unknown, _NodeMarker
 from mblint.schema import DEFAULT_LINE, Schema, available_lines, load_schema
@@ -238,6 +238,7 @@ class ResolvedRecipe:
 
     def build(self) -> EffectiveConfig:
         named = self.expand_named_mixed_precision()
+        self.apply_provider_finalize()
         cfg = flatten(self.root, self.recipe, self.schema, list(self.interp.notes))
         cfg.mixed_precision_name = named
         cfg.ignored_overrides = [(path, o.origin, o.action, o.value) for path, o in self.ignored]
@@ -266,6 +267,61 @@ class ResolvedRecipe:
         return name
 
 
+    def apply_provider_finalize(self) -> None:
+        """The plain assignments a model provider's ``finalize()`` makes when
+        ``ConfigContainer.validate()`` runs, after every recipe edit and override:
+        ``PROVIDER_FINALIZE`` lists them per provider class, each with its condition and applied
+        where the release's code has it (a schema check). An unknown condition makes the assigned field unknown; an HF provider (its class not known) is left
+        as it is."""
+        slot = self.root.fields.get("model")
+        model = slot[0] if slot else None
+        if type(model) is not Obj or model.cls is None or model.label:
+            return
+        for effect in finalize_assignments(self.schema, model.cls.qualname):
+            field, op, bound = effect["if"]
+            current = model.get(field)
+            if is_missing(current):
+                continue
+            # None compares as "not above": the finalize() code reads `(size or 1) > 1`
+            condition = False if current is None else _COMPARE[op](current, bound) if _plain_int(current) else UNKNOWN
+            if condition is False:
+                continue
+            cause = model.fields.get(field, (None, ()))[1][-1:]
+            for name, value in effect["set"].items():
+                if name in model.fields:
+                    previous = model.fields[name][1]
+                    model.writable()[name] = (value if condition is True else Unknown("set by the provider's finalize()"),
+                                              previous + tuple(_with_kind(origin, "default") for origin in cause))
+
+
+# Plain assignments of providers' finalize() (run by ConfigContainer.validate() after every recipe
+# edit and override), each applied where the release's code has it (schema check): 0.6.2
+# megatron/bridge/models/qwen_vl/qwen3_vl_provider.py:137-140, :302-307, qwen35_vl_provider.py:206-209,
+# :396-399; 0.3.1 qwen3_vl_provider.py:247-250.
+PROVIDER_FINALIZE = (
+    ("Qwen3VLMoEModelProvider", "qwen3_vl_moe_finalize_forces_sp",
+     {"if": ("tensor_model_parallel_size", ">", 1), "set": {"sequence_parallel": True}}),
+    ("Qwen3VLModelProvider", "qwen_vl_finalize_per_token_loss_with_cp",
+     {"if": ("context_parallel_size", ">", 1), "set": {"calculate_per_token_loss": True}}),
+    ("Qwen3VLMoEModelProvider", "qwen_vl_finalize_per_token_loss_with_cp",
+     {"if": ("context_parallel_size", ">", 1), "set": {"calculate_per_token_loss": True}}),
+    ("Qwen35VLModelProvider", "qwen_vl_finalize_per_token_loss_with_cp",
+     {"if": ("context_parallel_size", ">", 1), "set": {"calculate_per_token_loss": True}}),
+    ("Qwen35VLMoEModelProvider", "qwen_vl_finalize_per_token_loss_with_cp",
+     {"if": ("context_parallel_size", ">", 1), "set": {"calculate_per_token_loss": True}}),
+)
+
+
+def finalize_assignments(schema: Schema, qualname: str) -> list[dict]:
+    return [effect for owner, check, effect in PROVIDER_FINALIZE
+            if schema.has_check(check) and schema.is_subclass(qualname, owner)]
+
+
+def _plain_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_COMPARE = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "==": lambda a, b: a == b}
 _MISSING = object()
 
 

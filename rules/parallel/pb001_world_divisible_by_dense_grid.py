@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, dist_train, int_values, non_dividing_factor, parallel
+from mblint.rulekit import Example, Rule, Severity, dist_train, int_values, min_gpus, non_dividing_factor, parallel
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 FIELDS = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size"]
@@ -52,13 +52,16 @@ megatron/core/parallel_state.py:815-823; skills/mbridge-perf-parallelism-strateg
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 8", world_size=16,
                 version="0.3"),
     ]
+    valid.append(  # the name's 8 GPUs cannot hold TP=16 at all: PB011's finding, not a second one here
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 16",
+                function="llama3_8b_pretrain_8gpu_h100_bf16_config"))
     invalid = [
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 4\n"
                 "cfg.model.context_parallel_size = 4  # error", world_size=8),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 3  # error",
                 world_size=8, version="0.3"),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 16  # error",
-                function="llama3_8b_pretrain_8gpu_h100_bf16_config"),
+                function="llama3_8b_pretrain_24gpu_h100_bf16_config"),
     ]
 
     def check(self, cfg, ctx):
@@ -69,6 +72,9 @@ megatron/core/parallel_state.py:815-823; skills/mbridge-perf-parallelism-strateg
         size = par.tp * par.pp * par.cp
         if size <= 0 or world % size == 0:
             return
+        need = min_gpus(par)
+        if ctx.world_size_from_name and isinstance(need, int) and need > world:
+            return  # PB011 reports the name's GPU count as too small for the layout: one problem, one finding
         source = " (from the recipe name)" if ctx.world_size_from_name else ""
         message = (f"world size {world}{source} is not divisible by TP*PP*CP = "
                    f"{par.tp}*{par.pp}*{par.cp} = {size} (the data-parallel size would be {world}/{size})")

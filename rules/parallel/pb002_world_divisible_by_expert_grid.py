@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, int_values, non_dividing_factor, parallel
+from mblint.rulekit import Example, Rule, Severity, int_values, min_gpus, non_dividing_factor, parallel
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("Qwen/Qwen3-30B-A3B").to_megatron_provider(load_weights=False)\n'
 FIELDS = ["model.expert_tensor_parallel_size", "model.expert_model_parallel_size", "model.pipeline_model_parallel_size"]
@@ -49,12 +49,18 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md ("DP size is always implicit
                 world_size=8),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.expert_model_parallel_size = 4", world_size=8,
                 version="0.3"),
+        # the name's 64 GPUs cannot hold EP=64 x PP=8 at all: PB011's finding, not a second one here
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 8\n"
+                "cfg.model.expert_model_parallel_size = 64", function="deepseek_v3_pretrain_64gpu_h100_bf16_config"),
     ]
     invalid = [
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.expert_model_parallel_size = 16  # error",
                 world_size=8),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.expert_model_parallel_size = 4\n"
                 "cfg.model.expert_tensor_parallel_size = 4  # error", world_size=8, version="0.3"),
+        # the name's 96 GPUs hold EP=64 (PB011 silent) but do not divide by it
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.expert_model_parallel_size = 64  # error",
+                function="deepseek_v3_pretrain_96gpu_h100_bf16_config"),
     ]
 
     def check(self, cfg, ctx):
@@ -68,6 +74,9 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md ("DP size is always implicit
             return
         if dense > 0 and world % dense != 0 and dense % expert == 0:
             return  # PB001 reports it
+        need = min_gpus(par)
+        if ctx.world_size_from_name and isinstance(need, int) and need > world:
+            return  # PB011 reports the name's GPU count as too small for the layout: one problem, one finding
         source = " (from the recipe name)" if ctx.world_size_from_name else ""
         message = (f"world size {world}{source} is not divisible by ETP*EP*PP = "
                    f"{par.etp}*{par.ep}*{par.pp} = {expert} (the expert data-parallel size would be {world}/{expert})")

@@ -5,6 +5,11 @@ from mblint.rulekit import Example, FixIntent, Rule, Severity, int_values, paral
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 
 
+QWEN3_VL_MOE = ("from megatron.bridge.models.qwen_vl.qwen3_vl_provider import Qwen3VLMoEModelProvider\n"
+                "cfg = _sft_common()\n"
+                "cfg.model = Qwen3VLMoEModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4)\n")
+
+
 class TpWithoutSp(Rule):
     id = "PB010"
     name = "tp-without-sp"
@@ -13,7 +18,11 @@ class TpWithoutSp(Rule):
     fixable = True
     tags = ("parallelism", "sequence-parallel", "performance")
     doc = """## What it does
-Flags `model.tensor_model_parallel_size > 1` with `model.sequence_parallel` False.
+Flags `model.tensor_model_parallel_size > 1` with `model.sequence_parallel` False, as the
+configuration stands after the model provider's `finalize()` (some providers, such as
+`Qwen3VLMoEModelProvider`, turn sequence parallelism on themselves whenever TP > 1; mblint
+applies those assignments, listed in `mblint.resolve.PROVIDER_FINALIZE`, each applied where the release's code has it). A model from `AutoBridge` whose provider class is not known
+is taken as it is.
 
 ## Why it matters
 Without sequence parallelism every tensor-parallel rank keeps a full copy of the
@@ -47,8 +56,15 @@ SP; "Combined Parallelism Enablement"); 0.6.2 megatron/bridge/training/comm_over
         "for sp in (True, False):\n    cfg.model.sequence_parallel = sp",
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 2\n"
                 "cfg.model.sequence_parallel = True", version="0.3"),
+        # the provider's finalize() turns sequence parallelism on whenever TP > 1
+        QWEN3_VL_MOE + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = False",
+        Example(QWEN3_VL_MOE + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = False",
+                version="0.3"),
     ]
     invalid = [
+        # the dense sibling's finalize() leaves sequence parallelism alone
+        QWEN3_VL_MOE.replace("MoEModelProvider", "ModelProvider") + "cfg.model.tensor_model_parallel_size = 4\n"
+        "cfg.model.sequence_parallel = False  # error",
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 4  # error",
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 2\n"
                 "cfg.model.sequence_parallel = False  # error", version="0.3"),
