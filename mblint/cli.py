@@ -416,11 +416,13 @@ def list_rules(output_format) -> None:
     loaded = load_plugins()
     rules = sorted(list(ENGINE_RULES) + loaded.rules, key=lambda r: r.id)
     if output_format == "json":
-        click.echo(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity.label, "summary": r.summary,
-                                "versions": list(r.versions), "requires": list(r.requires), "fixable": r.fixable} for r in rules], indent=2))
+        click.echo(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity.label,
+                                "other_severities": [s.label for s in r.other_severities], "summary": r.summary,
+                                "versions": list(r.versions), "requires": list(r.requires), "fixable": r.fixable}
+                               for r in rules], indent=2))
     else:
         for rule in rules:
-            click.echo(f"{rule.id:7} {rule.name:45} {rule.severity.label:8} {rule.summary}")
+            click.echo(f"{rule.id:7} {rule.name:45} {rule.severity_label():13} {rule.summary}")
     for error in loaded.errors:
         click.echo(f"mblint: error: {error}", err=True)
     if loaded.errors:
@@ -436,7 +438,7 @@ def show_rule(rule_id) -> None:
 
     for rule in list(ENGINE_RULES) + load_plugins().rules:
         if rule.id == rule_id.upper() or rule.name == rule_id:
-            click.echo(f"# {rule.id} {rule.name}\n\nSeverity: {rule.severity.label}. {rule.summary}\n")
+            click.echo(f"# {rule.id} {rule.name}\n\nSeverity: {rule.severity_label()}. {rule.summary}\n")
             click.echo(rule.doc.strip())
             return
     click.echo(f"mblint: error: no rule {rule_id!r} (see `mblint rules`)", err=True)

@@ -26,6 +26,8 @@ class Rule:
     id: ClassVar[str] = ""
     name: ClassVar[str] = ""
     severity: ClassVar[Severity] = Severity.WARNING
+    other_severities: ClassVar[tuple[Severity, ...]] = ()
+    """Severities some of its findings have instead of ``severity`` (the documentation says when)."""
     summary: ClassVar[str] = ""
     doc: ClassVar[str] = ""
     versions: ClassVar[tuple[str, ...]] = ()
@@ -53,6 +55,11 @@ class Rule:
 
     def check(self, cfg: EffectiveConfig, ctx: "RuleContext") -> Iterable[Finding]:
         raise NotImplementedError
+
+    @classmethod
+    def severity_label(cls) -> str:
+        """``error``, or ``error/warning`` for a rule that also reports other severities."""
+        return "/".join(severity.label for severity in (cls.severity, *cls.other_severities))
 
     @classmethod
     def applies_to(cls, schema) -> bool:

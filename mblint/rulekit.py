@@ -60,7 +60,7 @@ __all__ = [
     "cuda_graphs", "cuda_graphs_known_on", "data_parallel_size", "dataset_is", "dispatcher", "dist_train",
     "effective_overlap_flag", "energon_packing", "env_var", "eval_context_parallel_size",
     "fine_grained_offloading_known_on", "finetuning_dataset", "flex_backend", "format_value", "from_dotlist",
-    "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "has_overrides", "hookimpl", "hybridep",
+    "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "seq_length_disagrees", "has_overrides", "hookimpl", "hybridep",
     "hybridep_known_on", "in_batch_packing", "in_batch_packing_known_on", "in_batch_packing_path", "int_values",
     "is_known", "is_model_class", "is_node", "is_round", "known", "knows_class", "knows_field", "last_set_of",
     "megatron_fsdp", "min_gpus", "mixed_precision_fields", "mixed_precision_kind", "model_family_hints",
@@ -580,6 +580,15 @@ def sft_dataset_family(cfg: EffectiveConfig) -> bool:
     """Whether the release's fine-tuning datasets are the GPTSFTDatasetConfig family (0.6.x:
     FinetuningDatasetConfig became its deprecated alias) rather than FinetuningDatasetConfig's."""
     return knows_class(cfg, "GPTSFTDatasetConfig")
+
+
+def seq_length_disagrees(cfg: EffectiveConfig) -> bool:
+    """True when model.seq_length and the dataset's seq_length, which validate() asserts equal
+    (SQ001), are both known and differ: advice computed from either would rest on an error."""
+    if dataset_is(cfg, *canonical_seq_datasets(cfg)) is not True:
+        return False
+    model_seq, data_seq = value(cfg, "model.seq_length"), value(cfg, "dataset.seq_length")
+    return is_int(model_seq, data_seq) and model_seq != data_seq
 
 
 def finetuning_dataset(cfg: EffectiveConfig) -> Any:

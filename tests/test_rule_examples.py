@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+import re
+
 import pytest
 
 from mblint.engine import ENGINE_RULES
+from mblint.findings import Severity
 from mblint.plugins import load_plugins
 from mblint.testing import Example, fix_example, run_example
 
@@ -30,12 +34,24 @@ def test_rule_is_well_formed(rule):
     assert rule.valid, f"{rule.id} has no valid example"
 
 
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_documented_severities_are_the_ones_reported(rule):
+    """`mblint rule`/`mblint rules` show severity and other_severities: a rule that reports
+    another severity in some cases declares it, and its documentation says when."""
+    source = inspect.getsource(inspect.getmodule(rule))
+    used = {Severity[name] for name in re.findall(r"Severity\.([A-Z]+)", source)}
+    assert used <= {rule.severity, *rule.other_severities}, f"{rule.id} reports {sorted(s.label for s in used)}"
+    for other in rule.other_severities:
+        assert re.search(rf"\b{other.label}\b", rule.doc, re.I), f"{rule.id}'s documentation never says {other.label}"
+
+
 @pytest.mark.parametrize("rule,example", list(_cases("invalid")))
 def test_invalid_example_fires(rule, example, mb_roots, tmp_path):
     run = run_example(rule, example, tmp_path, [mb_roots[example.version]])
     assert run.findings, f"{rule.id} did not fire; notes: {run.notes}"
     for finding in run.findings:
-        assert finding.severity is not None
+        assert finding.severity in (rule.severity, *rule.other_severities), (
+            f"{rule.id} reported {finding.severity.label}, documented as {rule.severity_label()}")
     if run.expected_lines:
         got = {(f.location.path, f.location.line) for f in run.findings}
         assert got & set(run.expected_lines), f"expected a finding at {run.expected_lines}, got {sorted(got)}"

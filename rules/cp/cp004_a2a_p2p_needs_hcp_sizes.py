@@ -20,6 +20,7 @@ class A2aP2pNeedsHcpSizes(Rule):
     id = "CP004"
     name = "a2a-p2p-needs-hcp-sizes"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "cp_comm_type 'a2a+p2p' needs model.hierarchical_context_parallel_sizes."
     tags = ("context-parallel",)
     doc = """## What it does

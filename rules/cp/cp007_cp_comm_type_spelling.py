@@ -10,6 +10,7 @@ class CpCommTypeSpelling(Rule):
     id = "CP007"
     name = "cp-comm-type-spelling"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "cp_comm_type must be one of p2p, all_gather, a2a, a2a+p2p; DSA attention needs allgather."
     tags = ("context-parallel",)
     doc = """## What it does

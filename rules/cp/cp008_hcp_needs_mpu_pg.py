@@ -10,6 +10,7 @@ class HcpNeedsMpuPg(Rule):
     id = "CP008"
     name = "hcp-needs-mpu-pg"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "Hierarchical context parallelism does not work with dist.use_decentralized_pg = True."
     fixable = True
     tags = ("context-parallel", "distributed")

@@ -9,6 +9,7 @@ class EvalCpRequiresDecentralizedPg(Rule):
     id = "CP010"
     name = "eval-cp-requires-decentralized-pg"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "dist.eval_context_parallel_size needs decentralized process groups and must tile the world size."
     tags = ("context-parallel", "evaluation", "world-size")
     doc = """## What it does

@@ -20,6 +20,7 @@ class TeRngTracker(Rule):
     id = "CG003"
     name = "te-rng-tracker"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "CUDA graphs need Transformer Engine's RNG tracker (model.use_te_rng_tracker or rng.te_rng_tracker)."
     fixable = True
     tags = ("cuda-graphs",)

@@ -19,6 +19,7 @@ class InbatchOrEnergonPackingWithGraphs(Rule):
     id = "CG014"
     name = "inbatch-or-energon-packing-with-graphs"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "In-batch or Energon packing gives variable token widths, which CUDA graphs cannot replay."
     fixable = True
     tags = ("cuda-graphs", "packing")

@@ -23,6 +23,7 @@ class ExpandableSegmentsGraphRegister(Rule):
     id = "CG017"
     name = "expandable-segments-graph-register"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "CUDA graphs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True need NCCL_GRAPH_REGISTER=0."
     fixable = True
     requires = ("field:env_vars",)

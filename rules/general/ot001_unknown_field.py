@@ -33,6 +33,7 @@ class UnknownField(Rule):
     id = "OT001"
     name = "unknown-field"
     severity = Severity.WARNING
+    other_severities = (Severity.ERROR,)
     summary = "A field that the target config class does not have: dead in Python/YAML, an error on the command line."
     fixable = True
     tags = ("general", "overrides")

@@ -18,6 +18,7 @@ class SchedulerConsistency(Rule):
     id = "OT005"
     name = "scheduler-consistency"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "Scheduler fields must match the training mode (iterations vs samples), not mix, and leave room for decay."
     tags = ("general", "scheduler")
     doc = """## What it does

@@ -29,6 +29,7 @@ class DeprecatedField(Rule):
     id = "OT008"
     name = "deprecated-training-eval-fields"
     severity = Severity.WARNING
+    other_severities = (Severity.ERROR,)
     summary = "A deprecated or removed field is set; use its replacement (e.g. train.eval_iters -> validation.eval_iters)."
     fixable = True
     tags = ("general", "deprecation")

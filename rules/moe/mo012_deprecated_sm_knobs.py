@@ -12,6 +12,7 @@ class DeprecatedSmKnobs(Rule):
     id = "MO012"
     name = "deprecated-sm-knobs"
     severity = Severity.WARNING
+    other_severities = (Severity.ERROR,)
     summary = "moe_deepep_num_sms / moe_hybridep_num_sms are deprecated; two different values without moe_flex_dispatcher_num_sms fail."
     fixable = True
     tags = ("moe", "deprecation")

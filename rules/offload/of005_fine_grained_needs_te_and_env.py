@@ -22,6 +22,7 @@ class FineGrainedNeedsTeAndEnv(Rule):
     id = "OF005"
     name = "fine-grained-needs-te-and-env"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "Fine-grained activation offloading needs transformer_impl='transformer_engine' and NVTE_CPU_OFFLOAD_V1=1."
     fixable = True
     tags = ("offload",)

@@ -9,6 +9,7 @@ class OptimizerOffloadFraction(Rule):
     id = "OF006"
     name = "optimizer-offload-fraction"
     severity = Severity.WARNING
+    other_severities = (Severity.ERROR,)
     summary = "Optimizer CPU offload: offload fraction outside [0, 1], or decoupled_weight_decay off."
     fixable = True
     tags = ("offload", "optimizer")

@@ -22,6 +22,7 @@ class PadSeqToMultAlignment(Rule):
     id = "PK007"
     name = "pad-seq-to-mult-alignment"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "Offline packing's pad_seq_to_mult must be a multiple of the CP/SP alignment."
     fixable = True
     tags = ("packing", "context-parallel")

@@ -11,6 +11,7 @@ class SftDatasetKwargsHygiene(Rule):
     id = "PK016"
     name = "sft-dataset-kwargs-hygiene"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "GPTSFTDatasetConfig.dataset_kwargs must not hold max_num_samples or preprocessing keys."
     fixable = True
     tags = ("dataset",)

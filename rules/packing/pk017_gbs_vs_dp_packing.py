@@ -18,6 +18,7 @@ class GbsVsDpWithPacking(Rule):
     id = "PK017"
     name = "gbs-vs-dp-with-packing"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "With offline packing, global_batch_size must be a multiple of micro_batch_size * DP."
     tags = ("packing", "batch", "world-size")
     doc = """## What it does

@@ -10,6 +10,7 @@ class WorldDivisibleByDenseGrid(Rule):
     id = "PB001"
     name = "world-divisible-by-dense-grid"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "The world size must be divisible by TP * PP * CP."
     tags = ("parallelism", "world-size")
     doc = """## What it does

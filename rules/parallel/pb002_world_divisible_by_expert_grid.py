@@ -10,6 +10,7 @@ class WorldDivisibleByExpertGrid(Rule):
     id = "PB002"
     name = "world-divisible-by-expert-grid"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "The world size must be divisible by ETP * EP * PP."
     tags = ("parallelism", "world-size", "moe")
     doc = """## What it does

@@ -22,6 +22,7 @@ class GbsDivisible(Rule):
     id = "PB003"
     name = "gbs-divisible"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "global_batch_size must be a multiple of micro_batch_size * data-parallel size."
     fixable = True
     tags = ("parallelism", "batch", "world-size")

@@ -11,6 +11,7 @@ class DeterministicMode(Rule):
     id = "PR011"
     name = "deterministic-mode"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "Deterministic mode forbids cross-entropy loss fusion (and flash attention on 0.3.x) and needs NCCL_ALGO set to a deterministic algorithm."
     fixable = True
     tags = ("precision", "determinism")
