@@ -42,6 +42,7 @@ import functools
 import math
 from typing import Any
 
+from mblint.extract.megatron import HF_PROVIDER_LABEL  # the type name of an AutoBridge model whose class is not known
 from mblint.findings import Finding, FixIntent, Related, Severity
 from mblint.model import ABSENT, NOT_PLAIN_TYPES, UNKNOWN, EffectiveConfig, Origin, Unknown, is_known, is_node
 from mblint.plugins import hookimpl
@@ -51,6 +52,7 @@ from mblint.suggestions import suggest
 from mblint.testing import Example
 
 __all__ = [
+    "HF_PROVIDER_LABEL",
     "ABSENT", "BRIDGE_GPT_DATASET", "COLLATE_DATASET_TYPES_06", "GRAPH_DEPRECATED_NAMES_06", "GRAPH_MODULE_NAMES",
     "RECOMPUTE_MODULES", "SET_KINDS", "SFT_DATASETS_03", "SFT_DATASETS_06", "SFT_DATASET_TYPES_06", "SPECS_03",
     "SPECS_06", "UNKNOWN", "Alignment", "CudaGraphs", "EffectiveConfig", "Example", "Finding", "FixIntent",

@@ -20,6 +20,7 @@ from mblint.schema.facts import (
     init_aliases,
     mixed_precision_lookup,
     mixed_precision_recipes,
+    provider_attributes,
 )
 
 FORMAT = 2
@@ -63,6 +64,7 @@ def build_schema(index: SourceIndex, bridge_version: str, core_version: str, rec
             "allowed_values_from_bridge": bridge_used_values(recipe_texts, allowed),
             "cuda_graph_deprecated_names": graph_name_deprecations(index),
             "checks": source_checks(lambda relative: _module_text(index, relative)),
+            "provider_attributes": provider_attributes(index, classes, TRANSFORMER_CONFIG),
         },
         "overlay": {key: value for key, value in overlay.items() if value},
     }

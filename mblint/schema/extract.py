@@ -414,11 +414,22 @@ class FieldExtractor:
         return result
 
     def fields(self, qualname: str) -> dict[str, dict]:
-        merged: dict[str, dict] = {}
-        for cls in reversed(self.kinds.mro(qualname)):
-            if self.kinds.is_dataclass(cls):
-                merged.update(self.own_fields(cls))
-        return merged
+        """The dataclass fields as ``dataclasses`` resolves them: every base in reverse MRO
+        order contributes its *whole* field table (inherited fields included), then the class
+        its own. With multiple inheritance a later base's inherited default can so win over an
+        earlier base's own one (MLAModelProvider: MLATransformerConfig's inherited Megatron-Core
+        defaults over GPTModelProvider's)."""
+        memo = self.__dict__.setdefault("_fields_memo", {})
+        if qualname not in memo:
+            merged: dict[str, dict] = {}
+            for base in reversed(self.kinds.mro(qualname)[1:]):
+                holder = next((c for c in self.kinds.mro(base) if self.kinds.is_dataclass(c)), None)
+                if holder is not None:
+                    merged.update(self.fields(holder))
+            if self.kinds.is_dataclass(qualname):
+                merged.update(self.own_fields(qualname))
+            memo[qualname] = merged
+        return memo[qualname]
 
     def field_record(self, module: str, stmt: ast.AnnAssign) -> dict | None:
         annotation = _annotation_expr(stmt.annotation)

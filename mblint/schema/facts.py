@@ -616,3 +616,38 @@ def source_checks(read_text, packages: tuple[str, ...] = ("bridge", "core")) -> 
         if match:
             found[name] = f"megatron/{relative}:{text.count(chr(10), 0, match.start()) + 1}"
     return found
+
+
+# --------------------------------------------------------------------------- provider attributes
+
+PROVIDER_NAMES = frozenset({"provider", "model_provider", "provider_config", "model_cfg", "model_config", "config"})
+
+
+def provider_attributes(index: SourceIndex, classes: dict, transformer_config: str) -> list[str]:
+    """Attributes Megatron-Bridge's own code (recipes excluded) sets on model providers
+    (``provider.x = ...``) or reads by name (``getattr``/``hasattr``) that no provider class
+    declares: used by some code path (often one needing a newer Megatron-Core, as the
+    DeepSeek-V4 bridge's), so an assignment to one is not dead. OT001 adds them to the union of
+    provider fields it checks AutoBridge models against."""
+    kinds = ClassKinds(index)
+    declared = {name for qualname, cls in classes.items() if _derives(kinds, qualname, transformer_config)
+                for name in cls["fields"]}
+    found: set[str] = set()
+    for name, module in index.modules.items():
+        if not name.startswith(BRIDGE_PREFIX) or ".recipes" in name:
+            continue
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                            and target.value.id in PROVIDER_NAMES):
+                        found.add(target.attr)
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                  and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                  and isinstance(node.args[1].value, str)):
+                found.add(node.args[1].value)
+    return sorted(name for name in found - declared if name.isidentifier())
+
+
+def _derives(kinds: ClassKinds, qualname: str, base: str) -> bool:
+    return base in kinds.mro(qualname)

@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import functools
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, format_value, schema_of, suggest
+from mblint.rulekit import (HF_PROVIDER_LABEL, Example, FixIntent, Rule, Severity, format_value, per_schema, schema_of,
+                             suggest)
+
+TRANSFORMER_CONFIG = "megatron.core.transformer.transformer_config.TransformerConfig"
 
 # Factory parameter names that people write onto the scheduler although the factory maps them
 # to the optimizer: 0.6.2 megatron/bridge/recipes/utils/optimizer_utils.py:100-166
@@ -29,6 +32,33 @@ NON_FIELD_ATTRIBUTES = {
 }
 
 
+def provider_fields(schema) -> frozenset[str]:
+    """Every field of every model provider class the schema knows (all derive from
+    Megatron-Core's TransformerConfig), and the attributes Megatron-Bridge's own code sets on
+    or reads from providers (schema fact ``provider_attributes``, e.g. fields of a newer
+    Megatron-Core that a model bridge fills in): a name outside it is used by no provider."""
+    memo = per_schema(schema)
+    if "provider fields" not in memo:
+        fields = {name for qualname, spec in schema.classes.items() if schema.is_subclass(qualname, TRANSFORMER_CONFIG)
+                  for name in spec.fields}
+        attributes = schema.facts.get("provider_attributes", ())
+        memo["provider fields"] = frozenset(fields.union(attributes))
+    return memo["provider fields"]
+
+
+def hf_provider_extra_fields(cfg, schema) -> list[str]:
+    """Keys set on the AutoBridge-derived providers (class not known) that no provider class has."""
+    found = []
+    for node in [key for key in cfg.keys("") if cfg.type_of(key) == HF_PROVIDER_LABEL]:
+        known_names = provider_fields(schema)
+        found += [f"{node}.{leaf}" for leaf in cfg.keys(node)
+                  if leaf not in known_names and not str(leaf).startswith("_")]
+    return found
+
+
+HF_MODEL = "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+
+
 class UnknownField(Rule):
     id = "OT001"
     name = "unknown-field"
@@ -41,9 +71,13 @@ class UnknownField(Rule):
 Flags a field path whose last part is not a field of its parent's config class, such as
 `cfg.scheduler.max_lr = 3e-4` (SchedulerConfig has no `max_lr`; the learning rate lives on
 `optimizer.lr`), `cfg.model.moe_a2a_overlap = True`, or a YAML key `optimizer.finetune_lr`.
-Dict-valued nodes (`dataset.dataset_kwargs`, `env_vars`), model providers derived from a
-Hugging Face config (their fields are only known at run time), classes the schema does not
-know, private attributes (`_name`) and deprecated fields (see OT008) are skipped.
+A model provider derived from a Hugging Face config (`AutoBridge.from_hf_pretrained(...)`,
+its class known only at run time) is checked against the union of the fields of every
+provider class the release has (all derive from Megatron-Core's `TransformerConfig`) and the
+attributes Megatron-Bridge's own code sets on or reads from providers (schema fact
+`provider_attributes`): a name outside both is a field of no provider. Dict-valued nodes
+(`dataset.dataset_kwargs`, `env_vars`), classes the schema does not know, private attributes
+(`_name`) and deprecated fields (see OT008) are skipped.
 The message suggests the nearest field of the same class, or a field of the same name (or a
 close one) on another sub-config.
 
@@ -79,10 +113,10 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
     valid = [
         "cfg = _pretrain_common()\ncfg.optimizer.lr = 3e-4\ncfg.scheduler.lr_warmup_iters = 10",
         "cfg = _sft_common()\ncfg.env_vars = {'ANY_NAME': '1'}\ncfg.dataset.dataset_kwargs = {'x': 1}",
-        # HF-derived provider: extra fields are unknown-but-valid
-        "cfg = _pretrain_common()\n"
-        "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
-        "cfg.model.some_family_field = 3",
+        # HF-derived provider: a field of some provider class (Qwen3-VL's), or an attribute a model
+        # bridge fills in for a newer Megatron-Core (DeepSeek-V4's compression ratios)
+        "cfg = _pretrain_common()\n" + HF_MODEL + "cfg.model.vision_cuda_graph_scope = ['attn']\n"
+        "cfg.model.csa_compress_ratios = [4, 128]",
         Example("cfg = _pretrain_common()\ncfg.train.eval_iters = 3", version="0.3"),
         Example("cfg = _pretrain_common()", dotlist=("optimizer.lr=1e-4",)),
         Example("cfg = _pretrain_common()", yaml="optimizer:\n  lr: 0.0001\n"),
@@ -93,6 +127,8 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
         Example("cfg = _pretrain_common()\ncfg.optimizer.learning_rate = 1e-4  # error", version="0.3"),
         Example("cfg = _pretrain_common()", yaml="optimizer:\n  finetune_lr: 0.0001  # error\n"),
         Example("cfg = _pretrain_common()", dotlist=("optimizer.finetune_lr=3",)),
+        # a field of no provider class, on a model from AutoBridge (the Qwen3 MoE recipes' dead line)
+        "cfg = _pretrain_common()\n" + HF_MODEL + "cfg.model.moe_a2a_overlap = False  # error",
     ]
 
     def check(self, cfg, ctx):
@@ -114,6 +150,12 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
                 continue
             reported.append(path)
             yield self.finding(cfg, ctx, schema, path, parent_type, spec, origin, "assign")
+        for path in hf_provider_extra_fields(cfg, schema):
+            origin = cfg.last_origin(path)
+            if origin is None or origin.kind not in ("set", "override") or path in deprecated:
+                continue
+            reported.append(path)
+            yield self.finding(cfg, ctx, schema, path, HF_PROVIDER_LABEL, provider_fields(schema), origin, "assign")
         for path, origin, action, _ in cfg.ignored_overrides:
             parent, _, leaf = path.rpartition(".")
             parent_type = cfg.type_of(parent)
@@ -125,11 +167,14 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
 
     def finding(self, cfg, ctx, schema, path, parent_type, spec, origin, action):
         parent, _, leaf = path.rpartition(".")
-        suggestion = self.suggest(cfg, schema, parent, leaf, sorted(spec.fields))
+        names = spec if isinstance(spec, frozenset) else spec.fields
+        suggestion = self.suggest(cfg, schema, parent, leaf, sorted(names))
         value = cfg.value(path)
         is_leaf = cfg.get(path) is not None
         shown = f" = {format_value(value)}" if is_leaf else ""
         message = f"{path}{shown}: {parent_type} has no field '{leaf}'"
+        if parent_type == HF_PROVIDER_LABEL:
+            message = f"{path}{shown}: no model provider class of this release has a field '{leaf}'"
         # Hydra struct mode rejects a plain `key=value` for a missing key; `+key`/`++key` are
         # accepted and then skipped by Megatron-Bridge's apply_overrides (omegaconf_utils.py).
         rejected = origin.kind == "override" and cfg.from_command_line(origin) and action == "set"
