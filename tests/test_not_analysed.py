@@ -23,7 +23,7 @@ def test_an_unknown_selected_rule_exits_2_with_a_did_you_mean(tmp_path: Path) ->
     (tmp_path / "r.py").write_text(GOOD_RECIPE)
     result = run(["check", "--no-cache", "--select", "PK0011", "r.py"], tmp_path)
     assert result.exit_code == 2
-    assert "--select: 'PK0011' selects no rule (did you mean 'PK001' or 'PK011'?)" in result.stderr
+    assert "--select: 'PK0011' selects no rule (did you mean 'PK001' or 'PB001'?)" in result.stderr
     assert PASSED not in result.stdout
     far = run(["check", "--no-cache", "--select", "ZZ999", "r.py"], tmp_path)
     assert far.exit_code == 2 and "'ZZ999' selects no rule (rule ids begin with CG, " in far.stderr

@@ -5,9 +5,11 @@ from mblint.rulekit import (
     FixIntent,
     Rule,
     Severity,
+    cuda_graphs,
     int_values,
     offline_packing,
     offline_packing_known_on,
+    pad_to_max_length,
     specs_path,
     value,
 )
@@ -17,6 +19,7 @@ class PackedSizeEqualsSeqLength(Rule):
     id = "PK006"
     name = "packed-size-equals-seq-length"
     severity = Severity.WARNING
+    other_severities = (Severity.ERROR,)
     summary = "offline packed_sequence_size should equal dataset.seq_length."
     fixable = True
     tags = ("packing", "seq-length")
@@ -29,7 +32,11 @@ position embeddings, CUDA-graph shapes and the CP/SP padding are sized from `seq
 larger pack feeds the model sequences longer than it was configured for; a smaller one wastes
 the context the run pays for. Megatron-Bridge's `run_recipe.py` silently resets
 `packed_sequence_size := dataset.seq_length`, so a value that differs is usually an
-override that was lost or a forgotten edit. (Megatron-Bridge does not reject it, hence a warning.)
+override that was lost or a forgotten edit. Megatron-Bridge does not reject it, hence a warning;
+an error when CUDA graphs replay a fixed width: with Transformer Engine or full-iteration
+graphs and `pad_to_max_length = True`, every packed row is padded to `packed_sequence_size`,
+while the graphs are captured for `model.seq_length` tokens (0.6.2 training/train.py:274), so
+the shapes do not match at replay.
 
 ## Example
 ```python
@@ -47,7 +54,10 @@ Unsafe (changes tokens per step and rebuilds the packed data): set
 ## Sources
 0.6.2 megatron/bridge/data/builders/gpt_sft.py:565-567 and 476 (packed dataset length);
 skills/nemo-mbridge-perf-sequence-packing/SKILL.md:58-61; docs/training/packed-sequences.md:78;
-scripts/training/recipe_runner.py (sync of packed_sequence_size).
+scripts/training/recipe_runner.py (sync of packed_sequence_size); 0.6.2
+megatron/bridge/training/train.py:274 (TE graph helper sized by model.seq_length), MCore 0.19.2
+megatron/core/transformer/cuda_graphs.py:2096-2111,2320 (static inputs of seq_length tokens);
+0.6.2 data/datasets/gpt_sft.py:643-646 (pad_to_max_length pads to max_seq_length).
 """
     valid = [
         "cfg = _sft_common()",
@@ -57,7 +67,14 @@ scripts/training/recipe_runner.py (sync of packed_sequence_size).
     ]
     invalid = [
         "cfg = _sft_common()\ncfg.dataset.offline_packing_specs.packed_sequence_size = 4096  # error",
-        Example("cfg = _sft_common()\ncfg.dataset.seq_length = 4096  # error", version="0.3"),
+        # reported where the pack width comes from (the base builder call), the edit the fix makes
+        Example("cfg = _sft_common()  # error\ncfg.dataset.seq_length = 4096", version="0.3"),
+        # TE graphs replay seq_length tokens; padded rows are packed_sequence_size wide: an error,
+        # reported at the pack width (the edit)
+        "cfg = _sft_common()\n"
+        "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+        "cfg.model.cuda_graph_impl = 'transformer_engine'\ncfg.dataset.dataset_kwargs = {'pad_to_max_length': True}\n"
+        "cfg.dataset.offline_packing_specs.packed_sequence_size = 8192  # error\ncfg.dataset.seq_length = 4096",
     ]
 
     precondition = offline_packing_known_on
@@ -68,9 +85,21 @@ scripts/training/recipe_runner.py (sync of packed_sequence_size).
         seq = value(cfg, "dataset.seq_length")
         if offline_packing(cfg) is not True or not int_values(size, seq) or size <= 0 or size == seq:
             return
+        message = f"{path} is {size}, but dataset.seq_length is {seq}; packs should be exactly seq_length tokens"
+        fixed_width = _graphs_replay_fixed_width(cfg)
+        if fixed_width:
+            message += (f"; with {fixed_width} CUDA graphs captured for {seq} tokens and every packed row padded to "
+                        f"{size} (pad_to_max_length), the shapes do not match at replay")
         yield ctx.report(
-            cfg,
-            f"{path} is {size}, but dataset.seq_length is {seq}; packs should be exactly seq_length tokens",
-            [path, "dataset.seq_length"],
+            cfg, message, [path, "dataset.seq_length"], primary=path,
+            severity=Severity.ERROR if fixed_width else None,
             fixes=[FixIntent("set", path, seq, safe=False, description=f"set packed_sequence_size to {seq}")],
         )
+
+
+def _graphs_replay_fixed_width(cfg) -> str | None:
+    """The kind of training CUDA graphs that replay a fixed token width, when the packed rows
+    are padded to one (pad_to_max_length); None otherwise or when unknown."""
+    graphs = cuda_graphs(cfg)
+    kind = "full-iteration" if graphs.full_iteration is True else "Transformer Engine" if graphs.te is True else None
+    return kind if kind and pad_to_max_length(cfg)[0] is True else None
