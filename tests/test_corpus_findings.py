@@ -15,6 +15,10 @@ was read against the recipe code (see the closing note of issue 3):
   PipelineParallelLayerLayout.parse_str_to_list gives 16, and PP 4 makes VP 4): the
   "virtual_pipeline_model_parallel_size conflicts with pipeline_model_parallel_layout" assertion
   of TransformerConfig.__post_init__ (issue 24).
+- PB008 x1, 0.3.1 recipes/glm/glm45.py glm45_air_106b_pretrain_config: TP 1 with
+  sequence_parallel = True (lines 174, 182); 0.3.1's model finalize() runs Megatron-Core
+  0.16.1's __post_init__ unchanged, and model_parallel_config.py:409-411 raises "Cannot use
+  sequence parallelism without tensor parallelism" (0.6.x turns SP off instead: info there).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from mblint.extract.interpreter import Interpreter
 from mblint.report.json_format import finding_json
 
 PINNED_ERRORS = {
-    "0.3": {"SQ001": 2},
+    "0.3": {"PB008": 1, "SQ001": 2},
     "0.6": {"PB013": 1, "PK002": 6, "PK007": 1, "SQ001": 3},
 }
 FOLDERS = {"0.3": ["recipes"], "0.6": ["recipes", "perf_recipes"]}

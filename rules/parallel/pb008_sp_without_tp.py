@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, int_values, parallel
+from mblint.rulekit import Example, FixIntent, Rule, Severity, has_check, int_values, parallel
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 
@@ -9,6 +9,7 @@ class SpWithoutTp(Rule):
     id = "PB008"
     name = "sp-without-tp"
     severity = Severity.INFO
+    other_severities = (Severity.ERROR,)
     summary = "sequence_parallel with tensor_model_parallel_size 1 is silently turned off."
     fixable = True
     tags = ("parallelism", "sequence-parallel")
@@ -18,8 +19,11 @@ Flags `model.sequence_parallel = True` with `model.tensor_model_parallel_size ==
 ## Why it matters
 Sequence parallelism shards activations across the tensor-parallel group; with TP=1 there is
 no group. Megatron-Bridge's model config silently sets `sequence_parallel = False` at
-finalisation (Megatron-Core alone would raise), so the setting does nothing, and anything
-derived from it (e.g. padding multiples) may be reasoned about wrongly.
+finalisation in 0.6.x (Megatron-Core alone would raise), so the setting does nothing, and
+anything derived from it (e.g. padding multiples) may be reasoned about wrongly: info. In 0.3.x
+`finalize()` runs Megatron-Core's checks as they are, and Megatron-Core raises "Cannot use
+sequence parallelism without tensor parallelism": an error. (Schema check
+`sequence_parallel_off_without_tp`.)
 
 ## Example
 ```python
@@ -35,7 +39,9 @@ Safe: drop the setting (`model.sequence_parallel = False`), or raise TP.
 
 ## Sources
 0.6.2 megatron/bridge/models/transformer_config.py:179-180, 255-256, 309-310; Megatron-Core
-0.19.2 megatron/core/model_parallel_config.py (SP requires TP > 1);
+0.19.2 megatron/core/model_parallel_config.py:502-504 (SP requires TP > 1); 0.3.1
+megatron/bridge/models/transformer_config.py:83-92, training/config.py:1414-1415; Megatron-Core
+0.16.1 megatron/core/model_parallel_config.py:409-411;
 skills/mbridge-perf-parallelism-strategies/SKILL.md (Pitfalls 3).
 """
     valid = [
@@ -56,8 +62,15 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md (Pitfalls 3).
         par = parallel(cfg)
         if par.sp is not True or not int_values(par.tp) or par.tp > 1:
             return
-        message = (f"model.sequence_parallel is True, but tensor_model_parallel_size is {par.tp}; "
-                   f"Megatron-Bridge silently turns sequence parallelism off without TP > 1")
+        turned_off = has_check(cfg, "sequence_parallel_off_without_tp")
+        if turned_off:
+            message = (f"model.sequence_parallel is True, but tensor_model_parallel_size is {par.tp}; "
+                       f"Megatron-Bridge silently turns sequence parallelism off without TP > 1")
+        else:
+            message = (f"model.sequence_parallel is True, but tensor_model_parallel_size is {par.tp}; Megatron-Core "
+                       f"raises \"Cannot use sequence parallelism without tensor parallelism\" when validate() "
+                       f"finalizes the model")
         yield ctx.report(cfg, message, ["model.sequence_parallel", "model.tensor_model_parallel_size"],
+                         severity=None if turned_off else Severity.ERROR,
                          fixes=[FixIntent("set", "model.sequence_parallel", False,
                                           description="set sequence_parallel to False")])

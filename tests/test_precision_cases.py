@@ -1,0 +1,70 @@
+"""Issue 24: findings that were false or noise on the shipped recipes, and severities that
+depend on the release, checked with every rule enabled on fixtures modelled on the real
+recipe patterns (the rules' own examples cover each rule alone)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mblint.engine import CheckOptions, Engine
+from mblint.plugins import load_plugins
+from mblint.testing import HEADER_03, HEADER_06
+
+MOE_HF = "cfg.model = AutoBridge.from_hf_pretrained('Qwen/Qwen3-30B-A3B').to_megatron_provider(load_weights=False)\n"
+
+
+def lint(tmp_path: Path, body: str, mb_root: Path, version: str = "0.6",
+         function: str = "example_config") -> list:
+    header = HEADER_03 if version == "0.3" else HEADER_06
+    source = f"{header}\n\ndef {function}():\n{textwrap.indent(textwrap.dedent(body).strip(), '    ')}\n    return cfg\n"
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text(source, encoding="utf-8")
+    engine = Engine(CheckOptions(version=version, search_paths=(mb_root,), jobs=1))
+    report = engine.check_paths([str(recipe)])
+    assert report.errors == []
+    return report.findings
+
+
+def test_packed_mtp_fine_tuning_is_not_reported(tmp_path, mb_roots):
+    """Megatron-Core 0.16.1 and 0.19.2 roll MTP targets within packed-sequence boundaries
+    (the retired PK011's premise was false); the DeepSeek/Qwen packed MTP SFT pattern."""
+    body = "cfg = _sft_common()\n" + MOE_HF + "cfg.model.mtp_num_layers = 1\ncfg.dataset.enable_offline_packing = True"
+    findings = lint(tmp_path, body, mb_roots["0.6"])
+    assert not [f for f in findings if "multi-token prediction" in f.message or "mtp" in f.message.lower()]
+
+
+def test_hybridep_without_the_nvlink_domain_variable_is_not_reported(tmp_path, mb_roots):
+    """NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN is an override DeepEP reads; Megatron-Bridge
+    0.6.2 and Megatron-Core 0.19.2 never do (the retired MO016)."""
+    body = ("cfg = _pretrain_common()\n" + MOE_HF + "cfg.model.moe_token_dispatcher_type = 'flex'\n"
+            "cfg.model.moe_flex_dispatcher_backend = 'hybridep'\ncfg.model.expert_model_parallel_size = 8\n"
+            "cfg.env_vars = {'CUDA_DEVICE_MAX_CONNECTIONS': 32}")
+    findings = lint(tmp_path, body, mb_roots["0.6"])
+    assert not [f for f in findings if "NVLINK" in f.message]
+
+
+def test_retired_rules_are_gone():
+    ids = {rule.id for rule in load_plugins().rules}
+    assert not {"PK011", "MO016"} & ids
+
+
+@pytest.mark.parametrize("version,severity", [("0.6", "INFO"), ("0.3", "ERROR")])
+def test_sequence_parallel_without_tp_depends_on_the_release(tmp_path, mb_roots, version, severity):
+    """0.6 turns SP off when TP is 1 (info); 0.3's finalize() lets Megatron-Core 0.16.1 raise
+    (the 0.3.1 GLM-4.5 Air pretrain recipe's pattern)."""
+    body = ("cfg = _pretrain_common()\n" + MOE_HF + "cfg.model.tensor_model_parallel_size = 1\n"
+            "cfg.model.sequence_parallel = True")
+    found = [f for f in lint(tmp_path, body, mb_roots[version], version) if f.rule_id == "PB008"]
+    assert [f.severity.name for f in found] == [severity]
+
+
+def test_one_problem_one_finding_for_a_name_too_small_for_the_layout(tmp_path, mb_roots):
+    """DeepSeek-V3's 64-GPU perf recipe keeps its 1024-GPU layout (PP 8, EP 64): PB011 says
+    so; PB002 (world not divisible by the expert grid) does not repeat it."""
+    body = ("cfg = _pretrain_common()\n" + MOE_HF + "cfg.model.tensor_model_parallel_size = 2\n"
+            "cfg.model.pipeline_model_parallel_size = 8\ncfg.model.expert_model_parallel_size = 64")
+    found = lint(tmp_path, body, mb_roots["0.6"], function="deepseek_v3_pretrain_64gpu_h100_bf16_config")
+    assert sorted(f.rule_id for f in found if f.rule_id.startswith("PB0") and f.rule_id != "PB010") == ["PB011"]
