@@ -79,6 +79,63 @@ mblint's interpreter limits.
 """
 
 
+class UnreachableRecipeCodeRule(Rule):
+    id = "SY006"
+    name = "unreachable-recipe-code"
+    severity = Severity.WARNING
+    summary = "Statements after a return (or raise) in a recipe function never run; their settings have no effect."
+    doc = """## What it does
+Reports the first statement that follows a `return` or `raise` in the same block of a recipe
+function (the function's body, or the body of an `if`/`for`/`with`/`try` inside it).
+
+## Why it matters
+Python never runs them, so whatever they set (a mixed-precision recipe, a parallel size) is not
+part of the configuration the recipe returns; mblint, like Python, ignores them. A shipped
+Megatron-Bridge 0.6.2 recipe sets its mixed precision after `return cfg`.
+
+## Example
+```python
+def my_recipe_config():
+    cfg = _pretrain_common()
+    return cfg
+    cfg.mixed_precision = "bf16_mixed"   # never runs
+```
+
+## Fix
+Move the statements above the `return`, or delete them. Not automatic.
+
+## Versions
+All.
+
+## Sources
+The Python language reference (a `return` leaves the function); 0.6.2
+megatron/bridge/recipes/ (a recipe with statements after `return cfg`).
+"""
+    valid = ["cfg = _pretrain_common()"]
+    invalid = ["cfg = _pretrain_common()\nreturn cfg\ncfg.train.micro_batch_size = 2  # error"]
+
+
+def unreachable_statements(function: ast.FunctionDef) -> list[ast.stmt]:
+    """The first statement after a ``return``/``raise`` in each block of ``function`` (nested
+    functions and classes are their own code and are not entered)."""
+    found: list[ast.stmt] = []
+    blocks = [function.body]
+    while blocks:
+        block = blocks.pop()
+        for index, stmt in enumerate(block):
+            if isinstance(stmt, (ast.Return, ast.Raise)) and index + 1 < len(block):
+                found.append(block[index + 1])
+                break
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, name, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    blocks.append(inner)
+            blocks.extend(handler.body for handler in getattr(stmt, "handlers", ()))
+    return sorted(found, key=lambda stmt: (stmt.lineno, stmt.col_offset))
+
+
 class NotAnalysedRule(Rule):
     id = "SY005"
     name = "not-analysed"
@@ -118,7 +175,8 @@ mblint's pairing and import resolution.
 from mblint.launch import LAUNCH_RULES  # noqa: E402 - LA001/LA002 live beside the launch reader
 
 ENGINE_RULES: tuple[type[Rule], ...] = (
-    (SyntaxErrorRule, ResolverLimitRule, NotAnalysedRule) + SUPPRESSION_RULES + LAUNCH_RULES)
+    (SyntaxErrorRule, ResolverLimitRule, NotAnalysedRule, UnreachableRecipeCodeRule) + SUPPRESSION_RULES
+    + LAUNCH_RULES)
 
 
 @dataclass(eq=False, repr=False)
@@ -618,6 +676,7 @@ class Engine:
                                                f"{node.name} on are not checked", report)
                 return
             report.recipes += 1
+            self.report_unreachable(path, node, report)
             if self.check_recipe(path, node.name, text, report, dotlist=self.options.dotlist) is not None:
                 analysed.add(node.name)
             steps += interp.steps
@@ -774,6 +833,21 @@ class Engine:
         node = self._function_node(path, function)
         more = f" (and {len(limits) - 1} more)" if len(limits) > 1 else ""
         self.limit_finding(path, node, f"{function}: {limits[0]}{more}", report, recipe=function)
+
+    def report_unreachable(self, path: Path, node: ast.FunctionDef, report: FileResult) -> None:
+        """SY006 on the first statement after a return/raise in each block of a recipe function."""
+        if not self.rule_enabled(UnreachableRecipeCodeRule):
+            return
+        display = self.project_display(path)
+        rule = UnreachableRecipeCodeRule
+        for stmt in unreachable_statements(node):
+            end_line = getattr(stmt, "end_lineno", None) or stmt.lineno
+            end_column = (getattr(stmt, "end_col_offset", None) or stmt.col_offset) + 1
+            origin = Origin(display, stmt.lineno, stmt.col_offset + 1, end_line, end_column)
+            message = (f"{node.name}: this statement (and any after it in its block) follows a return or raise and "
+                       f"never runs; what it sets is not part of the configuration")
+            report.findings.append(Finding(rule.id, rule.name, rule.severity, message, origin,
+                                           recipe=f"{display}::{node.name}"))
 
     def limit_finding(self, path: Path, node, message: str, report: FileResult, recipe: str | None = None) -> None:
         if not self.rule_enabled(ResolverLimitRule):

@@ -68,3 +68,16 @@ def test_one_problem_one_finding_for_a_name_too_small_for_the_layout(tmp_path, m
             "cfg.model.pipeline_model_parallel_size = 8\ncfg.model.expert_model_parallel_size = 64")
     found = lint(tmp_path, body, mb_roots["0.6"], function="deepseek_v3_pretrain_64gpu_h100_bf16_config")
     assert sorted(f.rule_id for f in found if f.rule_id.startswith("PB0") and f.rule_id != "PB010") == ["PB011"]
+
+
+def test_statements_after_return_cfg_are_reported_once(tmp_path, mb_roots):
+    """The shipped Llama 3.1 8B pretrain recipe sets its mixed precision after `return cfg`
+    (0.3.1 and 0.6.2): SY006 on that line, and the setting is not in the configuration."""
+    body = ("cfg = _pretrain_common()\ncfg.mixed_precision = 'bf16_mixed'\nif cfg.train.micro_batch_size > 8:\n"
+            "    raise ValueError('too big')\n    cfg.train.micro_batch_size = 8\n"
+            "return cfg\n\ncfg.mixed_precision = bf16_mixed()\ncfg.train.micro_batch_size = 2")
+    for version in ("0.3", "0.6"):
+        findings = lint(tmp_path, body, mb_roots[version], version)
+        source = (tmp_path / "recipe.py").read_text().splitlines()
+        lines = sorted(source[f.location.line - 1].strip() for f in findings if f.rule_id == "SY006")
+        assert lines == ["cfg.mixed_precision = bf16_mixed()", "cfg.train.micro_batch_size = 8"], lines
