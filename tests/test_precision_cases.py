@@ -81,3 +81,22 @@ def test_statements_after_return_cfg_are_reported_once(tmp_path, mb_roots):
         source = (tmp_path / "recipe.py").read_text().splitlines()
         lines = sorted(source[f.location.line - 1].strip() for f in findings if f.rule_id == "SY006")
         assert lines == ["cfg.mixed_precision = bf16_mixed()", "cfg.train.micro_batch_size = 8"], lines
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.6"])
+def test_constructor_normalisations_are_in_the_resolved_values(tmp_path, mb_roots, version):
+    """MixedPrecisionConfig keeps fp8_param equal to fp8_param_gather (its __setattr__, also
+    during __init__); 0.6's TokenizerConfig.__post_init__ sets pad_vocab_size = False."""
+    from mblint.resolve import resolve
+
+    body = ("cfg = _pretrain_common()\ncfg.mixed_precision = MixedPrecisionConfig(bf16=True, fp8_param=False, "
+            "fp8_param_gather=True)\nmp = bf16_mixed()\nmp.fp8_param = True\ncfg.optimizer.params_dtype = mp.fp8_param_gather")
+    header = (HEADER_03 if version == "0.3" else HEADER_06) + "from megatron.bridge.training.mixed_precision import MixedPrecisionConfig\n"
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text(f"{header}\n\ndef example_config():\n{textwrap.indent(body, '    ')}\n    return cfg\n")
+    cfg = resolve(recipe, "example_config", search_paths=[mb_roots[version]], version=version,
+                  override_files=[], dotlist=[])
+    assert cfg.value("mixed_precision.fp8_param") is True
+    assert cfg.value("optimizer.params_dtype") is True  # set through fp8_param, read through fp8_param_gather
+    if version == "0.6":
+        assert cfg.value("tokenizer.pad_vocab_size") is False

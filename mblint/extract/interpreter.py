@@ -84,6 +84,8 @@ class Interpreter(ScopesMixin, MegatronMixin, HFModelsMixin, StateMixin, CallsMi
         self.hf_methods = set(overlay.get("hf_provider_methods", [])) | set(overlay.get("hf_provider_methods_missing", []))
         self.init_aliases = {k: v for k, v in overlay.get("init_aliases", {}).items() if not k.startswith("_")}
         self.field_aliases = {k: v for k, v in overlay.get("field_aliases", {}).items() if not k.startswith("_")}
+        self.init_normalisations = {k: v for k, v in overlay.get("init_normalisations", {}).items()
+                                    if not k.startswith("_")}
         # Attribute stores on values that are not config objects (a string, None): they raise
         # AttributeError when the recipe runs. (origin, target source, owner, attribute)
         self.attribute_errors: list[tuple] = []

@@ -187,6 +187,11 @@ class MegatronMixin:
             slot = obj.fields.get(name)
             if slot is not None and slot[1] and slot[1][-1].kind != "default":
                 obj.fields[target] = slot
+        for name, rule in self.init_normalisations.get(spec.name, {}).items():
+            # a constructor's own plain assignments (__post_init__, __setattr__ during __init__)
+            source = fields.get(rule["from"]) if "from" in rule else (rule["value"], defaults)
+            if source is not None and name in fields:
+                fields[name] = source
         declared = spec.fields
         aliases = self.init_aliases.get(spec.name, {}).values()
         if all(name in declared for name in kwargs) and all(name in declared for name in aliases):

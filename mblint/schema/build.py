@@ -21,6 +21,8 @@ from mblint.schema.facts import (
     mixed_precision_lookup,
     mixed_precision_recipes,
     provider_attributes,
+    init_normalisations,
+    setattr_syncs,
 )
 
 FORMAT = 2
@@ -45,7 +47,15 @@ def build_schema(index: SourceIndex, bridge_version: str, core_version: str, rec
     really gone."""
     classes = {q: c for q, c in extract_classes(index).items() if keep_module(c["module"])}
     allowed = allowed_values(index)
-    overlay = {"field_aliases": field_aliases(index, classes), "init_aliases": init_aliases(index, classes),
+    syncs = setattr_syncs(index, classes)
+    aliases = field_aliases(index, classes)
+    for name, pairs in syncs.items():
+        if name == "_source":
+            aliases["_source"] = "; ".join(filter(None, (aliases.get("_source"), pairs)))
+        else:
+            aliases.setdefault(name, {}).update(pairs)
+    overlay = {"field_aliases": aliases, "init_aliases": init_aliases(index, classes),
+               "init_normalisations": init_normalisations(index, classes, syncs),
                **factories(index, {"hf_factory_methods": list(HF_FACTORY_METHODS),
                                    "hf_provider_methods": list(HF_PROVIDER_METHODS)})}
     schema = {

@@ -651,3 +651,59 @@ def provider_attributes(index: SourceIndex, classes: dict, transformer_config: s
 
 def _derives(kinds: ClassKinds, qualname: str, base: str) -> bool:
     return base in kinds.mro(qualname)
+
+
+# --------------------------------------------------------------------------- constructor data flow
+
+
+def setattr_syncs(index: SourceIndex, classes: dict) -> dict:
+    """``__setattr__`` that mirrors one field onto another (``if name == "x" and hasattr(self, "y"):
+    ... object.__setattr__(self, "y", value)``, MixedPrecisionConfig's fp8_param/fp8_param_gather):
+    {ClassName: {x: y}}, and the sources. Writing x writes y too."""
+    found: dict[str, dict[str, str]] = {}
+    sources = []
+    for qualname, cls in sorted(classes.items()):
+        node = index.class_node(qualname) if qualname.startswith(BRIDGE_PREFIX) else None
+        method = next((s for s in (node.body if node else []) if isinstance(s, ast.FunctionDef)
+                       and s.name == "__setattr__"), None)
+        if method is None:
+            continue
+        for branch in ast.walk(method):
+            if not isinstance(branch, ast.If):
+                continue
+            names = [c.value for c in ast.walk(branch.test) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+            mirrored = [c.args[1].value for c in ast.walk(ast.Module(body=branch.body, type_ignores=[]))
+                        if isinstance(c, ast.Call) and dotted_name(c.func) == "object.__setattr__" and len(c.args) == 3
+                        and isinstance(c.args[1], ast.Constant) and isinstance(c.args[1].value, str)]
+            if len(names) >= 1 and mirrored and names[0] in cls["fields"] and mirrored[0] in cls["fields"] \
+                    and names[0] != mirrored[0]:
+                found.setdefault(cls["name"], {})[names[0]] = mirrored[0]
+                sources.append(f"{index.relpath(cls['module'])}:{branch.lineno}")
+    return {**found, "_source": "__setattr__ mirroring a field: " + ", ".join(sources)} if found else {}
+
+
+def init_normalisations(index: SourceIndex, classes: dict, syncs: dict) -> dict:
+    """What a constructor does to its fields beyond storing the arguments: ``self.x = <constant>``
+    at the top of ``__post_init__`` ({"value": v}), and a mirrored pair of ``syncs`` whose later
+    field in declaration order overwrites the earlier one during ``__init__`` ({"from": later}).
+    {ClassName: {field: rule}}, and the sources."""
+    found: dict[str, dict[str, dict]] = {}
+    sources = []
+    for qualname, cls in sorted(classes.items()):
+        if not qualname.startswith(BRIDGE_PREFIX):
+            continue
+        order = list(cls["fields"])
+        for source, target in (syncs.get(cls["name"]) or {}).items():
+            if source in order and target in order and order.index(source) > order.index(target):
+                found.setdefault(cls["name"], {})[target] = {"from": source}
+        node = index.class_node(qualname)
+        post_init = next((s for s in (node.body if node else []) if isinstance(s, ast.FunctionDef)
+                          and s.name == "__post_init__"), None)
+        for stmt in post_init.body if post_init else []:
+            if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
+                    and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == "self"
+                    and stmt.targets[0].attr in cls["fields"] and isinstance(stmt.value, ast.Constant)
+                    and isinstance(stmt.value.value, (bool, int, float, str, type(None)))):
+                found.setdefault(cls["name"], {})[stmt.targets[0].attr] = {"value": stmt.value.value}
+                sources.append(f"{index.relpath(cls['module'])}:{stmt.lineno}")
+    return {**found, "_source": "constructor assignments: " + ", ".join(sources)} if found else {}
