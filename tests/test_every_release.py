@@ -34,15 +34,15 @@ NOT_RECIPES = {
 # with the source lines): PK002 in-batch packing with micro_batch_size 1, PK007 CP=2 with
 # pad_seq_to_mult 1, SQ001 model and dataset seq_length that differ.
 PINNED_ERRORS = {
-    "0.3.0": {"SQ001": 1},
-    "0.3.1": {"SQ001": 2},
+    "0.3.0": {"PB008": 1, "SQ001": 1},
+    "0.3.1": {"PB008": 1, "SQ001": 2},
     "0.4.0": {"PK002": 16, "SQ001": 2},
     "0.4.1": {"PK002": 16, "SQ001": 2},
     "0.4.2": {"PK002": 10, "SQ001": 2},
     "0.5.0": {"PK002": 10, "SQ001": 2},
     "0.5.1": {"PK002": 10, "SQ001": 2},
-    "0.6.0": {"PK002": 6, "PK007": 1, "SQ001": 3},
-    "0.6.2": {"PK002": 6, "PK007": 1, "SQ001": 3},
+    "0.6.0": {"PB013": 1, "PK002": 6, "PK007": 1, "SQ001": 3},
+    "0.6.2": {"PB013": 1, "PK002": 6, "PK007": 1, "SQ001": 3},
 }
 
 
