@@ -12,7 +12,6 @@ from mblint.schema.facts import (
     bridge_used_values,
     deprecated_fields,
     factories,
-    field_aliases,
     graph_name_deprecations,
     source_checks,
     hf_derived,
@@ -21,8 +20,7 @@ from mblint.schema.facts import (
     mixed_precision_lookup,
     mixed_precision_recipes,
     provider_attributes,
-    init_normalisations,
-    setattr_syncs,
+    constructor_facts,
 )
 
 FORMAT = 2
@@ -47,15 +45,9 @@ def build_schema(index: SourceIndex, bridge_version: str, core_version: str, rec
     really gone."""
     classes = {q: c for q, c in extract_classes(index).items() if keep_module(c["module"])}
     allowed = allowed_values(index)
-    syncs = setattr_syncs(index, classes)
-    aliases = field_aliases(index, classes)
-    for name, pairs in syncs.items():
-        if name == "_source":
-            aliases["_source"] = "; ".join(filter(None, (aliases.get("_source"), pairs)))
-        else:
-            aliases.setdefault(name, {}).update(pairs)
+    aliases, normalisations = constructor_facts(index, classes)
     overlay = {"field_aliases": aliases, "init_aliases": init_aliases(index, classes),
-               "init_normalisations": init_normalisations(index, classes, syncs),
+               "init_normalisations": normalisations,
                **factories(index, {"hf_factory_methods": list(HF_FACTORY_METHODS),
                                    "hf_provider_methods": list(HF_PROVIDER_METHODS)})}
     schema = {

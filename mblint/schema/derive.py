@@ -30,6 +30,7 @@ from pathlib import Path
 from mblint.schema import FieldSpec, Schema, register_schema, schema_from_json
 from mblint.schema.build import (
     CONFIG_CONTAINER,
+    TRANSFORMER_CONFIG,
     FORMAT,
     compact_fields,
     keep_module,
@@ -46,10 +47,11 @@ from mblint.schema.extract import (
 from mblint.schema.facts import (
     bridge_used_values,
     deprecated_fields,
-    field_aliases,
+    constructor_facts,
     init_aliases,
     mixed_precision_lookup,
     mixed_precision_recipes,
+    provider_attributes,
     source_checks,
 )
 from mblint.schema.source import BridgeSource
@@ -59,7 +61,7 @@ try:  # the hash mblint.cache uses, without loading OpenSSL at start-up
 except ImportError:  # pragma: no cover
     from hashlib import blake2b
 
-DERIVE_FORMAT = 2  # bump to re-derive cached schemas when what is derived changes
+DERIVE_FORMAT = 4  # bump to re-derive cached schemas when what is derived changes
 MAX_FILES = 4000
 MAX_FILE_BYTES = 2_000_000
 MAX_TOTAL_BYTES = 80_000_000
@@ -447,7 +449,7 @@ def _assemble(source, base: Schema, index, extractor, classes: dict, files) -> d
     recipe_texts = (_read_source(path) for folder in RECIPE_FOLDERS
                     for path in sorted((source.package / folder).rglob("*.py"))[:MAX_FILES])
     overlay = dict(base.overlay)
-    overlay["field_aliases"] = field_aliases(index, bridge)
+    overlay["field_aliases"], overlay["init_normalisations"] = constructor_facts(index, bridge)
     overlay["init_aliases"] = init_aliases(index, bridge)
     index.modules.get(MIXED_PRECISION)
     gone = _removed(base, all_classes)
@@ -465,6 +467,8 @@ def _assemble(source, base: Schema, index, extractor, classes: dict, files) -> d
                               **deprecated_fields(_Warning(index, texts), all_classes, CONFIG_CONTAINER)},
         "removed_fields": {**{p: v for p, v in base.removed_fields.items() if p not in _paths(all_classes)}, **gone},
         "facts": {**base.facts, "allowed_values_from_bridge": bridge_used_values(recipe_texts, allowed),
+                  "provider_attributes": sorted(set(base.facts.get("provider_attributes", ()))
+                                                | set(provider_attributes(index, all_classes, TRANSFORMER_CONFIG))),
                   "checks": {**{n: w for n, w in base.facts.get("checks", {}).items() if "/bridge/" not in w},
                              **source_checks(lambda rel: _text(texts, source.root / "megatron" / rel), ("bridge",))}},
         "overlay": {key: value for key, value in overlay.items() if value},

@@ -707,3 +707,16 @@ def init_normalisations(index: SourceIndex, classes: dict, syncs: dict) -> dict:
                 found.setdefault(cls["name"], {})[stmt.targets[0].attr] = {"value": stmt.value.value}
                 sources.append(f"{index.relpath(cls['module'])}:{stmt.lineno}")
     return {**found, "_source": "constructor assignments: " + ", ".join(sources)} if found else {}
+
+
+def constructor_facts(index: SourceIndex, classes: dict) -> tuple[dict, dict]:
+    """(field_aliases, init_normalisations) of the overlay: property aliases and
+    ``__setattr__`` mirrors, and what constructors assign themselves."""
+    syncs = setattr_syncs(index, classes)
+    aliases = field_aliases(index, classes)
+    for name, pairs in syncs.items():
+        if name == "_source":
+            aliases["_source"] = "; ".join(filter(None, (aliases.get("_source"), pairs)))
+        else:
+            aliases.setdefault(name, {}).update(pairs)
+    return aliases, init_normalisations(index, classes, syncs)
