@@ -20,7 +20,7 @@ def rule_page(rule) -> str:
         "",
         f"{rule.summary}",
         "",
-        f"- Severity: {rule.severity.label}",
+        f"- Severity: {rule.severity_label()}",
         f"- Megatron-Bridge versions: {', '.join(rule.versions) or 'all'}",
     ]
     if getattr(rule, "requires", ()):
@@ -48,7 +48,7 @@ def index_page(rules: list) -> str:
              "| Id | Name | Severity | Fix | Summary |", "|---|---|---|---|---|"]
     for rule in rules:
         summary = rule.summary.replace("|", "\\|")
-        lines.append(f"| [{rule.id}]({rule.id}.md) | {rule.name} | {rule.severity.label} | "
+        lines.append(f"| [{rule.id}]({rule.id}.md) | {rule.name} | {rule.severity_label()} | "
                      f"{'yes' if rule.fixable else 'no'} | {summary} |")
     return "\n".join(lines) + "\n"
 

@@ -2,10 +2,7 @@ from __future__ import annotations
 
 import re
 
-from mblint.findings import Severity
-from mblint.rule import Rule, format_value, known
-from mblint.testing import Example
-from rules._derived import last_set_of, parallel, value
+from mblint.rulekit import Example, Rule, Severity, format_value, known, last_set_of, parallel, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("deepseek-ai/DeepSeek-V3").to_megatron_provider(load_weights=False)\n'
 LAYOUT_16 = '"Et|(tt|)*14L"'  # 16 stages: "Et", 14 x "tt", "L"
