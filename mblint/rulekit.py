@@ -590,7 +590,7 @@ def seq_length_disagrees(cfg: EffectiveConfig) -> bool:
     if dataset_is(cfg, *canonical_seq_datasets(cfg)) is not True:
         return False
     model_seq, data_seq = value(cfg, "model.seq_length"), value(cfg, "dataset.seq_length")
-    return is_int(model_seq, data_seq) and model_seq != data_seq
+    return int_values(model_seq, data_seq) and model_seq != data_seq
 
 
 def finetuning_dataset(cfg: EffectiveConfig) -> Any:
