@@ -28,6 +28,7 @@ class OverrideValueType(Rule):
     id = "OT013"
     name = "override-value-type"
     severity = Severity.ERROR
+    other_severities = (Severity.WARNING,)
     summary = "An override gives a field a value of the wrong type, or a count below 1."
     tags = ("general", "overrides")
     doc = """## What it does
