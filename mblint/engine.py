@@ -489,7 +489,7 @@ class Engine:
                 cache.put(path, deps, result.to_dict(), self.settings_source(path))
         report.files = len(files)
         report.cache_hits = cache.hits if cache else 0
-        report.findings = _dedupe(report.findings)
+        report.findings = _one_per_problem_and_place(_dedupe(report.findings))
 
         report.checked = displays
         report.notes.extend(dict.fromkeys(schema["note"] for schema in report.schemas if schema.get("note")))
@@ -1033,6 +1033,19 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
             seen.add(key)
             unique.append(finding)
     return unique
+
+
+def _one_per_problem_and_place(findings: list[Finding]) -> list[Finding]:
+    """One finding per rule, place and fields: recipes that share a helper line report its
+    problem once, whatever values each recipe gives the message. The one kept is the first in
+    message order, so the report does not depend on the order the files were linted in."""
+    kept: dict[tuple, Finding] = {}
+    for finding in findings:
+        place = (finding.rule_id, finding.location.path, finding.location.line, finding.location.column,
+                 finding.fields)
+        if place not in kept or (finding.message, finding.recipe) < (kept[place].message, kept[place].recipe):
+            kept[place] = finding
+    return list(kept.values())
 
 
 # Source bytes that keep a worker busy long enough to pay for starting it and sending its
