@@ -1036,16 +1036,22 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 
 
 def _one_per_problem_and_place(findings: list[Finding]) -> list[Finding]:
-    """One finding per rule, place and fields: recipes that share a helper line report its
-    problem once, whatever values each recipe gives the message. The one kept is the first in
-    message order, so the report does not depend on the order the files were linted in."""
-    kept: dict[tuple, Finding] = {}
+    """One finding per rule, place and fields across recipes: recipes that share a helper line
+    report its problem once, whatever values each gives the message. The recipe kept is the one
+    whose message comes first, so the report does not depend on the order the files were linted
+    in; its configurations (alone, with an override file) keep their findings."""
+    chosen: dict[tuple, tuple] = {}
     for finding in findings:
-        place = (finding.rule_id, finding.location.path, finding.location.line, finding.location.column,
-                 finding.fields)
-        if place not in kept or (finding.message, finding.recipe) < (kept[place].message, kept[place].recipe):
-            kept[place] = finding
-    return list(kept.values())
+        place = _place(finding)
+        candidate = (finding.message, finding.recipe)
+        if place not in chosen or candidate < chosen[place]:
+            chosen[place] = candidate
+    return [finding for finding in findings if chosen[_place(finding)][1] == finding.recipe]
+
+
+def _place(finding: Finding) -> tuple:
+    location = finding.location
+    return (finding.rule_id, location.path, location.line, location.column, finding.fields)
 
 
 # Source bytes that keep a worker busy long enough to pay for starting it and sending its
