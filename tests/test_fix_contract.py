@@ -82,3 +82,38 @@ def test_fixes_of_different_findings_on_one_field_are_planned_together(tmp_path:
     assert ("Not fixed: r.py:12: PK006 set packed_sequence_size to 2048 (it would undo the PK001 fix that set "
             "dataset.offline_packing_specs.packed_sequence_size to 4096 in this run" in result.stderr)
     assert "r.py:12:55: PK006" in result.stdout  # still reported: the user chooses
+
+
+PACKED = """from megatron.bridge.recipes.common import _sft_common
+from megatron.bridge.data.packing import PackedSequenceSpecs
+
+
+def my_sft_config():
+    cfg = _sft_common()
+    cfg.dataset.enable_offline_packing = True
+    cfg.dataset.offline_packing_specs = PackedSequenceSpecs(packed_sequence_size=2048, pad_seq_to_mult=1)
+    cfg.dataset.seq_length = 2048
+    cfg.model.seq_length = 2048
+    cfg.train.micro_batch_size = 2
+    cfg.train.global_batch_size = 64
+    return cfg
+"""
+
+
+def test_fixes_of_a_recipe_and_its_override_file_never_compound(tmp_path: Path, mb_roots) -> None:
+    """Issue 22, item 20. With the override file (MBS 4) PK001 proposes MBS 1 in the file, GBS
+    64 / 4 = 16 and pack 2048 * 4 = 8192 on the recipe's lines; the recipe alone (MBS 2) would
+    then halve the already-fixed GBS 16 to 8 and double the pack to 16384 on the same lines:
+    that second fix would undo the first, so it is dropped and said so, and PK001 stays."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "r.py").write_text(PACKED)
+    (tmp_path / "o.yaml").write_text("# mblint: recipe=r.py::my_sft_config\ntrain:\n  micro_batch_size: 4\n")
+    result = run(["check", "--no-cache", "--select", "PK001", "--fix", "--unsafe-fixes", "--search-path",
+                  str(mb_roots["0.6"]), "r.py", "o.yaml"], tmp_path)
+    recipe = (tmp_path / "r.py").read_text()
+    assert "cfg.train.global_batch_size = 16" in recipe and "packed_sequence_size=8192" in recipe
+    assert "cfg.train.micro_batch_size = 2" in recipe
+    assert (tmp_path / "o.yaml").read_text().endswith("micro_batch_size: 1\n")
+    assert "Not fixed: r.py:11: PK001" in result.stdout + result.stderr
+    assert "would undo the PK001 fix" in result.stdout + result.stderr
+    assert result.exit_code == 1
