@@ -1084,7 +1084,7 @@ def _check_in_workers(engine: Engine, paths: list[Path], groups: list[list[Path]
     def check_unit_here(unit: list[str]) -> list[tuple[str, FileResult, set[Path]]]:
         return [(raw, *engine.check_file_guarded(Path(raw))) for raw in unit]
 
-    units = _at_most(workers.MAX_UNITS, [[str(p) for p in group] for group in groups])
+    units = [[str(p) for p in group] for group in groups]
     engine.prepare_resolver(paths)
     results = {}
     for _, answers in workers.run_units(check_unit, units, jobs, check_unit_here):
@@ -1124,13 +1124,6 @@ def dumps_for_transfer(value: Any) -> bytes:
     pickler.dispatch_table = _TRANSFER_TABLE
     pickler.dump(value)
     return buffer.getvalue()
-
-
-def _at_most(count: int, units: list[list]) -> list[list]:
-    """``units``, neighbours merged pairwise until there are no more than ``count``."""
-    while len(units) > count:
-        units = [a + b for a, b in zip(units[0::2], units[1::2])] + ([units[-1]] if len(units) % 2 else [])
-    return units
 
 
 def _work_groups(paths: list[Path], jobs: int, sizes: dict[Path, int]) -> list[list[Path]]:

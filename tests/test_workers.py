@@ -1,6 +1,6 @@
-"""The fork pool (mblint.workers) and the engine's use of it: every unit answered exactly once,
-a dead worker's units computed by the parent, no worker left behind, the report the same as a
-single process gives."""
+"""The worker pool (mblint.workers) and the engine's use of it: every unit answered exactly once,
+a failed or dead worker's units computed by this process, the report the same as a single
+process gives, small inputs checked without workers."""
 
 from __future__ import annotations
 
@@ -11,108 +11,37 @@ from pathlib import Path
 import pytest
 
 from mblint import workers
-from mblint.engine import CheckOptions, Engine, _at_most
+from mblint.engine import CheckOptions, Engine
 from mblint.report.json_format import render as render_json
 
-pytestmark = pytest.mark.skipif(not workers.can_fork(), reason="needs os.fork")
+pytestmark = pytest.mark.skipif(not workers.can_fork(), reason="needs a fork start method")
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
-def no_children_left() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
-
-
 def test_every_unit_is_answered_once():
-    answers = dict(workers.run_units(lambda unit: unit * 2, list(range(40)), jobs=2))
-    assert answers == {index: index * 2 for index in range(40)}
-    assert no_children_left()
+    answers = list(workers.run_units(lambda unit: unit * 2, list(range(40)), jobs=3))
+    assert sorted(answers) == [(index, index * 2) for index in range(40)]
 
 
-def test_this_process_and_the_workers_share_the_units(tmp_path):
-    import time
-
+def test_the_units_of_a_worker_that_failed_or_died_are_computed_here():
     parent = os.getpid()
 
-    def work(unit):
-        # Each process waits, in its first unit, until all three have taken one: on a loaded
-        # machine a worker that starts late would otherwise find no unit left.
-        (tmp_path / str(os.getpid())).touch()
-        deadline = time.monotonic() + 30
-        while len(list(tmp_path.iterdir())) < 3 and time.monotonic() < deadline:
-            time.sleep(0.005)
-        return os.getpid(), "sent"
-
-    answers = dict(workers.run_units(work, list(range(12)), jobs=3, local_work=lambda unit: (work(unit)[0], "here")))
-    assert sorted(answers) == list(range(12))
-    processes = {pid for pid, _ in answers.values()}
-    assert parent in processes and len(processes) == 3, "two workers and this process took units"
-    assert all(how == ("here" if pid == parent else "sent") for pid, how in answers.values())
-    assert no_children_left()
-
-
-def test_answers_larger_than_a_pipe_buffer_arrive_whole():
-    answers = dict(workers.run_units(lambda unit: str(unit) * 300_000, [1, 2, 3], jobs=2))
-    assert answers == {0: "1" * 300_000, 1: "2" * 300_000, 2: "3" * 300_000}
-
-
-def test_the_units_of_a_worker_that_died_are_computed_by_the_parent():
-    parent = os.getpid()
-
-    def work(unit):
-        if unit == 3 and os.getpid() != parent:
-            os._exit(9)  # as if killed
-        if unit == 5 and os.getpid() != parent:
+    def work(unit):  # the first units always go to the workers
+        if unit == 0 and os.getpid() != parent:
             raise RuntimeError("a failure inside the worker")
+        if unit == 1 and os.getpid() != parent:
+            os._exit(9)  # as if killed
         return unit, os.getpid()
 
-    answers = dict(workers.run_units(work, list(range(8)), jobs=2))
-    assert sorted(answers) == list(range(8))
-    assert answers[3] == (3, parent) and answers[5] == (5, parent)
-    assert no_children_left()
+    answers = list(workers.run_units(work, list(range(8)), jobs=3))
+    assert sorted(index for index, _ in answers) == list(range(8))
+    answers = dict(answers)
+    assert all(answers[index][0] == index for index in range(8))
+    assert answers[0] == (0, parent) and answers[1] == (1, parent)
 
 
-def test_an_interrupted_run_leaves_no_worker_behind():
-    import time
-
-    def slow_in_a_worker(unit):
-        time.sleep(30)
-        return unit
-
-    run = workers.run_units(slow_in_a_worker, [0, 1, 2, 3], jobs=2, local_work=lambda unit: unit)
-    index, answer = next(run)  # answered here while the worker sleeps
-    assert answer == index
-    started = time.monotonic()
-    run.close()  # as a KeyboardInterrupt in the consumer would
-    assert time.monotonic() - started < 10, "the busy workers were waited for, not stopped"
-    assert no_children_left()
-
-
-def test_an_interrupt_in_this_process_own_unit_leaves_no_worker_behind():
-    import time
-
-    def interrupted(unit):
-        raise KeyboardInterrupt
-
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        list(workers.run_units(lambda unit: time.sleep(30), [0, 1, 2, 3], jobs=2, local_work=interrupted))
-    assert time.monotonic() - started < 10
-    assert no_children_left()
-
-
-def test_too_many_units_are_merged_in_order():
-    units = [[i] for i in range(11)]
-    merged = _at_most(4, units)
-    assert len(merged) <= 4
-    assert [x for unit in merged for x in unit] == list(range(11))
-
-
-def test_the_engine_reports_the_same_with_workers_as_in_one_process(tmp_path, monkeypatch):
-    for index in range(12):
+def reports(tmp_path: Path, monkeypatch, copies: int) -> dict[int, str]:
+    for index in range(copies):
         shutil.copytree(FIXTURES / "resolve" / "myrecipes", tmp_path / f"team{index % 3}" / f"copy{index}")
     monkeypatch.chdir(tmp_path)
 
@@ -121,10 +50,28 @@ def test_the_engine_reports_the_same_with_workers_as_in_one_process(tmp_path, mo
         engine.display_root = tmp_path
         return render_json(engine.check_paths(["."]))
 
-    single = report(1)
-    assert '"rule": "CP002"' in single, "the fixture recipes have findings"
-    assert report(2) == single
-    assert no_children_left()
+    return {jobs: report(jobs) for jobs in (1, 2, 3)}
+
+
+def test_the_engine_reports_the_same_with_workers_as_in_one_process(tmp_path, monkeypatch):
+    by_jobs = reports(tmp_path, monkeypatch, copies=12)
+    assert '"rule": "CP002"' in by_jobs[1], "the fixture recipes have findings"
+    assert by_jobs[2] == by_jobs[1] and by_jobs[3] == by_jobs[1]
+
+
+def test_the_files_of_a_worker_that_died_are_still_checked(tmp_path, monkeypatch):
+    parent = os.getpid()
+    check = Engine.check_file_guarded
+
+    def dying_in_a_worker(self, path):
+        if os.getpid() != parent and "copy" in str(path):
+            os._exit(9)  # as if killed
+        return check(self, path)
+
+    monkeypatch.setattr(Engine, "check_file_guarded", dying_in_a_worker)
+    by_jobs = reports(tmp_path, monkeypatch, copies=12)
+    assert '"rule": "CP002"' in by_jobs[1]
+    assert by_jobs[2] == by_jobs[1] and by_jobs[3] == by_jobs[1]
 
 
 def test_a_recipe_changing_a_module_level_object_does_not_change_another_recipe(tmp_path):
@@ -281,7 +228,7 @@ def test_every_field_of_a_finding_part_travels_from_a_worker():
         assert len(values) == len(names) - len(left_behind.get(cls, ())), cls.__name__
 
 
-def test_the_resolver_and_its_schema_are_ready_before_the_workers_are_forked(tmp_path, monkeypatch):
+def test_the_resolver_and_its_schema_are_ready_before_the_workers_start(tmp_path, monkeypatch):
     """Importing the resolver and loading the schema would otherwise be done again in every
     worker."""
     for index in range(4):
@@ -300,4 +247,3 @@ def test_the_resolver_and_its_schema_are_ready_before_the_workers_are_forked(tmp
     report = engine.check_paths(["."])
     assert seen == [True]
     assert report.findings, "the fixture recipes have findings"
-    assert no_children_left()
