@@ -932,8 +932,38 @@ class Engine:
             self.syntax_finding(error, report)
             return set()
         report.recipes += 1
+        before = len(report.findings)
         self.check_recipe(recipe_path, function, text, report, overrides=[path], dotlist=self.options.dotlist)
+        self.leave_out_recipe_own_findings(recipe_path, function, text, path, report, before)
         return self._deps(recipe_path) | {recipe_path.resolve()}
+
+    def leave_out_recipe_own_findings(self, recipe_path: Path, function: str, text: str, override: Path,
+                                      report: FileResult, start: int) -> None:
+        """The findings from ``start`` on that the recipe has without the override file are
+        not caused by it: they are counted in a note instead of reported on the override's run
+        (linting the recipe reports them at their own lines)."""
+        added = report.findings[start:]
+        if not added:
+            return
+        try:
+            graph = self.project.resolve_graph(recipe_path, function)
+        except (SourceError, LookupError):
+            return
+        if graph is None:
+            return
+        alone = graph.build()
+        own: list[Finding] = []
+        world_size, source = self.world_size_for(alone, text)
+        self.config_rules(alone.schema_version, world_size, source).calls(alone).run(alone, own, [])
+        causes = {(f.rule_id, f.fields, f.message) for f in own}
+        kept = [f for f in added if (f.rule_id, f.fields, f.message) not in causes]
+        if len(kept) == len(added):
+            return
+        report.findings[start:] = kept
+        left = len(added) - len(kept)
+        report.notes.append(f"{left} finding{'s' if left != 1 else ''} of {self.project_display(recipe_path)}::{function} "
+                            f"{'are' if left != 1 else 'is'} the recipe's own, not caused by "
+                            f"{self.project_display(override)}: lint the recipe to see {'them' if left != 1 else 'it'}")
 
     def unpaired(self, path: Path, unpaired, report: FileResult) -> None:
         """An override file paired with no recipe is a SY005 finding on its first section;

@@ -1,0 +1,46 @@
+"""Linting a paired override file reports what the file causes; the recipe's own findings are
+counted in a note, not moved to the recipe's def line as if the file caused them (issue 21,
+section 4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from integration_support import run
+
+RECIPE = """from megatron.bridge.recipes.common import _sft_common
+from megatron.bridge.data.packing import PackedSequenceSpecs
+
+
+def my_sft_config():
+    cfg = _sft_common()
+    cfg.dataset.enable_offline_packing = True
+    cfg.dataset.offline_packing_specs = PackedSequenceSpecs(packed_sequence_size=4096, pad_seq_to_mult=1)
+    cfg.dataset.seq_length = 2048
+    cfg.model.seq_length = 2048
+    cfg.train.micro_batch_size = 1
+    cfg.train.global_batch_size = 32
+    return cfg
+"""
+
+
+def _lint(tmp_path: Path, mb_roots, yaml_text: str) -> tuple[dict, str]:
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    (tmp_path / "r.py").write_text(RECIPE)  # its own problem: PK006, pack 4096 against seq_length 2048 (line 8)
+    (tmp_path / "o.yaml").write_text("# mblint: recipe=r.py::my_sft_config\n" + yaml_text)
+    result = run(["check", "--no-cache", "--format", "json", "--search-path", str(mb_roots["0.6"]), "o.yaml"],
+                 tmp_path)
+    return json.loads(result.stdout), result.stderr  # notes go to stderr beside JSON
+
+
+def test_the_recipe_s_own_finding_is_a_note_on_the_override_file_s_run(tmp_path: Path, mb_roots) -> None:
+    report, notes = _lint(tmp_path, mb_roots, "train:\n  train_iters: 100\n")
+    assert report["findings"] == []
+    assert "1 finding of r.py::my_sft_config is the recipe's own, not caused by o.yaml" in notes
+
+
+def test_what_the_override_file_causes_is_reported_on_its_line(tmp_path: Path, mb_roots) -> None:
+    report, _ = _lint(tmp_path, mb_roots, "train:\n  micro_batch_size: 2\n")  # PK001, caused by the file
+    places = [(f["rule"], f["location"]["path"], f["location"]["line"]) for f in report["findings"]]
+    assert places == [("PK001", "o.yaml", 3)]
