@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mblint.extract.hf_transformers import ABSENT_ATTRIBUTE, config_class_chain
+from mblint.extract.modules import module_name_guess
 from mblint.extract.positions import _with_kind
 from mblint.extract.scopes import Frame
 from mblint.extract.values import External, FuncRef, Obj
@@ -130,7 +131,7 @@ class BridgeIndex:
             return
         self._read_modules.add(path)
         scope = self.interp._scope_or_none(path)
-        module = _module_name(path)
+        module = module_name_guess(path)
         if scope is None or module is None:
             return
         for stmt in scope.source.tree.body:
@@ -177,17 +178,6 @@ class BridgeIndex:
             if found:
                 return found[0] if len(found) == 1 else None
         return None
-
-
-def _module_name(path: Path) -> str | None:
-    parts = list(path.with_suffix("").parts)
-    if "megatron" not in parts:
-        return None
-    index = len(parts) - 1 - parts[::-1].index("megatron")
-    names = parts[index:]
-    if names[-1] == "__init__":
-        names = names[:-1]
-    return ".".join(names)
 
 
 class BridgeState:

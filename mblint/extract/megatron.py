@@ -11,6 +11,7 @@ from typing import Any
 
 from mblint.extract.hf_models import NOT_GIVEN
 from mblint.extract.limits import BudgetExceeded
+from mblint.extract.modules import module_name_guess
 from mblint.extract.positions import _stamp, _with_kind
 from mblint.extract.scopes import Frame, LazyImport, ModuleScope, Return
 from mblint.extract.values import ClassRef, EnumRef, External, FuncRef, Obj, children_among
@@ -61,17 +62,6 @@ def _may_be_config_class(qualname: str) -> bool:
 
 def _is_megatron_path(path: Path) -> bool:
     return "megatron" in path.parts
-
-
-def _module_name_guess(path: Path) -> str | None:
-    parts = list(path.with_suffix("").parts)
-    if "megatron" not in parts:
-        return None
-    index = len(parts) - 1 - parts[::-1].index("megatron")
-    names = parts[index:]
-    if names[-1] == "__init__":
-        names = names[:-1]
-    return ".".join(names)
 
 
 class MegatronMixin:
@@ -135,13 +125,13 @@ class MegatronMixin:
         return path is not None and func.module.resolved_path == self.finder.real_paths.of(path)
 
     def _class_value(self, name: str, scope: ModuleScope) -> Any:
-        spec = self.schema.find_class(name, _module_name_guess(scope.path))
+        spec = self.schema.find_class(name, module_name_guess(scope.path))
         if spec is not None and spec.name == name and _is_megatron_path(scope.path):
             return ClassRef(spec)
         members = self.schema.find_enum(name) if _is_megatron_path(scope.path) else None
         if members is not None:
             return EnumRef(name, tuple(members.items()))
-        module = _module_name_guess(scope.path)
+        module = module_name_guess(scope.path)
         return External(f"{module}.{name}" if module else f"<class {name}>")
 
     def unread_precision_factory(self, qualname: str, args: list, kwargs: dict) -> ClassSpec | None:

@@ -366,3 +366,15 @@ def _unique(paths: list[Path], real_paths: RealPaths) -> list[Path]:
             seen.add(key)
             result.append(path)
     return result
+
+
+def module_name_guess(path: Path) -> str | None:
+    """The dotted module name of a file below a ``megatron`` folder (``megatron.bridge.x``)."""
+    parts = list(path.with_suffix("").parts)
+    if "megatron" not in parts:
+        return None
+    index = len(parts) - 1 - parts[::-1].index("megatron")
+    names = parts[index:]
+    if names[-1] == "__init__":
+        names = names[:-1]
+    return ".".join(names)
