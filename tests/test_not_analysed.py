@@ -171,18 +171,18 @@ def test_recipe_option_without_paths_lints_that_recipe(tmp_path: Path) -> None:
 
 
 def test_show_honours_search_paths_from_the_settings(tmp_path: Path) -> None:
-    (tmp_path / "shared").mkdir()
-    (tmp_path / "shared" / "helpers.py").write_text(GOOD_RECIPE.replace("def sft_config", "def base"))
+    (tmp_path / "helpers_lib").mkdir()
+    (tmp_path / "helpers_lib" / "helpers.py").write_text(GOOD_RECIPE.replace("def sft_config", "def base"))
     (tmp_path / "project").mkdir()
     (tmp_path / "project" / "r.py").write_text(
         "from helpers import base\n\n\ndef sft_config():\n    cfg = base()\n    cfg.train.micro_batch_size = 3\n"
         "    return cfg\n")
-    (tmp_path / "project" / "mblint.toml").write_text("search-paths = ['../shared']\n")
+    (tmp_path / "project" / "mblint.toml").write_text("search-paths = ['../helpers_lib']\n")
     result = run(["show", "r.py::sft_config", "--format", "json"], tmp_path / "project")
     assert result.exit_code == 0, result.stderr
     fields = json.loads(result.stdout)["fields"]
     assert fields["train.micro_batch_size"]["value"] == 3
-    assert fields["dataset.enable_offline_packing"]["value"] is True  # read from ../shared/helpers.py
+    assert fields["dataset.enable_offline_packing"]["value"] is True  # read from ../helpers_lib/helpers.py
 
 
 def test_a_package_tree_linted_from_inside_another_repository_reads_its_own_imports(tmp_path: Path) -> None:

@@ -149,13 +149,13 @@ def test_rule_plans_follow_the_rules_in_force() -> None:
 
 def test_search_paths_relative_to_settings_file(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()  # one repository: search paths must stay inside it (tests/test_hostile.py)
-    (tmp_path / "shared").mkdir()
-    (tmp_path / "shared" / "helpers.py").write_text(GOOD_RECIPE.replace("def sft_config", "def base"))
+    (tmp_path / "helpers_lib").mkdir()
+    (tmp_path / "helpers_lib" / "helpers.py").write_text(GOOD_RECIPE.replace("def sft_config", "def base"))
     (tmp_path / "project" / "recipes").mkdir(parents=True)
     (tmp_path / "project" / "recipes" / "r.py").write_text(
         "from helpers import base\n\n\ndef sft_config():\n    cfg = base()\n    cfg.train.micro_batch_size = 2\n    return cfg\n")
     assert ids(tmp_path / "project", "recipes") == ["SY005"]  # helpers not found: the recipe is not analysed
-    (tmp_path / "project" / "mblint.toml").write_text("search-paths = ['../shared']\n")
+    (tmp_path / "project" / "mblint.toml").write_text("search-paths = ['../helpers_lib']\n")
     assert ids(tmp_path / "project", "recipes") == ["PK001"]
 
 
