@@ -80,7 +80,10 @@ def load_baseline(path: Path) -> Counter:
         if not isinstance(document, dict) or document.get("mblint-baseline") != FORMAT_VERSION:
             raise BaselineError(f"{path}: not an mblint baseline (version {FORMAT_VERSION})")
         counts: Counter = Counter()
-        for entry in document["entries"]:
+        entries = document.get("entries")
+        if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+            raise ValueError("'entries' must be a list of objects (path, rule, fields, recipe, count)")
+        for entry in entries:
             key = (entry["path"], entry["rule"], tuple(sorted(entry.get("fields", []))), entry.get("recipe", ""))
             count = entry.get("count", 1)
             if type(count) is not int or count < 0:

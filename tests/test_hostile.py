@@ -277,7 +277,10 @@ def test_malformed_settings_are_clear_errors(tree, settings, message):
     ('{"mblint-baseline": 1, "entries": [{"path": "recipes/good.py", "rule": "PK001", "count": 1e999}]}',
      "malformed baseline: count inf is not a whole number"),
     ("[" * 100_000 + "]" * 100_000, "malformed baseline: nested too deeply"),
-], ids=["Infinity", "1e999", "100,000 deep"])
+    ('{"mblint-baseline": 1, "entries": {"path": "recipes/good.py"}}',
+     "malformed baseline: 'entries' must be a list of objects"),
+    ('{"mblint-baseline": 1, "entries": ["recipes/good.py"]}', "malformed baseline: 'entries' must be a list of objects"),
+], ids=["Infinity", "1e999", "100,000 deep", "entries a mapping", "entries of strings"])
 def test_malformed_baselines_are_clear_errors(tree, document, message):
     (tree / "baseline.json").write_text(document)
     result = check("--baseline", "baseline.json", "recipes")
