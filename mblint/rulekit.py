@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from mblint.extract.megatron import HF_PROVIDER_LABEL  # the type name of an AutoBridge model whose class is not known
@@ -56,7 +57,7 @@ __all__ = [
     "ABSENT", "BRIDGE_GPT_DATASET", "COLLATE_DATASET_TYPES_06", "GRAPH_DEPRECATED_NAMES_06", "GRAPH_MODULE_NAMES",
     "RECOMPUTE_MODULES", "SET_KINDS", "SFT_DATASETS_03", "SFT_DATASETS_06", "SFT_DATASET_TYPES_06", "SPECS_03",
     "SPECS_06", "UNKNOWN", "Alignment", "CudaGraphs", "EffectiveConfig", "Example", "Finding", "FixIntent",
-    "Origin", "Parallel", "Related", "Rule", "RuleContext", "Severity", "Unknown", "allowed_values", "assigned",
+    "Origin", "PARALLEL_SIZE_PATHS", "Parallel", "Related", "Rule", "RuleContext", "Severity", "Unknown", "allowed_values", "assigned",
     "canonical_seq_datasets", "class_fields", "comm_overlap_present", "constructor_site_field",
     "context_parallel_known_above_1", "cp_sp_alignment", "cp_sp_alignment_all", "cpu_offloading_known_on",
     "cuda_graphs", "cuda_graphs_known_on", "data_parallel_size", "dataset_is", "dispatcher", "dist_train",
@@ -166,19 +167,17 @@ def pad_to_max_length(cfg: EffectiveConfig) -> tuple[Any, str]:
     return False, field
 
 
+@dataclass(slots=True)
 class Parallel:
     """The effective parallel sizes of a configuration (``parallel``)."""
 
-    __slots__ = ("tp", "pp", "cp", "ep", "etp", "vpp", "sp")
-
-    def __init__(self, tp: Any, pp: Any, cp: Any, ep: Any, etp: Any, vpp: Any, sp: Any) -> None:
-        self.tp = tp
-        self.pp = pp
-        self.cp = cp
-        self.ep = ep
-        self.etp = etp
-        self.vpp = vpp
-        self.sp = sp
+    tp: Any
+    pp: Any
+    cp: Any
+    ep: Any
+    etp: Any
+    vpp: Any
+    sp: Any
 
 
 @per_config
@@ -215,6 +214,8 @@ _MODEL_PATHS = {name: f"model.{name}" for name in (
     "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
     "expert_model_parallel_size", "expert_tensor_parallel_size", "virtual_pipeline_model_parallel_size",
     "sequence_parallel")}
+# The fields ``parallel`` reads as sizes: a value below 1 is no size (``parallel`` gives unknown).
+PARALLEL_SIZE_PATHS = tuple(path for name, path in _MODEL_PATHS.items() if name.endswith("_size"))
 
 
 def _positive_ints(*values: Any) -> bool:

@@ -4,22 +4,14 @@ import ast
 import functools
 import math
 
-from mblint.rulekit import Example, Rule, Severity, Unknown, format_value, schema_of
+from mblint.rulekit import PARALLEL_SIZE_PATHS, Example, Rule, Severity, Unknown, format_value, schema_of
 
 # Counts that Megatron-Core divides by or loops over: a value below 1 is never valid
 # (0.6.2 megatron/bridge/training/config.py set_data_parallel_size and validate();
 # Megatron-Core model_parallel_config.py and num_microbatches_calculator.py).
 POSITIVE_COUNTS = (
-    "train.micro_batch_size",
-    "train.global_batch_size",
-    "model.tensor_model_parallel_size",
-    "model.pipeline_model_parallel_size",
-    "model.context_parallel_size",
-    "model.expert_model_parallel_size",
-    "model.expert_tensor_parallel_size",
-    "model.virtual_pipeline_model_parallel_size",
-    "model.seq_length",
-    "dataset.seq_length",
+    "train.micro_batch_size", "train.global_batch_size", "model.seq_length", "dataset.seq_length",
+    *PARALLEL_SIZE_PATHS,
 )
 SCALARS = {"int", "float", "bool", "str"}
 
