@@ -115,6 +115,11 @@ megatron/bridge/recipes/ (a recipe with statements after `return cfg`).
     invalid = ["cfg = _pretrain_common()\nreturn cfg\ncfg.train.micro_batch_size = 2  # error"]
 
 
+# statements holding blocks of the same code (a nested def or class is code of its own)
+_BLOCK_STATEMENTS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+                     *([ast.TryStar] if hasattr(ast, "TryStar") else []))
+
+
 def unreachable_statements(function: ast.FunctionDef) -> list[ast.stmt]:
     """The first statement after a ``return``/``raise`` in each block of ``function`` (nested
     functions and classes are their own code and are not entered)."""
@@ -126,13 +131,10 @@ def unreachable_statements(function: ast.FunctionDef) -> list[ast.stmt]:
             if isinstance(stmt, (ast.Return, ast.Raise)) and index + 1 < len(block):
                 found.append(block[index + 1])
                 break
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            for name in ("body", "orelse", "finalbody"):
-                inner = getattr(stmt, name, None)
-                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                    blocks.append(inner)
-            blocks.extend(handler.body for handler in getattr(stmt, "handlers", ()))
+            if isinstance(stmt, _BLOCK_STATEMENTS):
+                blocks.extend(inner for inner in (stmt.body, getattr(stmt, "orelse", None),
+                                                  getattr(stmt, "finalbody", None)) if inner)
+                blocks.extend(handler.body for handler in getattr(stmt, "handlers", ()))
     return sorted(found, key=lambda stmt: (stmt.lineno, stmt.col_offset))
 
 

@@ -1,10 +1,11 @@
 """Work spread over a ``concurrent.futures`` process pool forked from this process, which has
 already loaded what every unit needs (the workers inherit it instead of loading it again).
 
-With N jobs the pool has N - 1 workers and this process is the N-th: the workers are handed
-units from the front of the list (the biggest), two at a time each, and this process takes units
-from the back between its look-ups of their answers; its own answers need no transfer. A unit
-whose worker failed or died is computed here.
+With N jobs the pool has N - 1 workers and this process is the N-th. All take the units in list
+order (the biggest first, so the work left at the end is small and all finish together): each
+worker has one unit waiting besides the one it is on, and this process takes the next unit
+between its look-ups of their answers; its own answers need no transfer. A unit whose worker
+failed or died is computed here.
 """
 
 from __future__ import annotations
@@ -24,27 +25,26 @@ def can_fork() -> bool:
 
 def run_units(work: Callable[[Any], Any], units: list, jobs: int,
               local_work: Callable[[Any], Any] | None = None) -> Iterator[tuple[int, Any]]:
-    """(index, answer) for every unit, once each. ``jobs - 1`` forked workers answer
-    ``work(unit)`` for units from the front of the list; this process answers
-    ``local_work(unit)`` (default ``work``) for units from the back, and for those a worker could
-    not answer."""
+    """(index, answer) for every unit, once each, in list order: ``jobs - 1`` forked workers
+    answer ``work(unit)``; this process answers ``local_work(unit)`` (default ``work``) for the
+    units it takes and for those a worker could not answer."""
     local_work = local_work or work
     pool = ProcessPoolExecutor(jobs - 1, multiprocessing.get_context("fork"),
                                initializer=_adopt, initargs=(work, units))
     sent: dict[Future, int] = {}
-    front, back = 0, len(units)
+    following = 0  # the index of the next unit nobody has taken
     finished = False
     try:
-        while front < back or sent:
-            while front < back and len(sent) < 2 * (jobs - 1):  # a unit waiting for each worker
+        while following < len(units) or sent:
+            while following < len(units) and len(sent) < 2 * (jobs - 1):  # one waiting per worker
                 try:
-                    sent[pool.submit(_answer, front)] = front
+                    sent[pool.submit(_answer, following)] = following
                 except BrokenProcessPool:  # a worker died: this process does the rest
                     break
-                front += 1
-            if front < back:
-                back -= 1
-                yield back, local_work(units[back])
+                following += 1
+            if following < len(units):
+                following += 1
+                yield following - 1, local_work(units[following - 1])
                 ready = [future for future in sent if future.done()]
             else:
                 ready = wait(sent, return_when=FIRST_COMPLETED).done

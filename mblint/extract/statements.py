@@ -95,7 +95,8 @@ class StatementsMixin:
 
     def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
         value = self.eval(stmt.value, frame)
-        origin = self.origin(stmt, frame)
+        names_only = all(type(target) is ast.Name for target in stmt.targets)  # a local keeps no origin
+        origin = None if names_only else self.origin(stmt, frame)
         for target in stmt.targets:
             self.store(target, value, frame, origin)
 
