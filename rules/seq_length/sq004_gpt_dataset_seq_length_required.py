@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import BRIDGE_GPT_DATASET, Example, Finding, Rule, Severity, dataset_is, is_known
+from mblint.rulekit import BRIDGE_GPT_DATASET, Example, Rule, Severity, dataset_is, is_known
 
 
 class GptDatasetSeqLengthRequired(Rule):
@@ -67,6 +67,5 @@ Pass `seq_length=model.seq_length`. No automatic fix.
         site = origins[-1]
         if ctx.editable_paths is not None and site.path not in ctx.editable_paths:
             site = cfg.recipe.origin()
-        yield Finding(rule_id=self.id, rule_name=self.name, severity=self.severity,
-                      message="GPTDatasetConfig is built without seq_length or sequence_length; one is required",
-                      location=site, fields=paths, recipe=cfg.recipe.label)
+        yield ctx.report(cfg, "GPTDatasetConfig is built without seq_length or sequence_length; one is required",
+                         paths, location=site)
