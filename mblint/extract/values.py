@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from mblint.model import UNKNOWN, Origin, Unknown
@@ -262,88 +263,55 @@ def is_missing(value: Any) -> bool:
     return value is _MISSING
 
 
-class _Record:
-    """A value compared and hashed by its fields, as a frozen dataclass is (dataclasses made
-    at import cost every worker process about 0.6 ms each). Fields are not reassigned."""
-
-    __slots__ = ()
-
-    def _fields(self) -> tuple:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._fields() == other._fields()
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"{type(self).__qualname__}({fields})"
+_record = dataclass(frozen=True, slots=True)  # compared and hashed by their fields
 
 
-class FuncRef(_Record):
-    __slots__ = ("module", "node")  # ModuleScope, ast.FunctionDef | ast.AsyncFunctionDef
-
-    def __init__(self, module: Any, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self.module = module
-        self.node = node
+@_record
+class FuncRef:
+    module: Any  # ModuleScope
+    node: ast.FunctionDef | ast.AsyncFunctionDef
 
     @property
     def name(self) -> str:
         return self.node.name
 
 
-class ClassRef(_Record):
-    __slots__ = ("spec",)
-
-    def __init__(self, spec: ClassSpec) -> None:
-        self.spec = spec
+@_record
+class ClassRef:
+    spec: ClassSpec
 
 
-class EnumRef(_Record):
-    __slots__ = ("name", "members")
-
-    def __init__(self, name: str, members: tuple) -> None:
-        self.name = name
-        self.members = members
+@_record
+class EnumRef:
+    name: str
+    members: tuple
 
 
-class ModuleRef(_Record):
-    __slots__ = ("scope",)  # ModuleScope
-
-    def __init__(self, scope: Any) -> None:
-        self.scope = scope
+@_record
+class ModuleRef:
+    scope: Any  # ModuleScope
 
 
-class External(_Record):
+@_record
+class External:
     """A name from a module mblint could not read (``torch.bfloat16``, ``os.path.join``)."""
 
-    __slots__ = ("qualname",)
-
-    def __init__(self, qualname: str) -> None:
-        self.qualname = qualname
+    qualname: str
 
 
-class BoundMethod(_Record):
-    __slots__ = ("target", "name")
-
-    def __init__(self, target: Any, name: str) -> None:
-        self.target = target
-        self.name = name
+@_record
+class BoundMethod:
+    target: Any
+    name: str
 
 
-class HFBridge(_Record):
+@_record
+class HFBridge:
     """What ``AutoBridge.from_hf_pretrained(...)`` returns: a model whose architecture
     comes from a config.json mblint does not read."""
 
-    __slots__ = ("model_id", "revision")
-
-    def __init__(self, model_id: Any, revision: Any = None) -> None:
-        self.model_id = model_id
-        self.revision = revision
+    model_id: Any
+    revision: Any = None
 
 
 def is_unknown(value: Any) -> bool:
