@@ -42,7 +42,11 @@ class Example:
     applied after it; a ``# error`` marker in the code or the YAML is where the finding lands.
     An invalid example may state the ``message`` it expects (a part of the finding's message)
     and, for a rule with a fix, the body ``fixed`` that ``--fix --unsafe-fixes`` leaves (as
-    Fixit's ``expected_replacement``); the test suite checks both."""
+    Fixit's ``expected_replacement``; the body unchanged when the only fix is an alternative,
+    which is never applied) and, for a ``yaml`` example, the override file ``fixed_yaml`` it
+    leaves. ``unsafe`` states which of the two flags that takes: True, the fix is unsafe
+    (``--fix`` alone leaves both texts unchanged); False, ``--fix`` alone does it; None, not
+    stated. The test suite checks what is stated."""
 
     code: str
     version: str = "0.6"
@@ -52,6 +56,12 @@ class Example:
     function: str = "example_config"
     message: str | None = None
     fixed: str | None = None
+    fixed_yaml: str | None = None
+    unsafe: bool | None = None
+
+    @property
+    def states_outcome(self) -> bool:
+        return any(item is not None for item in (self.message, self.fixed, self.fixed_yaml, self.unsafe))
 
     @classmethod
     def of(cls, item: "Example | str") -> "Example":
@@ -84,18 +94,25 @@ class ExampleRun:
         self.notes = notes
 
 
-def fix_example(rule_class, example: Example, workdir: Path, search_paths: Sequence[Path]) -> str:
-    """The example's body after ``rule_class``'s fixes (unsafe ones included) are applied to it."""
+def fix_example(rule_class, example: Example, workdir: Path, search_paths: Sequence[Path],
+                *, unsafe: bool = True) -> str:
+    """The example's body after ``rule_class``'s fixes (unsafe ones included unless ``unsafe``
+    is False) are applied to it."""
+    return fixed_texts(rule_class, example, workdir, search_paths, unsafe=unsafe)[0]
+
+
+def fixed_texts(rule_class, example: Example, workdir: Path, search_paths: Sequence[Path],
+                *, unsafe: bool = True) -> tuple[str, str | None]:
+    """The example's body and its override file (None without ``yaml``) after
+    ``rule_class``'s fixes are applied, as ``--fix`` (``--unsafe-fixes`` when ``unsafe``)
+    leaves them."""
     import textwrap
 
     from mblint.engine import CheckOptions, Engine
     from mblint.fix import run_fixes
     from mblint.plugins import LoadedPlugins
 
-    workdir.mkdir(parents=True, exist_ok=True)
-    recipe_file = workdir / "example_recipe.py"
-    header, body = example_source(example).split(f"def {example.function}():\n", 1)
-    recipe_file.write_text(f"{header}def {example.function}():\n{body}", encoding="utf-8")
+    recipe_file, yaml_file = _write_example(example, workdir)
 
     def make_engine():
         options = CheckOptions(select=(rule_class.id,), world_size=example.world_size, version=example.version,
@@ -104,12 +121,32 @@ def fix_example(rule_class, example: Example, workdir: Path, search_paths: Seque
         engine.display_root = workdir
         return engine
 
-    run = run_fixes(make_engine, [str(recipe_file)], unsafe=True)
+    linted = yaml_file or recipe_file
+    run = run_fixes(make_engine, [str(linted)], unsafe=unsafe)
     text = run.texts.get(recipe_file, recipe_file.read_text(encoding="utf-8"))
     fixed_body = text.split(f"def {example.function}():\n", 1)[1]
     if fixed_body.endswith("    return cfg\n"):
         fixed_body = fixed_body[:-len("    return cfg\n")]
-    return textwrap.dedent(fixed_body).strip("\n")
+    fixed_yaml = None
+    if yaml_file is not None:
+        fixed_yaml = run.texts.get(yaml_file, yaml_file.read_text(encoding="utf-8")).split("\n", 1)[1]
+    return textwrap.dedent(fixed_body).strip("\n"), fixed_yaml
+
+
+def _write_example(example: Example, workdir: Path) -> tuple[Path, Path | None]:
+    """The example's recipe file and, with ``yaml``, its override file (whose first line names
+    the recipe), written to ``workdir``."""
+    import textwrap
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    recipe_file = workdir / "example_recipe.py"
+    recipe_file.write_text(example_source(example), encoding="utf-8")
+    if example.yaml is None:
+        return recipe_file, None
+    yaml_file = workdir / "example_override.yaml"
+    yaml_text = f"# mblint: recipe={recipe_file.name}::{example.function}\n" + textwrap.dedent(example.yaml).lstrip("\n")
+    yaml_file.write_text(yaml_text, encoding="utf-8")
+    return recipe_file, yaml_file
 
 
 def run_example(rule_class, example: Example, workdir: Path, search_paths: Sequence[Path]) -> ExampleRun:
@@ -118,20 +155,11 @@ def run_example(rule_class, example: Example, workdir: Path, search_paths: Seque
     from mblint.engine import CheckOptions, Engine
     from mblint.plugins import LoadedPlugins
 
-    workdir.mkdir(parents=True, exist_ok=True)
-    recipe_file = workdir / "example_recipe.py"
-    source = example_source(example)
-    recipe_file.write_text(source, encoding="utf-8")
-    expected = [(recipe_file.name, line) for line in marked_lines(source)]
+    recipe_file, yaml_file = _write_example(example, workdir)
+    expected = [(recipe_file.name, line) for line in marked_lines(recipe_file.read_text(encoding="utf-8"))]
     paths = [str(recipe_file)]
-    yaml_file = None
-    if example.yaml is not None:
-        import textwrap
-
-        yaml_file = workdir / "example_override.yaml"
-        yaml_text = f"# mblint: recipe={recipe_file.name}::{example.function}\n" + textwrap.dedent(example.yaml).lstrip("\n")
-        yaml_file.write_text(yaml_text, encoding="utf-8")
-        expected += [(yaml_file.name, line) for line in marked_lines(yaml_text)]
+    if yaml_file is not None:
+        expected += [(yaml_file.name, line) for line in marked_lines(yaml_file.read_text(encoding="utf-8"))]
         paths = [str(yaml_file)]
     options = CheckOptions(
         select=(rule_class.id,), world_size=example.world_size, version=example.version,
@@ -142,3 +170,45 @@ def run_example(rule_class, example: Example, workdir: Path, search_paths: Seque
     report = engine.check_paths(paths)
     findings = [f for f in report.findings if f.rule_id == rule_class.id]
     return ExampleRun(findings, recipe_file, yaml_file, expected, report.notes + [str(e) for e in report.errors])
+
+
+def stated_outcome_problems(rule_class, example: Example, workdir: Path, search_paths: Sequence[Path]) -> list[str]:
+    """How ``rule_class`` on the invalid ``example`` differs from the ``message``, ``fixed``,
+    ``fixed_yaml`` and ``unsafe`` it states (empty when it does what they say)."""
+    import textwrap
+
+    problems = []
+    if example.message is not None:
+        messages = [finding.message for finding in run_example(rule_class, example, workdir / "lint", search_paths).findings]
+        if not any(example.message in message for message in messages):
+            problems.append(f"no message contains {example.message!r}: {messages}")
+    if example.fixed is None and example.fixed_yaml is None:
+        if example.unsafe is not None:
+            problems.append("unsafe= says how the stated fix is applied, but none is stated (fixed= or fixed_yaml=)")
+        return problems
+    if not rule_class.fixable:
+        return problems + [f"{rule_class.id} states a fixed text but has no fix"]
+    if example.fixed_yaml is not None and example.yaml is None:
+        return problems + ["fixed_yaml= without yaml="]
+
+    def stated(body: str, yaml: str | None) -> tuple:
+        return (None if example.fixed is None else textwrap.dedent(body).strip("\n"),
+                None if example.fixed_yaml is None else textwrap.dedent(yaml).lstrip("\n"))
+
+    def got(unsafe: bool) -> tuple:
+        body, yaml = fixed_texts(rule_class, example, workdir / ("unsafe" if unsafe else "safe"), search_paths,
+                                 unsafe=unsafe)
+        return stated(body, yaml)
+
+    wanted = stated(example.fixed or "", example.fixed_yaml)
+    fixed = got(unsafe=True)
+    if fixed != wanted:
+        problems.append(f"--fix --unsafe-fixes gives {fixed}, stated {wanted}")
+    if example.unsafe is not None:
+        unchanged = stated(example.code, example.yaml)
+        safe_only = got(unsafe=False)
+        if example.unsafe and safe_only != unchanged:
+            problems.append(f"stated unsafe, but --fix alone changes the example: {safe_only}")
+        if not example.unsafe and safe_only != wanted:
+            problems.append(f"stated safe, but --fix alone gives {safe_only}")
+    return problems
