@@ -114,11 +114,13 @@ class RuleContext:
         location: Origin | None = None,
     ) -> Finding:
         """A finding on ``cfg``. The primary location is ``location`` when given, else
-        ``primary``'s last origin, else the field among ``fields`` set last in program order,
-        else the recipe function. The last origins of ``fields`` elsewhere are related."""
+        ``primary``'s last origin, else the line the first fix edits (its field's last origin,
+        when the recipe itself or a linted override file wrote it), else the field among ``fields`` set last in
+        program order, else the recipe function. The last origins of ``fields`` elsewhere are
+        related."""
         lasts = [cfg.last_origin(path) for path in fields]
         if location is None:
-            location = _primary_origin(cfg, lasts, primary, self.editable_paths)
+            location = _primary_origin(cfg, lasts, primary, self.editable_paths, _fix_target(fixes))
         related = []
         for path, origin in zip(fields, lasts):
             if origin is None or origin is location or origin == location:
@@ -215,8 +217,16 @@ def _definitely_false(precondition: Callable[[EffectiveConfig], bool], cfg: Effe
         return False
 
 
+def _fix_target(fixes: Sequence[FixIntent]) -> str | None:
+    """The field the finding's first fix changes (an alternative is no fix)."""
+    for fix in fixes:
+        if not fix.alternative:
+            return fix.field
+    return None
+
+
 def _primary_origin(cfg: EffectiveConfig, lasts: list[Origin | None], primary: str | None,
-                    editable: frozenset[str] | None) -> Origin:
+                    editable: frozenset[str] | None, target: str | None = None) -> Origin:
     """Where the edit belongs: never a file mblint must not edit (an installed base builder),
     and never a default the recipe did not write. ``lasts`` holds each field's last origin."""
 
@@ -238,13 +248,26 @@ def _primary_origin(cfg: EffectiveConfig, lasts: list[Origin | None], primary: s
             return None
         return editable_place(origin)
 
-    # First what the user wrote; then, failing that, the constructor call in an editable file
-    # whose dataclass default is at fault (where the missing keyword belongs).
+    def written_for_this_recipe(origin: Origin | None) -> bool:
+        """Set in a linted file by the recipe function itself or by an override; not by a helper
+        or another recipe it builds on, where a change would reach other recipes too."""
+        if origin is None or origin.kind in ("default", "unknown"):
+            return False
+        if editable is not None and origin.path not in editable:
+            return False
+        return origin.kind == "override" or cfg.recipe.contains(origin)
+
+    # First what the user wrote: the field the rule names, else the field its fix changes
+    # when this recipe wrote it (the line the fix edits), else the field set last; failing
+    # that, the constructor call in an editable file whose dataclass default is at fault
+    # (where the missing keyword belongs).
     for excluded in (("default", "unknown"), ("unknown",)):
         if primary is not None:
             origin = usable(cfg.last_origin(primary), excluded)
             if origin is not None:
                 return origin
+        if target is not None and "default" in excluded and written_for_this_recipe(cfg.last_origin(target)):
+            return cfg.last_origin(target)
         pool = [o for o in (usable(last, excluded) for last in lasts) if o is not None]
         if pool:
             return max(pool, key=lambda o: o.seq)

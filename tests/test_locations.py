@@ -7,7 +7,9 @@ from pathlib import Path
 
 from fix_rules import RULES, make_rule
 from mblint.engine import CheckOptions, Engine
-from mblint.plugins import LoadedPlugins
+from mblint.plugins import LoadedPlugins, load_plugins
+
+PLUGIN_RULES = {rule.id: rule for rule in load_plugins().rules}
 
 HEADER = """from megatron.bridge.models import GPTModelProvider
 from megatron.bridge.recipes.common import _pretrain_common
@@ -56,3 +58,60 @@ def second_config():
     by_recipe = {f.recipe.split("::")[1]: f.location.line for f in findings}
     assert by_recipe["first_config"] == 7
     assert by_recipe["second_config"] in (11, 12)  # the call, or the function when the call is unknown
+
+
+FIX_TARGET_HEADER = """from megatron.bridge import AutoBridge
+from megatron.bridge.recipes.common import _sft_common
+
+
+def _hf():
+    return AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)
+"""
+
+
+def line_of(source: str, marker: str) -> int:
+    [line] = [number for number, text in enumerate(source.splitlines(), start=1) if marker in text]
+    return line
+
+
+def test_a_finding_lands_on_the_line_its_fix_edits(tmp_path, mb06):
+    """PB008's fix sets sequence_parallel: the finding is on that line even when TP was set
+    after it, and the TP line, the value set last (the old primary place), is related."""
+    source = FIX_TARGET_HEADER + """
+
+def sp_config():
+    cfg = _sft_common()
+    cfg.model = _hf()
+    cfg.model.sequence_parallel = True  # fix target
+    cfg.model.tensor_model_parallel_size = 1  # set last
+    return cfg
+"""
+    [finding] = lint(tmp_path, mb06, source, PLUGIN_RULES["PB008"])
+    assert finding.location.line == line_of(source, "# fix target")
+    assert [related.origin.line for related in finding.related] == [line_of(source, "# set last")]
+    assert [fix.field for fix in finding.fixes] == ["model.sequence_parallel"]
+
+
+def test_a_fix_target_set_by_the_recipe_built_on_stays_there(tmp_path, mb06):
+    """Modelled on a 0.6.2 long-context variant (nemotron_3_super ..._32k_config) that calls
+    its parent recipe and sets TP 1 while the parent set SP: the parent's SP line serves
+    every recipe built on it, so the variant's finding stays on its own TP line."""
+    source = FIX_TARGET_HEADER + """
+
+def parent_config():
+    cfg = _sft_common()
+    cfg.model = _hf()
+    cfg.model.tensor_model_parallel_size = 8
+    cfg.model.sequence_parallel = True  # parent
+    return cfg
+
+
+def parent_long_config():
+    cfg = parent_config()
+    cfg.model.tensor_model_parallel_size = 1  # variant
+    return cfg
+"""
+    [finding] = lint(tmp_path, mb06, source, PLUGIN_RULES["PB008"])
+    assert finding.recipe.endswith("::parent_long_config")
+    assert finding.location.line == line_of(source, "# variant")
+    assert [related.origin.line for related in finding.related] == [line_of(source, "# parent")]

@@ -62,9 +62,9 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md (Pitfalls 4: "CP requires
                 version="0.3"),
     ]
     invalid = [
-        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 4100\ncfg.model.context_parallel_size = 4  # error",
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 4100  # error\ncfg.model.context_parallel_size = 4",
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.context_parallel_size = 2\ncfg.model.seq_length = 4098  # error",
-        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 4100\ncfg.model.context_parallel_size = 4  # error",
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 4100  # error\ncfg.model.context_parallel_size = 4",
                 version="0.3"),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 4096",
                 dotlist=("model.context_parallel_size=3",)),

@@ -65,8 +65,8 @@ llama3_8b_pretrain_config with model.cuda_graph_impl=local fails with that messa
     ]
     invalid = [
         'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"  # error',
-        'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"\n'
-        'cfg.model.cuda_graph_modules = ["attn", "mlp"]  # error',
+        'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"  # error\n'
+        'cfg.model.cuda_graph_modules = ["attn", "mlp"]',
         Example('cfg = _pretrain_common()\n' + MOE, dotlist=("model.cuda_graph_impl=local",)),
     ]
 

@@ -66,8 +66,8 @@ llama3_8b_pretrain_config with TE graphs and full recompute fails with that asse
     invalid = [
         'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
         'cfg.model.recompute_granularity = "full"  # error',
-        'cfg = _pretrain_common()\n' + MOE + 'cfg.model.recompute_granularity = "full"\n'
-        'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
+        'cfg = _pretrain_common()\n' + MOE + 'cfg.model.recompute_granularity = "full"  # error\n'
+        'cfg.model.cuda_graph_impl = "transformer_engine"',
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
                 'cfg.model.recompute_granularity = "full"  # error', version="0.3"),
     ]

@@ -64,8 +64,8 @@ TE graphs and dataset.dataset_kwargs={} fails with that message.
         # an emptied dict leaves no origin for the key: the finding lands on the graph switch
         'cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs = {}\n'
         'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
-        'cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs["pad_to_max_length"] = False\n'
-        'cfg.model.cuda_graph_impl = "full_iteration"  # error',
+        'cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs["pad_to_max_length"] = False  # error\n'
+        'cfg.model.cuda_graph_impl = "full_iteration"',
     ]
 
     precondition = offline_packing_known_on

@@ -67,11 +67,11 @@ modules ['attn'] or scope ['attn'] fails with the second; with cuda_graph_impl='
         HF + 'cfg.model.cuda_graph_impl = "full_iteration"\ncfg.model.cuda_graph_modules = []',
     ]
     invalid = [
-        HF + 'cfg.model.cuda_graph_scope = "full"\ncfg.model.cuda_graph_impl = "transformer_engine"\n'
-        'cfg.model.cuda_graph_modules = ["attn"]  # error',
+        HF + 'cfg.model.cuda_graph_scope = "full"  # error\ncfg.model.cuda_graph_impl = "transformer_engine"\n'
+        'cfg.model.cuda_graph_modules = ["attn"]',
         Example(HF + 'cfg.model.cuda_graph_scope = "full"\ncfg.model.cuda_graph_impl = "transformer_engine"',
                 dotlist=("model.cuda_graph_modules=[attn,mlp]",)),
-        HF + 'cfg.model.cuda_graph_modules = ["attn"]\ncfg.model.cuda_graph_impl = "full_iteration"  # error',
+        HF + 'cfg.model.cuda_graph_modules = ["attn"]  # error\ncfg.model.cuda_graph_impl = "full_iteration"',
     ]
 
     def check(self, cfg, ctx):

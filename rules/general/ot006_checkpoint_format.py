@@ -61,7 +61,7 @@ megatron/bridge/training/config.py:898-918, :1521-1545.
         P + "cfg.checkpoint.async_save = True\ncfg.checkpoint.save = '/ckpt'\ncfg.checkpoint.use_persistent_ckpt_worker = False  # error",
         P + "cfg.checkpoint.save = '/ckpt'\ncfg.checkpoint.ckpt_format = 'fsdp_dtensor'  # error",
         P + "cfg.checkpoint.load = None\ncfg.checkpoint.ckpt_step = 5  # error",
-        P + "cfg.checkpoint.load_optim = True\ncfg.checkpoint.load_main_params_from_ckpt = True  # error",
+        P + "cfg.checkpoint.load_optim = True  # error\ncfg.checkpoint.load_main_params_from_ckpt = True",
         P + "cfg.checkpoint.ckpt_format = 'fsdp_dtensor'\ncfg.checkpoint.also_save_hf_checkpoint = True  # error",
         P + "cfg.dist.use_gloo_process_groups = False\ncfg.checkpoint.ckpt_format = 'torch'  # error",
         Example(P + "cfg.checkpoint.save = '/ckpt'\ncfg.checkpoint.ckpt_format = 'torch'\n"

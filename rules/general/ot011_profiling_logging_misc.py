@@ -57,7 +57,7 @@ megatron/bridge/training/config.py:1043-1046, :1100-1116, :1493-1498.
         PROF + "cfg.profiling.use_pytorch_profiler = True\ncfg.profiling.use_nsys_profiler = True  # error",
         P + "cfg.logger.mlflow_experiment = 'exp'  # error",
         P + "cfg.logger.comet_project = 'proj'  # error",
-        HF + "cfg.model.gradient_accumulation_fusion = True\ncfg.model.restore_modelopt_state = True  # error",
+        HF + "cfg.model.gradient_accumulation_fusion = True  # error\ncfg.model.restore_modelopt_state = True",
         Example(P + "cfg.logger.mlflow_experiment = 'exp'  # error", version="0.3"),
     ]
 

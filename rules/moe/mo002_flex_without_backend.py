@@ -62,8 +62,8 @@ the backend together with the type), 102-125 (validation does not handle None).
         Example(MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n'
                 'cfg.model.moe_flex_dispatcher_backend = None',
                 dotlist=("model.moe_token_dispatcher_type=flex",)),
-        Example(MOE + 'cfg.model.moe_token_dispatcher_type = "flex"\n'
-                'cfg.model.moe_flex_dispatcher_backend = None  # error', version="0.3"),
+        Example(MOE + 'cfg.model.moe_token_dispatcher_type = "flex"  # error\n'
+                'cfg.model.moe_flex_dispatcher_backend = None', version="0.3"),
     ]
 
     def check(self, cfg, ctx):

@@ -55,8 +55,8 @@ that message.
                 version="0.3"),
     ]
     invalid = [
-        HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = True\n'
-        'cfg.model.moe_token_dispatcher_type = "allgather"  # error',
+        HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = True  # error\n'
+        'cfg.model.moe_token_dispatcher_type = "allgather"',
         Example(HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = True',
                 dotlist=("model.moe_token_dispatcher_type=allgather",)),
         Example(HF + 'cfg.model.moe_token_dispatcher_type = "flex"\n'

@@ -52,7 +52,7 @@ megatron/bridge/models/transformer_config.py:176-189 (Bridge sets it after post-
         Example(HF + 'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.variable_seq_lengths = True', version="0.3"),
     ]
     invalid = [
-        HF + 'cfg.model.moe_token_dispatcher_type = "allgather"\ncfg.model.variable_seq_lengths = True  # error',
+        HF + 'cfg.model.moe_token_dispatcher_type = "allgather"  # error\ncfg.model.variable_seq_lengths = True',
         Example(HF + 'cfg.model.moe_token_dispatcher_type = "allgather"', dotlist=("model.variable_seq_lengths=true",)),
         Example(HF + 'cfg.model.variable_seq_lengths = True\ncfg.model.moe_token_dispatcher_type = "allgather"  # error',
                 version="0.3"),

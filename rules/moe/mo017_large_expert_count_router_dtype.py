@@ -47,7 +47,7 @@ megatron/core/transformer/transformer_config.py:1944-1952.
     ]
     invalid = [
         HF + 'cfg.model.num_moe_experts = 128\ncfg.model.moe_router_dtype = None  # finding',
-        Example(HF + 'cfg.model.moe_router_dtype = None\ncfg.model.num_moe_experts = 32  # finding', version="0.3"),
+        Example(HF + 'cfg.model.moe_router_dtype = None  # finding\ncfg.model.num_moe_experts = 32', version="0.3"),
     ]
 
     def check(self, cfg, ctx):

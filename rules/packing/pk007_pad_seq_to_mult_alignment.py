@@ -75,15 +75,15 @@ including `dist.eval_context_parallel_size`).
     ]
     invalid = [
         "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
-        "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 1\n"
+        "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 1  # error\n"
         "cfg.model.tensor_model_parallel_size = 8\ncfg.model.sequence_parallel = True\n"
-        "cfg.model.context_parallel_size = 2  # error",
+        "cfg.model.context_parallel_size = 2",
         Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
                 "cfg.model.context_parallel_size = 4\ncfg.dataset.packed_sequence_specs.pad_seq_to_mult = 4  # error",
                 version="0.3"),
         "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
-        "cfg.model.context_parallel_size = 2\ncfg.dataset.offline_packing_specs.pad_seq_to_mult = 4\n"
-        "cfg.dist.eval_context_parallel_size = 4  # error",
+        "cfg.model.context_parallel_size = 2\ncfg.dataset.offline_packing_specs.pad_seq_to_mult = 4  # error\n"
+        "cfg.dist.eval_context_parallel_size = 4",
     ]
 
     precondition = offline_packing_known_on

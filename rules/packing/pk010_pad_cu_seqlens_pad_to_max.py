@@ -57,8 +57,8 @@ size for CUDA graphs, which is why `pad_cu_seqlens` is on).
     invalid = [
         "cfg = _sft_common()\ncfg.dataset.dataset_kwargs = {}\n"
         "cfg.dataset.offline_packing_specs.pad_cu_seqlens = True  # error",
-        "cfg = _sft_common()\ncfg.dataset.dataset_kwargs['pad_to_max_length'] = False\n"
-        "cfg.dataset.offline_packing_specs.pad_cu_seqlens = True  # error",
+        "cfg = _sft_common()\ncfg.dataset.dataset_kwargs['pad_to_max_length'] = False  # error\n"
+        "cfg.dataset.offline_packing_specs.pad_cu_seqlens = True",
         Example("cfg = _sft_common()\ncfg.dataset.dataset_kwargs = {'pad_to_max_length': False}\n"
                 "cfg.dataset.packed_sequence_specs.pad_cu_seqlens = True  # error", version="0.3"),
     ]

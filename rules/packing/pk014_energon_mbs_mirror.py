@@ -50,7 +50,8 @@ Safe: copy `train.micro_batch_size` into `dataset.micro_batch_size`.
         "cfg = _sft_common_vlm()\ncfg.train.micro_batch_size = 4",
     ]
     invalid = [
-        _energon + "cfg.train.micro_batch_size = 4  # error",
+        # the fix mirrors the training value into the dataset config: the finding is on its line
+        _energon.replace("micro_batch_size=2,", "micro_batch_size=2,  # error") + "cfg.train.micro_batch_size = 4",
         _energon + "cfg.train.micro_batch_size = 2\ncfg.validation.eval_micro_batch_size = 1  # error",
         Example(_energon + "cfg.train.micro_batch_size = 2", dotlist=("train.micro_batch_size=1",)),
     ]

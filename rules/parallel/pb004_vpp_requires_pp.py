@@ -51,7 +51,7 @@ megatron/bridge/training/initialize.py:811 (passes VPP through).
     invalid = [
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.virtual_pipeline_model_parallel_size = 2  # error",
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 4\n"
-        "cfg.model.virtual_pipeline_model_parallel_size = 2\ncfg.model.pipeline_model_parallel_size = 1  # error",
+        "cfg.model.virtual_pipeline_model_parallel_size = 2  # error\ncfg.model.pipeline_model_parallel_size = 1",
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.virtual_pipeline_model_parallel_size = 2  # error",
                 version="0.3"),
     ]

@@ -54,8 +54,8 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md (Pitfalls 3).
     ]
     invalid = [
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.sequence_parallel = True  # error",
-        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.sequence_parallel = True\n"
-                "cfg.model.tensor_model_parallel_size = 1  # error", version="0.3"),
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.sequence_parallel = True  # error\n"
+                "cfg.model.tensor_model_parallel_size = 1", version="0.3"),
     ]
 
     def check(self, cfg, ctx):

@@ -65,8 +65,8 @@ megatron/bridge/training/config.py:1925-1942.
         "cfg.optimizer.use_precision_aware_optimizer = True  # error",
         Example("cfg = _pretrain_common()", dotlist=("optimizer.use_precision_aware_optimizer=true",
                                                      "optimizer.use_distributed_optimizer=false")),
-        Example("cfg = _pretrain_common()\ncfg.optimizer.use_distributed_optimizer = False\n"
-                "cfg.optimizer.use_precision_aware_optimizer = True  # error", version="0.3"),
+        Example("cfg = _pretrain_common()\ncfg.optimizer.use_distributed_optimizer = False  # error\n"
+                "cfg.optimizer.use_precision_aware_optimizer = True", version="0.3"),
     ]
 
     def check(self, cfg, ctx):

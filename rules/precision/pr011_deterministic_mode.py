@@ -62,7 +62,8 @@ Set `model.cross_entropy_loss_fusion = False` (safe: same loss, slower kernel) a
         "cfg.env_vars = {'NCCL_ALGO': 'NVLS'}  # error",
         Example(HF + "cfg.model.cross_entropy_loss_fusion = False\ncfg.env_vars = {'NCCL_ALGO': 'Tree'}",
                 dotlist=("model.deterministic_mode=true", "model.cross_entropy_loss_fusion=true")),
-        Example(HF + "cfg.model.cross_entropy_loss_fusion = True\ncfg.model.deterministic_mode = True  # error",
+        # two findings: the fusion is the fix's line, NCCL_ALGO (missing) falls on the mode
+        Example(HF + "cfg.model.cross_entropy_loss_fusion = True  # error\ncfg.model.deterministic_mode = True  # error",
                 version="0.3"),
     ]
 

@@ -50,8 +50,8 @@ megatron/bridge/training/config.py (`ConfigContainer.validate` calls `model.fina
     invalid = [
         HF + "cfg.model.recompute_granularity = 'full'\ncfg.model.recompute_method = None  # error\n"
         "cfg.model.recompute_num_layers = 1",
-        HF + "cfg.model.recompute_method = 'block'\ncfg.model.recompute_num_layers = None\n"
-        "cfg.model.recompute_granularity = 'full'  # error",
+        HF + "cfg.model.recompute_method = 'block'\ncfg.model.recompute_num_layers = None  # error\n"
+        "cfg.model.recompute_granularity = 'full'",
         Example(HF + "cfg.model.recompute_method = None\n"
                 "cfg.model.recompute_granularity = 'full'  # error", version="0.3"),
         Example(HF + "cfg.model.recompute_method = 'uniform'\ncfg.model.recompute_num_layers = 2",

@@ -52,8 +52,8 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:546 (default None),
         HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = None  # error",
         Example(HF + "cfg.model.recompute_modules = None",
                 dotlist=("model.recompute_granularity=selective",)),
-        Example(HF + "cfg.model.recompute_modules = None\n"
-                "cfg.model.recompute_granularity = 'selective'  # error", version="0.3"),
+        Example(HF + "cfg.model.recompute_modules = None  # error\n"
+                "cfg.model.recompute_granularity = 'selective'", version="0.3"),
     ]
 
     def check(self, cfg, ctx):

@@ -49,8 +49,8 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:1757-1761 (confirme
     invalid = [
         HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.sequence_parallel = True\n"
         "cfg.model.distribute_saved_activations = True  # error",
-        Example(HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.distribute_saved_activations = True\n"
-                "cfg.model.sequence_parallel = True  # error", version="0.3"),
+        Example(HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.distribute_saved_activations = True  # error\n"
+                "cfg.model.sequence_parallel = True", version="0.3"),
     ]
 
     def check(self, cfg, ctx):

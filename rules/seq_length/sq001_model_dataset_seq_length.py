@@ -55,7 +55,7 @@ GPTSFTDatasetConfig, DirectHFSFTDatasetConfig, EnergonDatasetConfig, MockVLMSFTD
     ]
     invalid = [
         "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
-        "cfg.model.seq_length = 2048\ncfg.dataset.seq_length = 4096  # error",
+        "cfg.model.seq_length = 2048  # error\ncfg.dataset.seq_length = 4096",
         Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
                 "cfg.model.seq_length = 2048", dotlist=("dataset.seq_length=8192",)),
         Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"

@@ -60,8 +60,8 @@ up to the next multiple.
     ]
     invalid = [
         "cfg = _sft_common_vlm()\n" + _model + "cfg.model.context_parallel_size = 4\ncfg.dataset.seq_length = 4100  # error",
-        "cfg = _sft_common_vlm()\n" + _model + "cfg.dataset.seq_length = 4100\ncfg.model.tensor_model_parallel_size = 8\n"
-        "cfg.model.sequence_parallel = True  # error",
+        "cfg = _sft_common_vlm()\n" + _model + "cfg.dataset.seq_length = 4100  # error\ncfg.model.tensor_model_parallel_size = 8\n"
+        "cfg.model.sequence_parallel = True",
     ]
 
     def check(self, cfg, ctx):
