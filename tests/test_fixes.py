@@ -419,8 +419,11 @@ def test_pk003_keeps_the_packing_mode_set_last(last, kept, tmp_path, mb06):
         f"    cfg.dataset.{last} = True\n    return cfg\n")
     make = engine_factory([RULES["PK003"]()], tmp_path, [mb06])
     [finding] = lint(make, [str(tmp_path / "recipe.py")]).findings
-    applied = [i for i in finding.fixes if not i.alternative]
-    assert [i.field for i in applied] == [f"dataset.{first}"] and applied[0].value is False
+    applied = [(i.field, i.value) for i in finding.fixes if not i.alternative]
+    # offline packing goes with its specs (validate() rejects specs without the flag)
+    turned_off = [(f"dataset.{first}", False)] + ([("dataset.offline_packing_specs", None)]
+                                                  if first == "enable_offline_packing" else [])
+    assert applied == turned_off
 
 
 def test_deprecated_graph_switch_becomes_an_implementation(tmp_path, mb06):

@@ -198,6 +198,8 @@ class Planner:
         recipe = cfg.recipe
         if not self.editable(recipe.path) or recipe.path.endswith(YAML_SUFFIXES):
             raise Unfixable(f"the recipe file {recipe.path} is not being linted")
+        if intent.value is not None and is_node(cfg.value(intent.field)):
+            raise Unfixable(f"{intent.field} is an object, not a value")  # None may replace one (no specs, no PEFT)
         target = python_target(intent.field, cfg)
         path = self.real_path(recipe.path)
         try:
@@ -228,7 +230,4 @@ def python_target(field_path: str, cfg: EffectiveConfig) -> str:
         else:
             raise Unfixable(f"{part!r} is not a Python attribute name")
         prefix = f"{prefix}.{part}" if prefix else part
-    value = cfg.value(field_path)
-    if is_node(value):
-        raise Unfixable(f"{field_path} is an object, not a value")
     return text

@@ -554,8 +554,7 @@ class _Plan:
         self.removed_elements.setdefault(id(container), set()).add(id(element))
 
     def insert(self, block: cst.IndentedBlock, after: cst.CSTNode, statement: cst.CSTNode) -> None:
-        if id(after) in self.removed_statements.get(id(block), set()):
-            raise PyEditError("insertion after a removed statement")
+        """``statement`` after ``after`` (in its place when ``after`` is removed)."""
         self.inserts.setdefault(id(block), {}).setdefault(id(after), []).append(statement)
 
     def rewrite_return(self, block: cst.IndentedBlock, last: cst.CSTNode, var: str, statement: cst.CSTNode) -> None:
@@ -615,7 +614,11 @@ def _edit_block(original: cst.IndentedBlock, updated: cst.IndentedBlock, plan: _
     for old, new in zip(original.body, updated.body):
         if id(old) in removed:
             carried = tuple(getattr(new, "leading_lines", ()))
-            _add_after(body, inserts.get(id(old), []))
+            added = inserts.get(id(old), [])
+            if added and carried:  # the comment above a replaced line stays above its replacement
+                added = [added[0].with_changes(leading_lines=carried + tuple(added[0].leading_lines)), *added[1:]]
+                carried = ()
+            _add_after(body, added)
             continue
         if carried and hasattr(new, "leading_lines"):
             new = new.with_changes(leading_lines=tuple(carried) + tuple(new.leading_lines))

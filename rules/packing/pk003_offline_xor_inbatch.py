@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mblint.rulekit import FixIntent, Rule, Severity, in_batch_packing, offline_packing, offline_packing_known_on
+from mblint.rulekit import (
+    SPECS_06,
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    in_batch_packing,
+    offline_packing,
+    offline_packing_known_on,
+)
 
 
 class OfflineXorInBatch(Rule):
@@ -30,7 +39,9 @@ cfg.dataset.enable_in_batch_packing = True
 
 ## Fix
 Unsafe (changes the data layout): disable one of the two; keep the one set last in the
-recipe. Offline packing also needs `micro_batch_size = 1`, in-batch packing needs more than 1.
+recipe. Disabling offline packing also sets `offline_packing_specs = None` (Megatron-Bridge
+rejects specs without the flag). Offline packing also needs `micro_batch_size = 1`, in-batch
+packing needs more than 1.
 
 ## Versions
 0.6.x. In 0.3.x offline packing (`packed_sequence_specs`) lives on the text SFT dataset and
@@ -47,7 +58,20 @@ recipe. Offline packing also needs `micro_batch_size = 1`, in-batch packing need
         "cfg = _sft_common()\nfor flag in (True, False):\n    cfg.dataset.enable_in_batch_packing = flag",
     ]
     invalid = [
-        "cfg = _sft_common()\ncfg.dataset.enable_in_batch_packing = True  # error",
+        # in-batch packing was turned on last: offline packing goes, with its specs
+        Example("cfg = _sft_common()\ncfg.dataset.enable_in_batch_packing = True  # error",
+                message="the two packing modes are mutually exclusive", unsafe=True,
+                fixed="cfg = _sft_common()\ncfg.dataset.enable_in_batch_packing = True  # error\n"
+                      "cfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None"),
+        # offline packing was turned on last: in-batch packing goes
+        Example("cfg = _sft_common()\ncfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None\n"
+                "cfg.dataset.enable_in_batch_packing = True\n"
+                "cfg.dataset.offline_packing_specs = PackedSequenceSpecs(packed_sequence_size=2048)\n"
+                "cfg.dataset.enable_offline_packing = True  # error", unsafe=True,
+                fixed="cfg = _sft_common()\ncfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None\n"
+                      "cfg.dataset.enable_in_batch_packing = False\n"
+                      "cfg.dataset.offline_packing_specs = PackedSequenceSpecs(packed_sequence_size=2048)\n"
+                      "cfg.dataset.enable_offline_packing = True  # error"),
     ]
 
     precondition = offline_packing_known_on
@@ -56,17 +80,20 @@ recipe. Offline packing also needs `micro_batch_size = 1`, in-batch packing need
         if offline_packing(cfg) is not True or in_batch_packing(cfg) is not True:
             return
         offline, in_batch = "dataset.enable_offline_packing", "dataset.enable_in_batch_packing"
-        disable_in_batch = FixIntent("set", in_batch, False, safe=False, description="disable in-batch packing")
-        disable_offline = FixIntent("set", offline, False, safe=False,
-                                    description="disable offline packing (and set offline_packing_specs to None)")
-        first, second = ((disable_in_batch, disable_offline) if _set_later(cfg, offline, in_batch)
-                         else (disable_offline, disable_in_batch))
+        disable_in_batch = [FixIntent("set", in_batch, False, safe=False, description="disable in-batch packing")]
+        # Specs without the flag are rejected too ("enable_offline_packing must be True when
+        # offline_packing_specs is set"): offline packing is turned off with both.
+        disable_offline = [FixIntent("set", offline, False, safe=False, description="disable offline packing"),
+                           FixIntent("set", SPECS_06, None, safe=False, description="set offline_packing_specs to None")]
+        fix, other = ((disable_in_batch, disable_offline) if _set_later(cfg, offline, in_batch)
+                      else (disable_offline, disable_in_batch))
         yield ctx.report(
             cfg,
             "dataset.enable_offline_packing and dataset.enable_in_batch_packing are both True, but the two "
             "packing modes are mutually exclusive",
             [offline, in_batch],
-            fixes=[first, replace(second, alternative=True, description="or " + second.description)],
+            fixes=[*fix, *(replace(intent, alternative=True, description=("or " if n == 0 else "and ") + intent.description)
+                           for n, intent in enumerate(other))],
         )
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import FixIntent, Rule, Severity, dataset_is, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, dataset_is, value
 
 SEMANTIC_KWARGS = ("add_bos", "add_eos", "add_sep", "answer_only_loss", "chat", "chat_loss_mode", "label_key",
                    "prompt_completion_config", "prompt_template", "truncation_field", "truncation_method",
@@ -49,7 +49,10 @@ through `dataset.preprocessing` (no automatic fix).
         "cfg = _sft_common()\nfor k in ('a', 'chat'):\n    cfg.dataset.dataset_kwargs[k] = True",
     ]
     invalid = [
-        "cfg = _sft_common()\ncfg.dataset.dataset_kwargs['max_num_samples'] = 1000  # error",
+        # moved to max_train_samples, the train split's max_num_samples (gpt_sft.py:760): safe
+        Example("cfg = _sft_common()\ncfg.dataset.dataset_kwargs['max_num_samples'] = 1000  # error",
+                message="set dataset.max_train_samples instead", unsafe=False,
+                fixed="cfg = _sft_common()\ncfg.dataset.max_train_samples = 1000"),
         "cfg = _sft_common()\ncfg.dataset.dataset_kwargs['prompt_template'] = '{input} {output}'  # error",
         "cfg = _sft_common()\ncfg.dataset.preprocessing = None\ncfg.dataset.dataset_kwargs['chat'] = True  # error",
     ]
