@@ -26,6 +26,7 @@ class FineGrainedVsLayerOffload(Rule):
     id = "OF004"
     name = "fine-grained-vs-layer-offload"
     severity = Severity.ERROR
+    fixable = True
     summary = "Fine-grained activation offloading: not with cpu_offloading, needs a non-empty valid offload_modules, attn_proj only with core_attn."
     tags = ("offload",)
     doc = """## What it does
@@ -68,7 +69,10 @@ transformer_config.py:1268-1292.
     invalid = [
         HF + FG + "cfg.model.offload_modules = ['core_attn']\ncfg.model.cpu_offloading = True  # error",
         HF + FG + "cfg.model.offload_modules = []  # error",
-        HF + FG + "cfg.model.offload_modules = ['attn_proj']  # error",
+        # adding core_attn replaces what the recipe wrote: an unsafe fix
+        Example(HF + FG + "cfg.model.offload_modules = ['attn_proj']  # error",
+                message="has 'attn_proj' without 'core_attn'", unsafe=True,
+                fixed=HF + FG + "cfg.model.offload_modules = ['core_attn', 'attn_proj']  # error"),
         HF + FG + "cfg.model.offload_modules = ['core_attn', 'mlp']  # error",
         Example(HF + FG + "cfg.model.offload_modules = ['fused_group_mlp']  # error", version="0.3"),
     ]

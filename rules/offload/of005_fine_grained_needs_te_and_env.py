@@ -68,7 +68,16 @@ megatron/bridge/training/config.py:1945-1985.
     ]
     invalid = [
         HF + FG + "cfg.env_vars = {'NVTE_CPU_OFFLOAD_V1': '1'}\ncfg.model.transformer_impl = 'local'  # error",
-        HF + FG + "cfg.env_vars['NVTE_CPU_OFFLOAD_V1'] = '0'  # error",
+        Example(HF + FG + "cfg.env_vars['NVTE_CPU_OFFLOAD_V1'] = '0'  # error", message="it must be '1'",
+                fixed=HF + FG + "cfg.env_vars['NVTE_CPU_OFFLOAD_V1'] = '1'  # error", unsafe=True),
+        # not set at all (a warning): the assignment is added, a safe fix
+        Example(HF + "cfg.model.fine_grained_activation_offloading = True  # error\n"
+                "cfg.model.offload_modules = ['core_attn']",
+                message="NVTE_CPU_OFFLOAD_V1 is not set in cfg.env_vars", unsafe=False,
+                fixed="cfg = _pretrain_common()\ncfg.env_vars[\"NVTE_CPU_OFFLOAD_V1\"] = '1'\n"
+                      "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                      "cfg.model.fine_grained_activation_offloading = True  # error\n"
+                      "cfg.model.offload_modules = ['core_attn']"),
         Example(HF + FG + "cfg.model.transformer_impl = 'local'  # error", version="0.3"),
     ]
 

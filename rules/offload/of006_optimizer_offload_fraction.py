@@ -52,7 +52,9 @@ Megatron-Bridge cpu-offloading SKILL.md:97-101.
         Example(ON + "cfg.optimizer.optimizer_offload_fraction = 0.5", version="0.3"),
     ]
     invalid = [
-        ON + "cfg.optimizer.optimizer_offload_fraction = 50  # error",
+        # clamped to 1.0, which offloads everything, as 50 does at run time
+        Example(ON + "cfg.optimizer.optimizer_offload_fraction = 50  # error", message="is 50, outside [0, 1]",
+                fixed=ON + "cfg.optimizer.optimizer_offload_fraction = 1.0  # error", unsafe=True),
         ON + "cfg.optimizer.optimizer_offload_fraction = 1.0\ncfg.optimizer.decoupled_weight_decay = False  # error",
         Example(ON + "cfg.optimizer.optimizer_offload_fraction = -0.5  # error", version="0.3"),
     ]

@@ -62,7 +62,7 @@ be 1"; 0.3.1: lines 1561-1579); skills/nemo-mbridge-perf-sequence-packing/SKILL.
                 fixed="cfg = _sft_common()\n"
                       "cfg.dataset.offline_packing_specs.packed_sequence_size = 4096\n"
                       "cfg.train.micro_batch_size = 1  # error\n"
-                      "cfg.train.global_batch_size = 64"),
+                      "cfg.train.global_batch_size = 64", unsafe=True),
         Example("cfg = _sft_common()\ncfg.train.micro_batch_size = 2  # error", version="0.3"),
         Example("cfg = _sft_common()", yaml="train:\n  micro_batch_size: 4  # error\n"),
         Example("cfg = _sft_common()", dotlist=("train.micro_batch_size=2",)),

@@ -55,8 +55,12 @@ Unsafe (changes batch arithmetic): raise `train.micro_batch_size` to 2 or more (
         Example("cfg = _sft_common()\ncfg.train.micro_batch_size = 1", version="0.3"),
     ]
     invalid = [
-        "cfg = _sft_common_vlm()\ncfg.train.micro_batch_size = 4\n"
-        "cfg.dataset.enable_in_batch_packing = True\ncfg.train.micro_batch_size = 1  # error",
+        # micro-batch size 2; turning in-batch packing off is an alternative, not applied
+        Example("cfg = _sft_common_vlm()\ncfg.train.micro_batch_size = 4\n"
+                "cfg.dataset.enable_in_batch_packing = True\ncfg.train.micro_batch_size = 1  # error",
+                message="needs at least 2 sequences per micro-batch", unsafe=True,
+                fixed="cfg = _sft_common_vlm()\ncfg.train.micro_batch_size = 4\n"
+                      "cfg.dataset.enable_in_batch_packing = True\ncfg.train.micro_batch_size = 2  # error"),
         Example("cfg = _sft_common_vlm()\ncfg.train.micro_batch_size = 2",
                 dotlist=("dataset.enable_in_batch_packing=true", "train.micro_batch_size=1")),
     ]

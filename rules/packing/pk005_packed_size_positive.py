@@ -52,8 +52,13 @@ megatron/bridge/data/packing/config.py:30 (default -1).
         "cfg = _sft_common()\nfor n in (0, 2048):\n    cfg.dataset.offline_packing_specs.packed_sequence_size = n",
     ]
     invalid = [
-        "cfg = _sft_common()\ncfg.dataset.offline_packing_specs = PackedSequenceSpecs(pad_seq_to_mult=4)  # error",
-        "cfg = _sft_common()\ncfg.dataset.offline_packing_specs.packed_sequence_size = 0  # error",
+        # _sft_common: dataset.seq_length = 2048
+        Example("cfg = _sft_common()\ncfg.dataset.offline_packing_specs = PackedSequenceSpecs(pad_seq_to_mult=4)  # error",
+                message="is -1, but offline packing needs a positive pack size", unsafe=True,
+                fixed="cfg = _sft_common()\ncfg.dataset.offline_packing_specs = PackedSequenceSpecs(pad_seq_to_mult=4)  # error\n"
+                      "cfg.dataset.offline_packing_specs.packed_sequence_size = 2048"),
+        Example("cfg = _sft_common()\ncfg.dataset.offline_packing_specs.packed_sequence_size = 0  # error", unsafe=True,
+                fixed="cfg = _sft_common()\ncfg.dataset.offline_packing_specs.packed_sequence_size = 2048  # error"),
         Example("cfg = _sft_common()", dotlist=("dataset.offline_packing_specs.packed_sequence_size=-1",)),
     ]
 

@@ -59,6 +59,10 @@ megatron/bridge/training/train.py:274 (TE graph helper sized by model.seq_length
 megatron/core/transformer/cuda_graphs.py:2096-2111,2320 (static inputs of seq_length tokens);
 0.6.2 data/datasets/gpt_sft.py:643-646 (pad_to_max_length pads to max_seq_length).
 """
+    _TE_GRAPHS = ("cfg = _sft_common()\n"
+                  "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                  "cfg.model.cuda_graph_impl = 'transformer_engine'\n"
+                  "cfg.dataset.dataset_kwargs = {'pad_to_max_length': True}\n")
     valid = [
         "cfg = _sft_common()",
         "cfg = _sft_common()\ncfg.dataset.seq_length = 4096\ncfg.dataset.offline_packing_specs.packed_sequence_size = 4096",
@@ -66,15 +70,19 @@ megatron/core/transformer/cuda_graphs.py:2096-2111,2320 (static inputs of seq_le
         Example("cfg = _sft_common()", version="0.3"),
     ]
     invalid = [
-        "cfg = _sft_common()\ncfg.dataset.offline_packing_specs.packed_sequence_size = 4096  # error",
+        Example("cfg = _sft_common()\ncfg.dataset.offline_packing_specs.packed_sequence_size = 4096  # error",
+                message="is 4096, but dataset.seq_length is 2048", unsafe=True,
+                fixed="cfg = _sft_common()\ncfg.dataset.offline_packing_specs.packed_sequence_size = 2048  # error"),
         # reported where the pack width comes from (the base builder call), the edit the fix makes
-        Example("cfg = _sft_common()  # error\ncfg.dataset.seq_length = 4096", version="0.3"),
+        Example("cfg = _sft_common()  # error\ncfg.dataset.seq_length = 4096", version="0.3", unsafe=True,
+                fixed="cfg = _sft_common()  # error\ncfg.dataset.seq_length = 4096\n"
+                      "cfg.dataset.packed_sequence_specs.packed_sequence_size = 4096"),
         # TE graphs replay seq_length tokens; padded rows are packed_sequence_size wide: an error,
         # reported at the pack width (the edit)
-        "cfg = _sft_common()\n"
-        "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
-        "cfg.model.cuda_graph_impl = 'transformer_engine'\ncfg.dataset.dataset_kwargs = {'pad_to_max_length': True}\n"
-        "cfg.dataset.offline_packing_specs.packed_sequence_size = 8192  # error\ncfg.dataset.seq_length = 4096",
+        Example(_TE_GRAPHS + "cfg.dataset.offline_packing_specs.packed_sequence_size = 8192  # error\n"
+                "cfg.dataset.seq_length = 4096", message="the shapes do not match at replay", unsafe=True,
+                fixed=_TE_GRAPHS + "cfg.dataset.offline_packing_specs.packed_sequence_size = 4096  # error\n"
+                      "cfg.dataset.seq_length = 4096"),
     ]
 
     precondition = offline_packing_known_on

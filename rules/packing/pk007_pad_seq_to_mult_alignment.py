@@ -61,29 +61,34 @@ including `dist.eval_context_parallel_size`).
 (the same multiple used for collate padding); 0.3.1 megatron/bridge/data/datasets/packed_sequence.py:242-246
 ("For THD/context parallel, set to (context_parallel_size * 2)"); docs/training/packed-sequences.md:84-97.
 """
+    _LLAMA = ("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B')"
+              ".to_megatron_provider(load_weights=False)\n")
     valid = [
         "cfg = _sft_common()",
-        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
-        "cfg.model.context_parallel_size = 2\ncfg.model.tensor_model_parallel_size = 8\ncfg.model.sequence_parallel = True\n"
+        _LLAMA + "cfg.model.context_parallel_size = 2\ncfg.model.tensor_model_parallel_size = 8\ncfg.model.sequence_parallel = True\n"
         "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 16",
         # CP unknown (loop): silent
-        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
-        "for cp in (1, 2):\n    cfg.model.context_parallel_size = cp",
+        _LLAMA + "for cp in (1, 2):\n    cfg.model.context_parallel_size = cp",
         # packing off
-        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
-        "cfg.model.context_parallel_size = 2\ncfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None",
+        _LLAMA + "cfg.model.context_parallel_size = 2\ncfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None",
     ]
     invalid = [
-        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
-        "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 1  # error\n"
-        "cfg.model.tensor_model_parallel_size = 8\ncfg.model.sequence_parallel = True\n"
-        "cfg.model.context_parallel_size = 2",
-        Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
-                "cfg.model.context_parallel_size = 4\ncfg.dataset.packed_sequence_specs.pad_seq_to_mult = 4  # error",
-                version="0.3"),
-        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
-        "cfg.model.context_parallel_size = 2\ncfg.dataset.offline_packing_specs.pad_seq_to_mult = 4  # error\n"
-        "cfg.dist.eval_context_parallel_size = 4",
+        # lcm(2*CP, CP*TP) = lcm(4, 16) = 16
+        Example(_LLAMA + "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 1  # error\n"
+                "cfg.model.tensor_model_parallel_size = 8\ncfg.model.sequence_parallel = True\n"
+                "cfg.model.context_parallel_size = 2", message="pad_seq_to_mult is 1, but", unsafe=True,
+                fixed=_LLAMA + "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 16  # error\n"
+                      "cfg.model.tensor_model_parallel_size = 8\ncfg.model.sequence_parallel = True\n"
+                      "cfg.model.context_parallel_size = 2"),
+        Example(_LLAMA + "cfg.model.context_parallel_size = 4\ncfg.dataset.packed_sequence_specs.pad_seq_to_mult = 4  # error",
+                version="0.3", unsafe=True,
+                fixed=_LLAMA + "cfg.model.context_parallel_size = 4\n"
+                      "cfg.dataset.packed_sequence_specs.pad_seq_to_mult = 8  # error"),
+        # the evaluation CP counts too: lcm(2*2, 2*4) = 8
+        Example(_LLAMA + "cfg.model.context_parallel_size = 2\ncfg.dataset.offline_packing_specs.pad_seq_to_mult = 4  # error\n"
+                "cfg.dist.eval_context_parallel_size = 4", unsafe=True,
+                fixed=_LLAMA + "cfg.model.context_parallel_size = 2\ncfg.dataset.offline_packing_specs.pad_seq_to_mult = 8  # error\n"
+                      "cfg.dist.eval_context_parallel_size = 4"),
     ]
 
     precondition = offline_packing_known_on

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import SPECS_06, FixIntent, Rule, Severity, int_values, value
+from mblint.rulekit import SPECS_06, Example, FixIntent, Rule, Severity, int_values, value
 
 
 class MaxSingleSeqLePack(Rule):
@@ -41,9 +41,15 @@ Safe: clamp `max_single_sequence_length` to `packed_sequence_size` (or remove it
         "cfg = _sft_common()\nfor n in (1024, 8192):\n    cfg.dataset.offline_packing_specs.max_single_sequence_length = n",
     ]
     invalid = [
-        "cfg = _sft_common()\ncfg.dataset.offline_packing_specs = PackedSequenceSpecs(\n"
-        "    packed_sequence_size=2048, max_single_sequence_length=4096)  # error",
-        "cfg = _sft_common()\ncfg.dataset.offline_packing_specs.max_single_sequence_length = 0  # error",
+        # clamped; unsafe as it replaces what the recipe wrote
+        Example("cfg = _sft_common()\ncfg.dataset.offline_packing_specs = PackedSequenceSpecs(\n"
+                "    packed_sequence_size=2048, max_single_sequence_length=4096)  # error",
+                message="cannot exceed packed_sequence_size = 2048", unsafe=True,
+                fixed="cfg = _sft_common()\ncfg.dataset.offline_packing_specs = PackedSequenceSpecs(\n"
+                      "    packed_sequence_size=2048, max_single_sequence_length=2048)  # error"),
+        Example("cfg = _sft_common()\ncfg.dataset.offline_packing_specs.max_single_sequence_length = 0  # error",
+                message="must be a positive integer (or None)", unsafe=True,
+                fixed="cfg = _sft_common()\ncfg.dataset.offline_packing_specs.max_single_sequence_length = None  # error"),
     ]
 
     def check(self, cfg, ctx):

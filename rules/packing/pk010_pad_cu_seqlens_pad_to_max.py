@@ -55,10 +55,18 @@ size for CUDA graphs, which is why `pad_cu_seqlens` is on).
         Example("cfg = _sft_common()\ncfg.dataset.packed_sequence_specs.pad_cu_seqlens = True", version="0.3"),
     ]
     invalid = [
-        "cfg = _sft_common()\ncfg.dataset.dataset_kwargs = {}\n"
-        "cfg.dataset.offline_packing_specs.pad_cu_seqlens = True  # error",
-        "cfg = _sft_common()\ncfg.dataset.dataset_kwargs['pad_to_max_length'] = False  # error\n"
-        "cfg.dataset.offline_packing_specs.pad_cu_seqlens = True",
+        # not set: the key is added, a safe fix
+        Example("cfg = _sft_common()\ncfg.dataset.dataset_kwargs = {}\n"
+                "cfg.dataset.offline_packing_specs.pad_cu_seqlens = True  # error",
+                message="padded cu_seqlens need pad_to_max_length=True", unsafe=False,
+                fixed="cfg = _sft_common()\ncfg.dataset.dataset_kwargs = {}\n"
+                      "cfg.dataset.offline_packing_specs.pad_cu_seqlens = True  # error\n"
+                      "cfg.dataset.dataset_kwargs[\"pad_to_max_length\"] = True"),
+        # written False: replacing it is unsafe
+        Example("cfg = _sft_common()\ncfg.dataset.dataset_kwargs['pad_to_max_length'] = False  # error\n"
+                "cfg.dataset.offline_packing_specs.pad_cu_seqlens = True", unsafe=True,
+                fixed="cfg = _sft_common()\ncfg.dataset.dataset_kwargs['pad_to_max_length'] = True  # error\n"
+                      "cfg.dataset.offline_packing_specs.pad_cu_seqlens = True"),
         Example("cfg = _sft_common()\ncfg.dataset.dataset_kwargs = {'pad_to_max_length': False}\n"
                 "cfg.dataset.packed_sequence_specs.pad_cu_seqlens = True  # error", version="0.3"),
     ]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from mblint.rulekit import (
+    Example,
     FixIntent,
     Rule,
     Severity,
@@ -64,7 +65,11 @@ Unsafe (changes the data layout): turn the packing mode back off.
         "cfg = _sft_common()\nfor t in ('a', 'b'):\n    cfg.tokenizer.tokenizer_model = t",
     ]
     invalid = [
-        "cfg = _sft_common()\n" + _next + "cfg.dataset.enable_offline_packing = True  # error",
+        # off as the Qwen3-Next recipe has it: no flag, no specs
+        Example("cfg = _sft_common()\n" + _next + "cfg.dataset.enable_offline_packing = True  # error",
+                message="Megatron-Bridge's Qwen3-Next recipes turn it off", unsafe=True,
+                fixed="cfg = _sft_common()\n" + _next + "cfg.dataset.enable_offline_packing = False  # error\n"
+                      "cfg.dataset.offline_packing_specs = None"),
         "cfg = _sft_common_vlm()\ncfg.tokenizer.tokenizer_model = 'Qwen/Qwen3.5-9B'\n"
         "cfg.dataset.enable_in_batch_packing = True  # error",
     ]

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import FixIntent, Rule, Severity, dataset_is, int_values, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, dataset_is, int_values, value
 
 
 class EnergonNativePackingContract(Rule):
@@ -58,7 +58,9 @@ the only 0.6.2 task encoders that implement packing are the diffusion ones
         "cfg = _sft_common_vlm()",
     ]
     invalid = [
-        _energon + "cfg.dataset.packing_buffer_size = 100  # error",
+        Example(_energon + "cfg.dataset.packing_buffer_size = 100  # error",
+                message="no 0.6.x Energon task encoder implements", unsafe=True,
+                fixed=_energon + "cfg.dataset.packing_buffer_size = None  # error"),
     ]
 
     def check(self, cfg, ctx):

@@ -50,9 +50,14 @@ Safe: copy `train.micro_batch_size` into `dataset.micro_batch_size`.
         "cfg = _sft_common_vlm()\ncfg.train.micro_batch_size = 4",
     ]
     invalid = [
-        # the fix mirrors the training value into the dataset config: the finding is on its line
-        _energon.replace("micro_batch_size=2,", "micro_batch_size=2,  # error") + "cfg.train.micro_batch_size = 4",
-        _energon + "cfg.train.micro_batch_size = 2\ncfg.validation.eval_micro_batch_size = 1  # error",
+        # the dataset's copy follows train.micro_batch_size (replacing the keyword: unsafe)
+        Example(_energon.replace("micro_batch_size=2,", "micro_batch_size=2,  # error") + "cfg.train.micro_batch_size = 4",
+                message="dataset.micro_batch_size is 2, but train.micro_batch_size is 4", unsafe=True,
+                fixed=_energon.replace("micro_batch_size=2,", "micro_batch_size=4,  # error") + "cfg.train.micro_batch_size = 4"),
+        # the eval size falls back to train.micro_batch_size
+        Example(_energon + "cfg.train.micro_batch_size = 2\ncfg.validation.eval_micro_batch_size = 1  # error",
+                message="validation.eval_micro_batch_size is 1", unsafe=True,
+                fixed=_energon + "cfg.train.micro_batch_size = 2\ncfg.validation.eval_micro_batch_size = None  # error"),
         Example(_energon + "cfg.train.micro_batch_size = 2", dotlist=("train.micro_batch_size=1",)),
     ]
 
