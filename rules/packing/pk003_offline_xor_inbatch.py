@@ -65,13 +65,13 @@ packing needs more than 1.
                       "cfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None"),
         # offline packing was turned on last: in-batch packing goes
         Example("cfg = _sft_common()\ncfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None\n"
-                "cfg.dataset.enable_in_batch_packing = True\n"
+                "cfg.dataset.enable_in_batch_packing = True  # error\n"
                 "cfg.dataset.offline_packing_specs = PackedSequenceSpecs(packed_sequence_size=2048)\n"
-                "cfg.dataset.enable_offline_packing = True  # error", unsafe=True,
+                "cfg.dataset.enable_offline_packing = True", unsafe=True,
                 fixed="cfg = _sft_common()\ncfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None\n"
-                      "cfg.dataset.enable_in_batch_packing = False\n"
+                      "cfg.dataset.enable_in_batch_packing = False  # error\n"
                       "cfg.dataset.offline_packing_specs = PackedSequenceSpecs(packed_sequence_size=2048)\n"
-                      "cfg.dataset.enable_offline_packing = True  # error"),
+                      "cfg.dataset.enable_offline_packing = True"),
     ]
 
     precondition = offline_packing_known_on

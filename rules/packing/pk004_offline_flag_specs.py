@@ -75,11 +75,11 @@ for CP/SP), or turn the flag off. The other way is shown as an alternative.
         # the flag turned on last: adding the specs object is the way out, only shown
         Example("cfg = _sft_common()\ncfg.dataset.offline_packing_specs = None\ncfg.dataset.enable_offline_packing = True  # error",
                 fixed="cfg = _sft_common()\ncfg.dataset.offline_packing_specs = None\ncfg.dataset.enable_offline_packing = True  # error"),
-        Example("cfg = _sft_common()\ncfg.dataset.enable_offline_packing = False\n"
-                "cfg.dataset.offline_packing_specs = PackedSequenceSpecs(packed_sequence_size=2048)  # error",
+        Example("cfg = _sft_common()\ncfg.dataset.enable_offline_packing = False  # error\n"
+                "cfg.dataset.offline_packing_specs = PackedSequenceSpecs(packed_sequence_size=2048)",
                 unsafe=True,
-                fixed="cfg = _sft_common()\ncfg.dataset.enable_offline_packing = True\n"
-                      "cfg.dataset.offline_packing_specs = PackedSequenceSpecs(packed_sequence_size=2048)  # error"),
+                fixed="cfg = _sft_common()\ncfg.dataset.enable_offline_packing = True  # error\n"
+                      "cfg.dataset.offline_packing_specs = PackedSequenceSpecs(packed_sequence_size=2048)"),
         Example("cfg = _sft_common()", dotlist=("dataset.enable_offline_packing=false",)),
     ]
 
