@@ -7,6 +7,7 @@ dict-valued fields (``dataset.dataset_kwargs``, ``env_vars``) continue the path.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -289,6 +290,31 @@ class EffectiveConfig:
         }
 
 
+class NamedObject:
+    """A known value that is a Python object named by where it is defined or imported from: a
+    function (``torch.nn.functional.silu``, a layer-spec function of Megatron-Bridge) or a
+    class. Equal only to a ``NamedObject`` of the same name, never to a number, string or bool;
+    it has no order. Two names of one object (a re-export) compare as different, so a rule
+    must not read inequality as "another object"."""
+
+    __slots__ = ("qualname",)
+
+    def __init__(self, qualname: str) -> None:
+        self.qualname = qualname
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NamedObject) and other.qualname == self.qualname
+
+    def __hash__(self) -> int:
+        return hash((NamedObject, self.qualname))
+
+    def __repr__(self) -> str:
+        return f"<{self.qualname}>"
+
+    def to_json(self) -> dict:
+        return {"object": self.qualname}
+
+
 class _NodeMarker:
     """Returned by ``EffectiveConfig.value`` for an object node: it exists, and is no scalar."""
 
@@ -321,6 +347,10 @@ def json_value(value: Any) -> Any:
         return [json_value(item) for item in value]
     if isinstance(value, dict):
         return {str(key): json_value(item) for key, item in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": repr(value)}  # JSON has no infinity
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
+    if isinstance(value, NamedObject):
+        return value.to_json()
     return str(value)

@@ -21,9 +21,10 @@ from mblint.extract.modules import (
 )
 from mblint.extract.positions import _with_kind
 from mblint.extract.scopes import Return
-from mblint.extract.values import FuncRef, Obj, is_missing, true_origins
+from mblint.extract.values import External, FuncRef, Obj, is_missing, true_origins
 from mblint.paths import read_regular
-from mblint.model import ABSENT, UNKNOWN, EffectiveConfig, Origin, RecipeRef, ResolvedField, Unknown, _NodeMarker
+from mblint.model import (ABSENT, UNKNOWN, EffectiveConfig, NamedObject, Origin, RecipeRef, ResolvedField, Unknown,
+                          _NodeMarker)
 from mblint.schema import DEFAULT_LINE, Schema, available_lines, load_schema
 from mblint.schema.source import find_bridge_source
 
@@ -364,7 +365,7 @@ class _Answers(_ViewAnswers):
             self.memo[path] = found
             found = _NodeMarker(value.type_name)
         else:
-            found = _plain(value)
+            found = _plain(_held_as(_holder(self.root, self.memo, path), leaf, value))
             if isinstance(found, list):
                 return found
         self[path] = found
@@ -409,6 +410,14 @@ def _rebase_at(root: Obj, memo: dict, path: str) -> tuple:
             holder = _step(holder[0], part)
         holder = holder[0]
     return holder.rebase if type(holder) is Obj else ()
+
+
+def _holder(root: Obj, memo: dict, path: str) -> Any:
+    """The object holding the field at ``path`` (``path`` already walked)."""
+    parent = (_SPLITS.get(path) or _split(path))[0]
+    if not parent:
+        return root if "." not in path else None
+    return (memo.get(parent) or _walk_to(root, memo, parent))[0]
 
 
 def _walk_to(root: Obj, memo: dict, path: str) -> tuple[Any, tuple]:
@@ -460,7 +469,9 @@ class GraphView:
             return None
         if isinstance(value, Unknown) and not origins:
             return None
-        return ResolvedField(path, _plain(value), self.origins(path))
+        leaf = (_SPLITS.get(path) or _split(path))[1]
+        return ResolvedField(path, _plain(_held_as(_holder(self.root, self._memo, path), leaf, value)),
+                             self.origins(path))
 
     def origins(self, path: str) -> tuple:
         """Origins of a leaf, or of an object node (where the object was assigned)."""
@@ -622,7 +633,7 @@ def _walk(obj: Obj, prefix: str, types: dict, open_dicts: set, active: set) -> I
             types[path] = value.type_name
             yield from _walk(value, path, types, open_dicts, active)
         else:
-            yield path, value, true_origins(origins, rebase) if rebase else origins
+            yield path, _held_as(obj, key, value), true_origins(origins, rebase) if rebase else origins
     active.discard(obj.oid)
 
 
@@ -638,7 +649,41 @@ def _plain(value: Any) -> Any:
         return items if isinstance(value, list) else tuple(items)
     if isinstance(value, set):
         return _plain(sorted(value, key=repr))
+    if isinstance(value, NamedObject):
+        return value
+    if isinstance(value, FuncRef):
+        return _defined_function(value)
     return UNKNOWN
+
+
+def _held_as(holder: Any, key: Any, value: Any) -> Any:
+    """``value`` as the field ``key`` of ``holder`` holds it. A name imported from a module
+    mblint does not read may be anything (a constant, a class): in a field whose type is a
+    callable it is the object of that name, elsewhere unknown."""
+    if type(value) is not External or type(holder) is not Obj or holder.cls is None:
+        return value
+    spec = holder.cls.fields.get(key)
+    if spec is None or "Callable" not in spec.annotation:
+        return value
+    qualname = value.qualname
+    if qualname.startswith("<") or "." not in qualname or qualname.split(".", 1)[0] in _PROCESS_STATE_MODULES:
+        return value
+    return NamedObject(qualname)
+
+
+# Modules whose objects hold the process's state (``os.environ``, ``sys.argv``).
+_PROCESS_STATE_MODULES = frozenset({"os", "sys"})
+
+
+def _defined_function(value: FuncRef) -> Any:
+    """A function defined at a module's top level as the ``NamedObject`` a field holding it
+    has; UNKNOWN for one defined in a function (each call makes another, with its own
+    closure)."""
+    module = value.module
+    if not any(stmt is value.node for stmt in module.source.tree.body):
+        return UNKNOWN
+    name = module.dotted_name()
+    return NamedObject(f"{name}.{value.name}") if name else UNKNOWN
 
 
 def is_recipe_function(node: ast.stmt) -> bool:

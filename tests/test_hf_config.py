@@ -16,7 +16,7 @@ import pytest
 
 from mblint.api import resolve_recipe
 from mblint.hf_config import MAX_CONFIG_BYTES, HFConfigError, find_config, read_config
-from mblint.model import is_known
+from mblint.model import NamedObject, is_known
 
 COMMIT = "1" * 40
 PINNED = "2" * 40
@@ -187,6 +187,30 @@ def test_llama_fields_from_config_and_bridge(hub, tmp_path, mb06):
     origin = cfg.last_origin("model.num_layers")
     assert Path(origin.path).name == "config.json" and Path(origin.path).resolve() == written.resolve()
     assert origin.line == read_config(written).position("num_hidden_layers")[0]
+
+
+@pytest.mark.parametrize(("hidden_act", "function"), [
+    ("silu", "torch.nn.functional.silu"),
+    ("relu2", "megatron.core.activations.squared_relu"),
+    ("gelu_pytorch_tanh", "megatron.core.activations.fast_gelu"),
+])
+def test_activation_from_hidden_act(hub, tmp_path, mb06, hidden_act, function):
+    """MegatronModelBridge.hf_to_megatron_activation: ACTIVATION_FUNC_MAP[hidden_act], read from
+    megatron/bridge/utils/activation_map.py (Megatron-Core's own module is not at hand here)."""
+    write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", {**LLAMA3_8B, "hidden_act": hidden_act})
+    cfg = resolve_recipe(recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B"), "model_config", search_paths=[mb06])
+    assert cfg.value("model.activation_func") == NamedObject(function)
+    assert Path(cfg.last_origin("model.activation_func").path).name == "config.json"
+
+
+def test_activation_unknown_without_hidden_act_or_for_an_unmapped_one(hub, tmp_path, mb06):
+    config = {key: value for key, value in LLAMA3_8B.items() if key != "hidden_act"}
+    write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", config)  # the config class's default is not at hand
+    cfg = resolve_recipe(recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B"), "model_config", search_paths=[mb06])
+    assert not is_known(cfg.value("model.activation_func"))
+    write_snapshot(hub, "org/unmapped-act", {**LLAMA3_8B, "hidden_act": "no_such_act"})
+    cfg = resolve_recipe(recipe_file(tmp_path, "org/unmapped-act"), "model_config", search_paths=[mb06])
+    assert not is_known(cfg.value("model.activation_func"))  # Megatron-Bridge raises ValueError
 
 
 def test_missing_config_leaves_architecture_unknown(hub, tmp_path, mb06):

@@ -17,6 +17,7 @@ from mblint.extract.values import (
     ClassRef,
     EnumRef,
     External,
+    FuncRef,
     HFBridge,
     ModuleRef,
     Obj,
@@ -25,7 +26,7 @@ from mblint.extract.values import (
     merge_values,
     true_slots,
 )
-from mblint.model import UNKNOWN, Origin
+from mblint.model import UNKNOWN, NamedObject, Origin
 
 LIST_MUTATORS = {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"}
 
@@ -291,6 +292,9 @@ class ExpressionsMixin:
         return True
 
     def compare(self, op: type, left: Any, right: Any) -> Any:
+        if op in _IDENTITY_OPS and (type(left) in _NAMED or type(right) in _NAMED):
+            same = _same_named(left, right)
+            return same if same is UNKNOWN or op in (ast.Is, ast.Eq) else not same
         if op in (ast.Is, ast.IsNot):
             if is_unknown(left) or is_unknown(right):
                 return UNKNOWN
@@ -475,3 +479,21 @@ class ExpressionsMixin:
 
 _EXPR_HANDLERS = _handlers(ExpressionsMixin, "expr_")
 
+
+_IDENTITY_OPS = (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)
+_NAMED = (External, FuncRef, NamedObject)
+
+
+def _same_named(left: Any, right: Any) -> Any:
+    """Whether a function or imported name is the same object as another value (their ``is``,
+    and their ``==``, which is identity): the same name or definition is; two definitions
+    are not; two names may be one object (a re-export), so that is unknown."""
+    if is_unknown(left) or is_unknown(right):
+        return UNKNOWN
+    if left == right:
+        return True
+    if type(left) is FuncRef and type(right) is FuncRef:
+        return False
+    if type(left) in _NAMED and type(right) in _NAMED:
+        return UNKNOWN
+    return False if left is None or right is None or isinstance(left, SCALARS) or isinstance(right, SCALARS) else UNKNOWN

@@ -389,10 +389,9 @@ class HFModelsMixin:
                 continue
             if cls.qualname == BASE_BRIDGE and name in NATIVE_METHODS:
                 return self.base_bridge_method(state, name, args, node, frame)
-            if any(isinstance(d, ast.Name) and d.id in ("classmethod", "staticmethod") for d in method.decorator_list):
-                self.havoc_values(args + list(kwargs.values()), node, frame)
-                return UNKNOWN
-            this = BridgeInstance(state, 0, position)
+            this = BridgeInstance(state, 0, position)  # ``self``, or ``cls`` of a classmethod
+            if any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in method.decorator_list):
+                return self.call_function(FuncRef(cls.scope, method), list(args), dict(kwargs), node)
             return self.call_function(FuncRef(cls.scope, method), [this, *args], dict(kwargs), node)
         self.havoc_values(args + list(kwargs.values()), node, frame)
         return UNKNOWN
@@ -483,8 +482,27 @@ class HFModelsMixin:
             kwargs[field] = value if dtype is not None else Unknown("the config's dtype")
             if dtype is not None:
                 origins[field] = self.hf_origin(state, dtype_key)
-        kwargs["activation_func"] = Unknown("a function (mblint holds no function values)")
+        kwargs["activation_func"], origin = self.hf_activation(state)
+        if origin is not None:
+            origins["activation_func"] = origin
         return kwargs, origins
+
+    def hf_activation(self, state: BridgeState) -> tuple[Any, Origin | None]:
+        """``self.hf_to_megatron_activation(hidden_act)`` of the generic conversion, with
+        ``hidden_act = getattr(hf_config, "hidden_act", None) or getattr(hf_config,
+        "hidden_activation", "silu")``, and where that name came from."""
+        name, origin = self.hf_attribute(state, "hidden_act")
+        if name is ABSENT_ATTRIBUTE:
+            name = None
+        if not isinstance(name, Unknown) and not name:
+            name, origin = self.hf_attribute(state, "hidden_activation")
+            if name is ABSENT_ATTRIBUTE:
+                name, origin = "silu", None
+        if isinstance(name, Unknown):
+            return name, None
+        node = state.chain[-1].node
+        frame = Frame(state.chain[-1].scope)
+        return self.bridge_call(BridgeInstance(state, 0, 0), "hf_to_megatron_activation", [name], {}, node, frame), origin
 
     def rope_type(self, state: BridgeState) -> Any:
         """The RoPE scaling type of ``hf_config.rope_scaling`` (None: no scaling). transformers 5

@@ -63,6 +63,21 @@ class ModuleScope:
             self._resolved_path = self._interp.finder.real_paths.of(self.source.path)
         return self._resolved_path
 
+    def dotted_name(self) -> str | None:
+        """The module's dotted name under the first import root that holds it (a file outside
+        them: its path, as shown), None for a file with no name."""
+        path = self.resolved_path
+        for root in self._interp.finder.roots:
+            try:
+                parts = list(path.relative_to(root).with_suffix("").parts)
+            except ValueError:
+                continue
+            if parts and parts[-1] == "__init__":
+                parts.pop()
+            if parts and all(part.isidentifier() for part in parts):
+                return ".".join(parts)
+        return self.source.display_path or None
+
     def lookup(self, name: str) -> Any:
         self.build()
         if name in self.names:

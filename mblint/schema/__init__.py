@@ -9,7 +9,7 @@ Data format (``data/megatron-bridge-<line>.json``)::
      "root": "<qualname of ConfigContainer>",
      "classes": {"<module>.<Class>": {"name", "module", "bases": [qualname...],
                  "fields": {"<field>": {"annotation": str, "classes": [qualname...],
-                                         "default_kind": "value|required|factory|unknown",
+                                         "default_kind": "value|function|required|factory|unknown",
                                          "default": json, "factory_class": qualname|null}}}},
      "enums": {"<qualname>": {"<member>": value}},
      ...}
@@ -39,7 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mblint.model import UNKNOWN
+from mblint.model import UNKNOWN, NamedObject
 
 DATA_DIR = Path(__file__).parent / "data"
 DEFAULT_LINE = "0.6"
@@ -64,6 +64,8 @@ class FieldSpec:
     def default_value(self) -> Any:
         if self.default_kind == "value":
             return self.default
+        if self.default_kind == "function":  # ``default`` is the function's qualified name
+            return NamedObject(self.default)
         return UNKNOWN
 
 

@@ -14,6 +14,8 @@ from typing import Any, Iterable
 UNKNOWN = object()
 ENUM_ROOTS = {"enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag"}
 DATACLASS_DECORATORS = {"dataclasses.dataclass", "dataclass"}
+# The signal numbers POSIX fixes (the same on every platform); other signals' numbers vary.
+POSIX_SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGABRT": 6, "SIGKILL": 9, "SIGALRM": 14, "SIGTERM": 15}
 BUILTIN_FACTORIES = {"list": [], "dict": {}, "set": [], "tuple": [], "OrderedDict": {}, "defaultdict": {}}
 
 
@@ -30,6 +32,7 @@ class Module:
     imports: dict[str, str] = field(default_factory=dict)  # local name -> dotted target
     star_imports: list[str] = field(default_factory=list)
     assigns: dict[str, ast.expr] = field(default_factory=dict)
+    functions: set[str] = field(default_factory=set)  # names of its unconditional top-level defs
 
 
 class SourceIndex:
@@ -128,9 +131,12 @@ def parse_module(name: str, path: Path) -> Module:
     return mod
 
 
-def _index_statement(mod: Module, node: ast.stmt, package: str) -> None:
+def _index_statement(mod: Module, node: ast.stmt, package: str, conditional: bool = False) -> None:
     if isinstance(node, ast.ClassDef):
         mod.classes[node.name] = node
+    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        if not conditional:
+            mod.functions.add(node.name)
     elif isinstance(node, ast.ImportFrom):
         source = _absolute_module(package, node.module, node.level)
         for alias in node.names:
@@ -151,7 +157,7 @@ def _index_statement(mod: Module, node: ast.stmt, package: str) -> None:
         mod.assigns[node.target.id] = node.value
     elif isinstance(node, ast.If | ast.Try):
         for child in _block_bodies(node):
-            _index_statement(mod, child, package)
+            _index_statement(mod, child, package, conditional=True)
 
 
 def _block_bodies(node: ast.If | ast.Try) -> list[ast.stmt]:
@@ -351,6 +357,42 @@ class ValueEvaluator:
             return self.enum_members(owner).get(node.attr, UNKNOWN)
         return UNKNOWN
 
+    def function_name(self, module: str, node: ast.expr) -> str | None:
+        """The qualified name of the function a default names: a top-level ``def`` of the
+        sources read (where the name resolves to one, through imports), or an attribute of
+        ``torch.nn.functional`` (a module of functions). None for anything else."""
+        if not isinstance(node, ast.Name | ast.Attribute):
+            return None
+        if isinstance(node, ast.Attribute) and self.index.resolve_expr(module, node.value) == "torch.nn.functional":
+            return f"torch.nn.functional.{node.attr}"
+        mod = self.index.modules.get(module)
+        if isinstance(node, ast.Name) and mod is not None and node.id in mod.functions \
+                and node.id not in mod.assigns and node.id not in mod.imports:
+            return f"{module}.{node.id}"
+        target = self.index.resolve_expr(module, node)
+        parent, _, name = (target or "").rpartition(".")
+        owner = self.index.modules.get(parent)
+        if owner is not None and name in owner.functions and name not in owner.assigns and name not in owner.imports:
+            return target
+        return None
+
+    def special_default(self, module: str, node: ast.expr) -> Any:
+        """Defaults that are no literal: an infinite float (``float("inf")``, ``math.inf``) and
+        a signal whose number POSIX fixes (``signal.SIGTERM`` is 15 on every platform)."""
+        sign = 1.0
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            sign, node = -1.0, node.operand
+        if isinstance(node, ast.Call) and not node.keywords and len(node.args) == 1 \
+                and self.index.resolve_expr(module, node.func) in (None, "float") and dotted_name(node.func) == "float" \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
+                and node.args[0].value.strip().lower() in ("inf", "infinity", "+inf"):
+            return sign * math.inf
+        if isinstance(node, ast.Attribute) and self.index.resolve_expr(module, node.value) == "math" and node.attr == "inf":
+            return sign * math.inf
+        if sign == 1.0 and isinstance(node, ast.Attribute) and self.index.resolve_expr(module, node.value) == "signal":
+            return POSIX_SIGNALS.get(node.attr, UNKNOWN)
+        return UNKNOWN
+
     def enum_members(self, qualname: str) -> dict[str, Any]:
         node = self.index.class_node(qualname)
         if node is None:
@@ -472,6 +514,12 @@ class FieldExtractor:
         return self._value_record(module, value)
 
     def _value_record(self, module: str, value: ast.expr) -> dict:
+        function = self.values.function_name(module, value)
+        if function is not None:
+            return {"default_kind": "function", "default": function}
+        special = self.values.special_default(module, value)
+        if special is not UNKNOWN:
+            return {"default_kind": "value", "default": special}
         evaluated = self.values.evaluate(module, value)
         if evaluated is UNKNOWN:
             return {"default_kind": "unknown", "default": None, "default_source": _short_source(value)}
