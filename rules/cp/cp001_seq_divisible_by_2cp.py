@@ -62,7 +62,17 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md (Pitfalls 4: "CP requires
                 version="0.3"),
     ]
     invalid = [
-        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 4100  # error\ncfg.model.context_parallel_size = 4",
+        # 4100 rounded up to a multiple of 8; dataset.seq_length (4096) differs and is left alone
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 4100  # error\ncfg.model.context_parallel_size = 4",
+                message="needs a multiple of 2*CP = 8 (4100 % 8 = 4); the next multiple is 4104",
+                fixed="cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 4104  # error\ncfg.model.context_parallel_size = 4",
+                unsafe=True),
+        # _sft_common: dataset seq_length and packed_sequence_size 2048, rounded with the model's
+        Example("cfg = _sft_common()\n" + MODEL + "cfg.model.seq_length = 2048  # error\ncfg.model.context_parallel_size = 3",
+                message="the next multiple is 2052",
+                fixed="cfg = _sft_common()\ncfg.dataset.seq_length = 2052\n"
+                      "cfg.dataset.offline_packing_specs.packed_sequence_size = 2052\n" + MODEL + "cfg.model.seq_length = 2052  # error\ncfg.model.context_parallel_size = 3",
+                unsafe=True),
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.context_parallel_size = 2\ncfg.model.seq_length = 4098  # error",
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 4100  # error\ncfg.model.context_parallel_size = 4",
                 version="0.3"),

@@ -68,9 +68,18 @@ skills/mbridge-perf-sequence-packing/SKILL.md (CP with fine-tuning).
                 "cfg.model.calculate_per_token_loss = True", version="0.3"),
     ]
     invalid = [
-        "cfg = _sft_common()\n" + MODEL + "cfg.model.context_parallel_size = 2  # error",
-        "cfg = _sft_common()\n" + MODEL + "cfg.model.context_parallel_size = 2\n"
-        "cfg.model.calculate_per_token_loss = False  # error",
+        Example("cfg = _sft_common()\n" + MODEL + "cfg.model.context_parallel_size = 2  # error",
+                message="model.calculate_per_token_loss is False, but fine-tuning (GPTSFTDatasetConfig) with "
+                        "context_parallel_size=2 requires True",
+                fixed="cfg = _sft_common()\n" + MODEL + "cfg.model.context_parallel_size = 2  # error\n"
+                      "cfg.model.calculate_per_token_loss = True",
+                unsafe=False),
+        # replacing a value the recipe wrote is unsafe
+        Example("cfg = _sft_common()\n" + MODEL + "cfg.model.context_parallel_size = 2\n"
+                "cfg.model.calculate_per_token_loss = False  # error",
+                fixed="cfg = _sft_common()\n" + MODEL + "cfg.model.context_parallel_size = 2\n"
+                      "cfg.model.calculate_per_token_loss = True  # error",
+                unsafe=True),
         "cfg = _sft_common_vlm()\n" + MODEL + "cfg.model.context_parallel_size = 4  # error",
         Example("cfg = _sft_common()\n" + MODEL + "cfg.model.context_parallel_size = 2  # error", version="0.3"),
         Example("cfg = _sft_common()\n" + MODEL, dotlist=("model.context_parallel_size=2",)),

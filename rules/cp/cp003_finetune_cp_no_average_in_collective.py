@@ -68,9 +68,18 @@ deactivates it first, called at 1346); 0.6.2 megatron/bridge/recipes/common.py:8
         Example("cfg = _sft_common()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2", version="0.3"),
     ]
     invalid = [
-        "cfg = _sft_common_vlm()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2  # error",
-        "cfg = _sft_common()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2\n"
-        "cfg.ddp.average_in_collective = True  # error",
+        # _sft_common_vlm sets average_in_collective=True (0.6.2 recipes/common.py:404)
+        Example("cfg = _sft_common_vlm()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2  # error",
+                message="ddp.average_in_collective is True, but fine-tuning",
+                fixed="cfg = _sft_common_vlm()\ncfg.ddp.average_in_collective = False\n" + MODEL + FIXED
+                      + "cfg.model.context_parallel_size = 2  # error",
+                unsafe=False),
+        # replacing a value the recipe wrote is unsafe
+        Example("cfg = _sft_common()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2\n"
+                "cfg.ddp.average_in_collective = True  # error",
+                fixed="cfg = _sft_common()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2\n"
+                      "cfg.ddp.average_in_collective = False  # error",
+                unsafe=True),
         Example("cfg = _sft_common()\n" + MODEL + FIXED + "cfg.model.context_parallel_size = 2\n"
                 "cfg.ddp.average_in_collective = True  # error", version="0.3"),
     ]

@@ -50,7 +50,11 @@ skills/mbridge-perf-hierarchical-context-parallel/SKILL.md.
         Example("cfg = _pretrain_common()\n" + MODEL + HCP, version="0.3"),
     ]
     invalid = [
-        "cfg = _pretrain_common()\n" + MODEL + HCP + "cfg.dist.use_decentralized_pg = True  # error",
+        # replacing a value the recipe wrote is unsafe
+        Example("cfg = _pretrain_common()\n" + MODEL + HCP + "cfg.dist.use_decentralized_pg = True  # error",
+                message="dist.use_decentralized_pg is True, which raises NotImplementedError at start-up",
+                fixed="cfg = _pretrain_common()\n" + MODEL + HCP + "cfg.dist.use_decentralized_pg = False  # error",
+                unsafe=True),
         Example("cfg = _pretrain_common()\n" + MODEL + HCP + "cfg.dist.use_decentralized_pg = True  # error",
                 version="0.3"),
     ]

@@ -64,9 +64,18 @@ llama3_8b_pretrain_config with model.cuda_graph_impl=local fails with that messa
         'for mods in [["full_iteration"]]:\n    cfg.model.cuda_graph_modules = mods',
     ]
     invalid = [
-        'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"  # error',
-        'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"  # error\n'
-        'cfg.model.cuda_graph_modules = ["attn", "mlp"]',
+        Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"  # error',
+                message='model.cuda_graph_impl is "local", but Megatron-Bridge supports "local" only for '
+                        'full-iteration CUDA graphs',
+                fixed='cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "full_iteration"  # error',
+                unsafe=True),
+        # with modules: per-layer capture
+        Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"  # error\n'
+                'cfg.model.cuda_graph_modules = ["attn", "mlp"]',
+                message="with modules ['attn', 'mlp']",
+                fixed='cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"  # error\n'
+                      'cfg.model.cuda_graph_modules = ["attn", "mlp"]',
+                unsafe=True),
         Example('cfg = _pretrain_common()\n' + MOE, dotlist=("model.cuda_graph_impl=local",)),
     ]
 

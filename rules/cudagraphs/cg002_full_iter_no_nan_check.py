@@ -58,14 +58,22 @@ model.cuda_graph_impl=full_iteration fails with the assertion.
                 'cfg.rerun_state_machine.check_for_nan_in_loss = False', version="0.3"),
     ]
     invalid = [
-        'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "full_iteration"  # error',
+        Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "full_iteration"  # error',
+                message="rerun_state_machine.check_for_nan_in_loss is True, but full-iteration CUDA graph capture "
+                        "(cuda_graph_impl='full_iteration') requires it to be False",
+                fixed='cfg = _pretrain_common()\ncfg.rerun_state_machine.check_for_nan_in_loss = False\n' + MOE
+                      + 'cfg.model.cuda_graph_impl = "full_iteration"  # error',
+                unsafe=False),
         'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"\n'
         'cfg.model.cuda_graph_scope = "full_iteration"  # error',
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"\n'
                 'cfg.model.cuda_graph_scope = ["full_iteration"]  # error', version="0.3"),
+        # a command-line override is not fixed: no file to edit
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "full_iteration"\n'
                 'cfg.rerun_state_machine.check_for_nan_in_loss = False',
-                dotlist=("rerun_state_machine.check_for_nan_in_loss=true",)),
+                dotlist=("rerun_state_machine.check_for_nan_in_loss=true",),
+                fixed='cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "full_iteration"\n'
+                      'cfg.rerun_state_machine.check_for_nan_in_loss = False'),
     ]
 
     precondition = cuda_graphs_known_on

@@ -62,7 +62,11 @@ the graph switch. One assignment is enough: `validate()` copies either flag onto
                 'cfg.rng.te_rng_tracker = cfg.model.use_te_rng_tracker = True', version="0.3"),
     ]
     invalid = [
-        'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
+        Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
+                message="neither model.use_te_rng_tracker nor rng.te_rng_tracker is True",
+                fixed='cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"  # error\n'
+                      'cfg.model.use_te_rng_tracker = True',
+                unsafe=False),
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"  # error', version="0.3"),
         Example('cfg = _pretrain_common()\n' + MOE, dotlist=("model.cuda_graph_impl=transformer_engine",)),
     ]

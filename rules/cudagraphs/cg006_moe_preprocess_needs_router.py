@@ -47,7 +47,11 @@ on qwen3_30b_a3b with transformer_engine fails with that message.
         Example(HF + 'cfg.model.cuda_graph_scope = ["moe_router", "moe_preprocess"]', version="0.3"),
     ]
     invalid = [
-        HF + 'cfg.model.cuda_graph_modules = ["attn", "moe_preprocess"]  # error',
+        # replacing a value the recipe wrote is unsafe
+        Example(HF + 'cfg.model.cuda_graph_modules = ["attn", "moe_preprocess"]  # error',
+                message="contain 'moe_preprocess' without 'moe_router'",
+                fixed=HF + 'cfg.model.cuda_graph_modules = ["attn", "moe_preprocess", "moe_router"]  # error',
+                unsafe=True),
         Example(HF + 'cfg.model.cuda_graph_scope = "moe_preprocess"  # error', version="0.3"),
     ]
 
