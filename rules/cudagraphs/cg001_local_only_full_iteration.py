@@ -41,8 +41,10 @@ cfg.model.cuda_graph_modules = ["attn"]
 ```
 
 ## Fix
-Use `cuda_graph_impl = "transformer_engine"` for per-layer (scoped) capture, or
-`"full_iteration"` for whole-iteration capture. Not safe: it changes what is captured.
+Not safe (it changes the graph implementation): set `cuda_graph_impl = "transformer_engine"`,
+which captures the same per-layer graphs ("local" in Megatron-Core captures per layer: the listed
+modules, or whole layers when none are listed). Whole-iteration capture (`"full_iteration"`) is
+the other way out, but it captures more and also needs `check_for_nan_in_loss = False` (CG002).
 
 ## Versions
 0.6.x. In 0.3.x the local per-layer graph manager is supported.
@@ -67,7 +69,7 @@ llama3_8b_pretrain_config with model.cuda_graph_impl=local fails with that messa
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"  # error',
                 message='model.cuda_graph_impl is "local", but Megatron-Bridge supports "local" only for '
                         'full-iteration CUDA graphs',
-                fixed='cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "full_iteration"  # error',
+                fixed='cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
                 unsafe=True),
         # with modules: per-layer capture
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"  # error\n'
@@ -97,12 +99,12 @@ llama3_8b_pretrain_config with model.cuda_graph_impl=local fails with that messa
         if not modules and names & {"layer", "block"}:
             return
         scoped = f" with modules {modules}" if modules else ""
-        target = "transformer_engine" if modules else "full_iteration"
         yield ctx.report(
             cfg,
             f'model.cuda_graph_impl is "local"{scoped}, but Megatron-Bridge supports "local" only for '
             f'full-iteration CUDA graphs; use "transformer_engine" for scoped capture or "full_iteration"',
             graph_fields(graphs, cfg),
-            fixes=[FixIntent("set", "model.cuda_graph_impl", target, safe=False,
-                             description=f'set cuda_graph_impl to "{target}"')],
+            # per-layer capture, as "local" asked for (the modules, or whole layers without them)
+            fixes=[FixIntent("set", "model.cuda_graph_impl", "transformer_engine", safe=False,
+                             description='set cuda_graph_impl to "transformer_engine"')],
         )
