@@ -64,8 +64,12 @@ llama3_8b_pretrain_config with TE graphs and full recompute fails with that asse
                 version="0.3"),
     ]
     invalid = [
-        'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
-        'cfg.model.recompute_granularity = "full"  # error',
+        Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
+                'cfg.model.recompute_granularity = "full"  # error',
+                message="full recompute is only supported with full-iteration CUDA graph capture",
+                fixed='cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
+                      'cfg.model.recompute_granularity = "selective"  # error',
+                unsafe=True),
         'cfg = _pretrain_common()\n' + MOE + 'cfg.model.recompute_granularity = "full"  # error\n'
         'cfg.model.cuda_graph_impl = "transformer_engine"',
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'

@@ -56,8 +56,12 @@ with TE graphs and model.cpu_offloading=True fails; with full_iteration it passe
         'for flag in [True]:\n    cfg.model.cpu_offloading = flag',
     ]
     invalid = [
-        'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
-        'cfg.model.cpu_offloading = True  # error',
+        Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
+                'cfg.model.cpu_offloading = True  # error',
+                message="CUDA graphs are not supported with CPU offloading (except full-iteration capture)",
+                fixed='cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
+                      'cfg.model.cpu_offloading = False  # error',
+                unsafe=True),
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"\n'
                 'cfg.model.cuda_graph_scope = "full_iteration"\ncfg.model.cpu_offloading = True  # error',
                 version="0.3"),

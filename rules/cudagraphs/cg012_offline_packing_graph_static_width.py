@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from mblint.rulekit import (
+    Example,
     FixIntent,
     Rule,
     Severity,
@@ -59,13 +60,25 @@ TE graphs and dataset.dataset_kwargs={} fails with that message.
         'cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"',
     ]
     invalid = [
-        'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
-        'cfg.dataset.dataset_kwargs = {"pad_to_max_length": False}  # error',
+        Example('cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
+                'cfg.dataset.dataset_kwargs = {"pad_to_max_length": False}  # error',
+                message="dataset.dataset_kwargs.pad_to_max_length is not True, but offline packing with CUDA graphs",
+                fixed='cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
+                      'cfg.dataset.dataset_kwargs = {"pad_to_max_length": True}  # error',
+                unsafe=True),
         # an emptied dict leaves no origin for the key: the finding lands on the graph switch
-        'cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs = {}\n'
-        'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
-        'cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs["pad_to_max_length"] = False  # error\n'
-        'cfg.model.cuda_graph_impl = "full_iteration"',
+        Example('cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs = {}\n'
+                'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
+                message="dataset.dataset_kwargs has no pad_to_max_length, but offline packing with CUDA graphs",
+                fixed='cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs = {}\n'
+                      'cfg.dataset.dataset_kwargs["pad_to_max_length"] = True\n'
+                      'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
+                unsafe=True),
+        Example('cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs["pad_to_max_length"] = False  # error\n'
+                'cfg.model.cuda_graph_impl = "full_iteration"',
+                fixed='cfg = _sft_common()\n' + MOE + 'cfg.dataset.dataset_kwargs["pad_to_max_length"] = True  # error\n'
+                      'cfg.model.cuda_graph_impl = "full_iteration"',
+                unsafe=True),
     ]
 
     precondition = offline_packing_known_on
@@ -80,12 +93,14 @@ TE graphs and dataset.dataset_kwargs={} fails with that message.
         pad, pad_field = pad_to_max_length(cfg)
         if not known(pad) or pad:
             return
+        said = f"{pad_field} is not True"
         if not cfg.origins(pad_field) and pad_field.startswith("dataset.dataset_kwargs."):
             pad_field = "dataset.dataset_kwargs"  # the dict was replaced without the key
+            said = "dataset.dataset_kwargs has no pad_to_max_length"
         fields = graph_fields(graphs, cfg) + ["dataset.enable_offline_packing", pad_field]
         yield ctx.report(
             cfg,
-            f"{pad_field} is not True, but offline packing with CUDA graphs (cuda_graph_impl={graphs.impl!r}) "
+            f"{said}, but offline packing with CUDA graphs (cuda_graph_impl={graphs.impl!r}) "
             "requires a static token width: set pad_to_max_length=True",
             fields,
             fixes=[FixIntent("set", "dataset.dataset_kwargs.pad_to_max_length"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from mblint.rulekit import (
+    Example,
     SPECS_06,
     FixIntent,
     Rule,
@@ -62,7 +63,12 @@ model.cuda_graph_impl=transformer_engine fails with that message; passes with pa
         'for mods in [["mlp"]]:\n    cfg.model.cuda_graph_modules = mods',
     ]
     invalid = [
-        'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
+        Example('cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
+                message="dataset.offline_packing_specs.pad_cu_seqlens is False, but offline packing with CUDA "
+                        "graphs (whole-layer capture, cuda_graph_impl='transformer_engine') needs static cu_seqlens",
+                fixed='cfg = _sft_common()\ncfg.dataset.offline_packing_specs.pad_cu_seqlens = True\n' + MOE
+                      + 'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
+                unsafe=True),
         'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'
         'cfg.model.cuda_graph_modules = ["attn", "mlp"]  # error',
         'cfg = _sft_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "full_iteration"  # error',

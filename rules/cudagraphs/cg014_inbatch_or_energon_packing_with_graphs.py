@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from mblint.rulekit import (
+    Example,
     FixIntent,
     Rule,
     Severity,
@@ -61,7 +62,11 @@ megatron/bridge/training/config.py:1174-1179 (graphs need a static token width);
         'cfg = _sft_common_vlm()\n' + MOE + 'for impl in ["transformer_engine"]:\n    cfg.model.cuda_graph_impl = impl',
     ]
     invalid = [
-        'cfg = _sft_common_vlm()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
+        # _sft_common_vlm turns in-batch packing on
+        Example('cfg = _sft_common_vlm()\n' + MOE + 'cfg.model.cuda_graph_impl = "transformer_engine"  # error',
+                message="dataset.enable_in_batch_packing is True with cuda_graph_impl='transformer_engine'",
+                fixed='cfg = _sft_common_vlm()\n' + MOE + 'cfg.model.cuda_graph_impl = "none"  # error',
+                unsafe=True),
     ]
 
     precondition = cuda_graphs_known_on
