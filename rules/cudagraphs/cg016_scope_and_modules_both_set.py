@@ -67,11 +67,21 @@ modules ['attn'] or scope ['attn'] fails with the second; with cuda_graph_impl='
         HF + 'cfg.model.cuda_graph_impl = "full_iteration"\ncfg.model.cuda_graph_modules = []',
     ]
     invalid = [
-        HF + 'cfg.model.cuda_graph_scope = "full"  # error\ncfg.model.cuda_graph_impl = "transformer_engine"\n'
-        'cfg.model.cuda_graph_modules = ["attn"]',
+        # the fixes replace values the recipe wrote: unsafe
+        Example(HF + 'cfg.model.cuda_graph_scope = "full"  # error\ncfg.model.cuda_graph_impl = "transformer_engine"\n'
+                'cfg.model.cuda_graph_modules = ["attn"]',
+                message="model.cuda_graph_scope is 'full' and model.cuda_graph_modules is ['attn']",
+                fixed=HF + 'cfg.model.cuda_graph_scope = None  # error\ncfg.model.cuda_graph_impl = "transformer_engine"\n'
+                      'cfg.model.cuda_graph_modules = ["attn"]',
+                unsafe=True),
         Example(HF + 'cfg.model.cuda_graph_scope = "full"\ncfg.model.cuda_graph_impl = "transformer_engine"',
-                dotlist=("model.cuda_graph_modules=[attn,mlp]",)),
-        HF + 'cfg.model.cuda_graph_modules = ["attn"]  # error\ncfg.model.cuda_graph_impl = "full_iteration"',
+                dotlist=("model.cuda_graph_modules=[attn,mlp]",),
+                fixed=HF + 'cfg.model.cuda_graph_scope = None\ncfg.model.cuda_graph_impl = "transformer_engine"',
+                unsafe=True),
+        Example(HF + 'cfg.model.cuda_graph_modules = ["attn"]  # error\ncfg.model.cuda_graph_impl = "full_iteration"',
+                message="cuda_graph_modules must be empty when cuda_graph_impl",
+                fixed=HF + 'cfg.model.cuda_graph_modules = []  # error\ncfg.model.cuda_graph_impl = "full_iteration"',
+                unsafe=True),
     ]
 
     def check(self, cfg, ctx):

@@ -65,9 +65,17 @@ megatron/bridge/training/config.py:1845-1850; 0.6.2 megatron/bridge/recipes/util
         HF + f'cfg.env_vars = {{"{ALLOC}": "expandable_segments:True"}}\nfor v in [1]:\n    cfg.env_vars["{REG}"] = v',
     ]
     invalid = [
-        HF + f'cfg.env_vars = {{"{ALLOC}": "expandable_segments:True", "{REG}": 1}}  # error',
+        # replacing a value the recipe wrote is unsafe
+        Example(HF + f'cfg.env_vars = {{"{ALLOC}": "expandable_segments:True", "{REG}": 1}}  # error',
+                message=f"env_vars['{REG}'] is 1 (the process sees '1', not '0')",
+                fixed=HF + f'cfg.env_vars = {{"{ALLOC}": "expandable_segments:True", "{REG}": 0}}  # error',
+                unsafe=True),
         HF + f'cfg.env_vars = {{"{ALLOC}": "expandable_segments:True", "{REG}": False}}  # error',
-        HF + f'cfg.env_vars = {{"{ALLOC}": "expandable_segments:True"}}  # finding',
+        Example(HF + f'cfg.env_vars = {{"{ALLOC}": "expandable_segments:True"}}  # finding',
+                message=f"env_vars does not set {REG}",
+                fixed=HF + f'cfg.env_vars = {{"{ALLOC}": "expandable_segments:True"}}  # finding\n'
+                      f'cfg.env_vars["{REG}"] = 0',
+                unsafe=False),
         Example(HF + f'cfg.env_vars = {{"{ALLOC}": "expandable_segments:True", "{REG}": 0}}',
                 dotlist=(f"env_vars.{REG}=1",)),
     ]

@@ -67,8 +67,17 @@ fine_grained_activation_offloading=True and cuda_graph_warmup_steps=0 fails with
         HF + 'cfg.model.cuda_graph_impl = "transformer_engine"\nfor n in [0]:\n    cfg.model.cuda_graph_warmup_steps = n',
     ]
     invalid = [
-        HF + 'cfg.model.cuda_graph_impl = "transformer_engine"\ncfg.model.cuda_graph_warmup_steps = 0  # error',
-        HF + 'cfg.model.cuda_graph_impl = "full_iteration"  # error',
+        # replacing a value the recipe wrote is unsafe
+        Example(HF + 'cfg.model.cuda_graph_impl = "transformer_engine"\ncfg.model.cuda_graph_warmup_steps = 0  # error',
+                message="model.cuda_graph_warmup_steps is 0 with fine-grained activation offloading",
+                fixed=HF + 'cfg.model.cuda_graph_impl = "transformer_engine"\ncfg.model.cuda_graph_warmup_steps = 3  # error',
+                unsafe=True),
+        # 0: wait for each offload before the next (Megatron-Core's most conservative cap)
+        Example(HF + 'cfg.model.cuda_graph_impl = "full_iteration"  # error',
+                message="model.fine_grained_offloading_max_inflight_offloads is None with full-iteration CUDA graphs",
+                fixed=HF + 'cfg.model.cuda_graph_impl = "full_iteration"  # error\n'
+                      'cfg.model.fine_grained_offloading_max_inflight_offloads = 0',
+                unsafe=True),
         HF + 'cfg.model.cuda_graph_impl = "transformer_engine"\ncfg.model.cuda_graph_modules = ["moe"]  # error',
         Example(HF + 'cfg.model.cuda_graph_impl = "transformer_engine"', dotlist=("model.cuda_graph_warmup_steps=0",)),
     ]
