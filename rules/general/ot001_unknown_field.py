@@ -122,8 +122,20 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
         Example("cfg = _pretrain_common()", yaml="optimizer:\n  lr: 0.0001\n"),
     ]
     invalid = [
-        "cfg = _pretrain_common()\ncfg.scheduler.max_lr = 3e-4  # error",
-        "cfg = _pretrain_common()\ncfg.train.micro_batchsize = 2  # error",
+        # max_lr is the optimizer's peak learning rate, optimizer.lr
+        Example("cfg = _pretrain_common()\ncfg.scheduler.max_lr = 3e-4  # error",
+                message="scheduler.max_lr = 0.0003: SchedulerConfig has no field 'max_lr'; the assignment is "
+                        "accepted and silently has no effect; did you mean optimizer.lr?",
+                fixed="cfg = _pretrain_common()\ncfg.optimizer.lr = 3e-4  # error",
+                unsafe=True),
+        Example("cfg = _pretrain_common()\ncfg.train.micro_batchsize = 2  # error",
+                message="did you mean train.micro_batch_size?",
+                fixed="cfg = _pretrain_common()\ncfg.train.micro_batch_size = 2  # error",
+                unsafe=True),
+        Example("cfg = _pretrain_common()", yaml="train:\n  micro_batchsize: 2  # error\n",
+                message="Megatron-Bridge warns and skips this override key; did you mean train.micro_batch_size?",
+                fixed_yaml="train:\n  micro_batch_size: 2  # error\n",
+                unsafe=True),
         Example("cfg = _pretrain_common()\ncfg.optimizer.learning_rate = 1e-4  # error", version="0.3"),
         Example("cfg = _pretrain_common()", yaml="optimizer:\n  finetune_lr: 0.0001  # error\n"),
         Example("cfg = _pretrain_common()", dotlist=("optimizer.finetune_lr=3",)),

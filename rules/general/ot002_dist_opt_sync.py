@@ -52,7 +52,12 @@ optimizer.use_distributed_optimizer = True).
                 version="0.3"),
     ]
     invalid = [
-        "cfg = _pretrain_common()\ncfg.ddp.use_distributed_optimizer = False  # error",
+        # the optimizer's True comes from _pretrain_common: the fix adds the False the author meant
+        Example("cfg = _pretrain_common()\ncfg.ddp.use_distributed_optimizer = False  # error",
+                message="ddp.use_distributed_optimizer is False, but optimizer.use_distributed_optimizer is True",
+                fixed="cfg = _pretrain_common()\ncfg.optimizer.use_distributed_optimizer = False\n"
+                      "cfg.ddp.use_distributed_optimizer = False  # error",
+                unsafe=True),
         "cfg = _pretrain_common()\ncfg.ddp.use_distributed_optimizer = True\ncfg.ddp.overlap_param_gather = True\n"
         "cfg.optimizer.overlap_param_gather = False  # error",
         Example("cfg = _pretrain_common()\ncfg.ddp.use_distributed_optimizer = False  # error", version="0.3"),

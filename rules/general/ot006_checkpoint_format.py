@@ -58,12 +58,31 @@ megatron/bridge/training/config.py:898-918, :1521-1545.
         Example(P + "cfg.checkpoint.load_main_params_from_ckpt = True\ncfg.checkpoint.load_optim = False", version="0.3"),
     ]
     invalid = [
-        P + "cfg.checkpoint.async_save = True\ncfg.checkpoint.save = '/ckpt'\ncfg.checkpoint.use_persistent_ckpt_worker = False  # error",
-        P + "cfg.checkpoint.save = '/ckpt'\ncfg.checkpoint.ckpt_format = 'fsdp_dtensor'  # error",
+        # each fix below replaces a value the recipe wrote: unsafe
+        Example(P + "cfg.checkpoint.async_save = True\ncfg.checkpoint.save = '/ckpt'\n"
+                "cfg.checkpoint.use_persistent_ckpt_worker = False  # error",
+                message="checkpoint.async_save is True, but checkpoint.use_persistent_ckpt_worker is False",
+                fixed=P + "cfg.checkpoint.async_save = True\ncfg.checkpoint.save = '/ckpt'\n"
+                      "cfg.checkpoint.use_persistent_ckpt_worker = True  # error",
+                unsafe=True),
+        Example(P + "cfg.checkpoint.save = '/ckpt'\ncfg.checkpoint.ckpt_format = 'fsdp_dtensor'  # error",
+                message="the format only supports Megatron-FSDP",
+                fixed=P + "cfg.checkpoint.save = '/ckpt'\ncfg.checkpoint.ckpt_format = 'torch_dist'  # error",
+                unsafe=True),
         P + "cfg.checkpoint.load = None\ncfg.checkpoint.ckpt_step = 5  # error",
-        P + "cfg.checkpoint.load_optim = True  # error\ncfg.checkpoint.load_main_params_from_ckpt = True",
+        Example(P + "cfg.checkpoint.load_optim = True  # error\ncfg.checkpoint.load_main_params_from_ckpt = True",
+                message="loading main params requires load_optim = False",
+                fixed=P + "cfg.checkpoint.load_optim = False  # error\ncfg.checkpoint.load_main_params_from_ckpt = True",
+                unsafe=True),
+        # load_optim left at its default: the fix adds load_optim = False, safe
+        Example(P + "cfg.checkpoint.load_main_params_from_ckpt = True  # error",
+                fixed=P + "cfg.checkpoint.load_main_params_from_ckpt = True  # error\ncfg.checkpoint.load_optim = False",
+                unsafe=False),
         P + "cfg.checkpoint.ckpt_format = 'fsdp_dtensor'\ncfg.checkpoint.also_save_hf_checkpoint = True  # error",
-        P + "cfg.dist.use_gloo_process_groups = False\ncfg.checkpoint.ckpt_format = 'torch'  # error",
+        Example(P + "cfg.dist.use_gloo_process_groups = False\ncfg.checkpoint.ckpt_format = 'torch'  # error",
+                message="checkpoints must use 'torch_dist' or 'fsdp_dtensor', but checkpoint.ckpt_format is 'torch'",
+                fixed=P + "cfg.dist.use_gloo_process_groups = False\ncfg.checkpoint.ckpt_format = 'torch_dist'  # error",
+                unsafe=True),
         Example(P + "cfg.checkpoint.save = '/ckpt'\ncfg.checkpoint.ckpt_format = 'torch'\n"
                 "cfg.checkpoint.async_save = True  # error", version="0.3"),
     ]

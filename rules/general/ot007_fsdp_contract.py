@@ -58,7 +58,12 @@ megatron/bridge/training/config.py:1461-1476.
                 version="0.3"),
     ]
     invalid = [
-        P + "cfg.checkpoint.save = '/ckpt'\ncfg.ddp.use_megatron_fsdp = True  # error",
+        Example(P + "cfg.checkpoint.save = '/ckpt'\ncfg.ddp.use_megatron_fsdp = True  # error",
+                message="Megatron-FSDP is on (ddp.use_megatron_fsdp = True) and checkpoint.save is set, but "
+                        "checkpoint.ckpt_format is 'torch_dist'; Megatron-FSDP checkpoints need 'fsdp_dtensor'",
+                fixed=P + "cfg.checkpoint.save = '/ckpt'\ncfg.checkpoint.ckpt_format = 'fsdp_dtensor'\n"
+                      "cfg.ddp.use_megatron_fsdp = True  # error",
+                unsafe=True),
         P + "cfg.dist.use_torch_fsdp2 = True\ncfg.dist.use_megatron_fsdp = True  # error",
         ON + "cfg.env_vars = {'CUDA_DEVICE_MAX_CONNECTIONS': 1}  # error",
         ON + "cfg.ddp.nccl_ub = False\ncfg.ddp.fsdp_manual_registration = True  # error",

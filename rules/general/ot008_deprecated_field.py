@@ -90,16 +90,37 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
         Example("cfg = _pretrain_common()\ncfg.train.eval_iters = 10", version="0.3"),
     ]
     invalid = [
-        "cfg = _pretrain_common()\ncfg.train.eval_iters = 10  # error",
+        # validate() copies train.eval_iters onto validation.eval_iters verbatim: a safe rename
+        Example("cfg = _pretrain_common()\ncfg.train.eval_iters = 10  # error",
+                message="train.eval_iters = 10 is deprecated; use validation.eval_iters (Megatron-Bridge copies it "
+                        "onto validation.eval_iters with a DeprecationWarning",
+                fixed="cfg = _pretrain_common()\ncfg.validation.eval_iters = 10  # error",
+                unsafe=False),
         "cfg = _pretrain_common()\ncfg.train.skip_train = True  # error",
-        "cfg = _pretrain_common()\n"
-        "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
-        "cfg.model.cuda_graph_impl = 'transformer_engine'\ncfg.model.cuda_graph_scope = ['attn']  # error",
-        Example("cfg = _pretrain_common()", yaml="train:\n  eval_interval: 50  # error\n"),
-        Example("cfg = _pretrain_common()", dotlist=("train.eval_iters=5",)),
         Example("cfg = _pretrain_common()\n"
                 "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
-                "cfg.model.enable_cuda_graph = True  # error", version="0.3"),
+                "cfg.model.cuda_graph_impl = 'transformer_engine'\ncfg.model.cuda_graph_scope = ['attn']  # error",
+                message="model.cuda_graph_scope = ['attn'] is deprecated; use model.cuda_graph_modules",
+                fixed="cfg = _pretrain_common()\n"
+                      "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                      "cfg.model.cuda_graph_impl = 'transformer_engine'\ncfg.model.cuda_graph_modules = ['attn']  # error",
+                unsafe=True),
+        # the entry moves to a validation section; not when train would be left empty (train: null)
+        Example("cfg = _pretrain_common()", yaml="train:\n  train_iters: 100\n  eval_interval: 50  # error\n",
+                fixed_yaml="train:\n  train_iters: 100\nvalidation:\n  eval_interval: 50  # error\n",
+                unsafe=False),
+        Example("cfg = _pretrain_common()", yaml="train:\n  eval_interval: 50  # error\n",
+                fixed_yaml="train:\n  eval_interval: 50  # error\n"),
+        Example("cfg = _pretrain_common()", dotlist=("train.eval_iters=5",)),
+        # Megatron-Core turns enable_cuda_graph = True into cuda_graph_impl = "local"
+        Example("cfg = _pretrain_common()\n"
+                "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                "cfg.model.enable_cuda_graph = True  # error", version="0.3",
+                message="model.enable_cuda_graph = True is deprecated; use model.cuda_graph_impl",
+                fixed="cfg = _pretrain_common()\n"
+                      "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                      "cfg.model.cuda_graph_impl = 'local'  # error",
+                unsafe=True),
     ]
 
     def check(self, cfg, ctx):
