@@ -63,7 +63,10 @@ Hydra `OverridesParser` / `ConfigLoaderImpl._apply_overrides_to_config`);
         Example(P, dotlist=("train.train_iters=5000",), version="0.3"),
     ]
     invalid = [
-        Example(P, dotlist=("+train.train_iters=5000",)),
+        # a command-line override is not fixed: no file to edit
+        Example(P, dotlist=("+train.train_iters=5000",),
+                message="'+train.train_iters=5000' appends a key that already exists",
+                fixed=P),
         Example(P, dotlist=("+checkpoint.load=/ckpt",)),
         Example(P + "cfg.env_vars['NCCL_ALGO'] = 'Ring'", dotlist=("+env_vars.NCCL_ALGO=Tree",)),
         Example(P, dotlist=("+train.micro_batch_size=2",), version="0.3"),

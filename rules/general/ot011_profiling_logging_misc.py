@@ -57,7 +57,11 @@ megatron/bridge/training/config.py:1043-1046, :1100-1116, :1493-1498.
         PROF + "cfg.profiling.use_pytorch_profiler = True\ncfg.profiling.use_nsys_profiler = True  # error",
         P + "cfg.logger.mlflow_experiment = 'exp'  # error",
         P + "cfg.logger.comet_project = 'proj'  # error",
-        HF + "cfg.model.gradient_accumulation_fusion = True  # error\ncfg.model.restore_modelopt_state = True",
+        # replacing a value the recipe wrote is unsafe
+        Example(HF + "cfg.model.gradient_accumulation_fusion = True  # error\ncfg.model.restore_modelopt_state = True",
+                message="gradient-accumulation fusion is not supported with ModelOpt/quantized models",
+                fixed=HF + "cfg.model.gradient_accumulation_fusion = False  # error\ncfg.model.restore_modelopt_state = True",
+                unsafe=True),
         Example(P + "cfg.logger.mlflow_experiment = 'exp'  # error", version="0.3"),
     ]
 
