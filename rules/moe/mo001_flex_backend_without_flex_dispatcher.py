@@ -64,11 +64,19 @@ skills moe-comm-overlap SKILL.md.
         MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_flex_dispatcher_backend = None',
     ]
     invalid = [
-        # the dispatcher chosen by a base function, the backend by the recipe built on it
-        'def base():\n    ' + MOE.replace('\n', '\n    ') + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n'
-        '    return cfg\n\n'
-        'cfg = base()\n'
-        'cfg.model.moe_flex_dispatcher_backend = "hybridep"  # error',
+        # the dispatcher chosen by a base function, the backend by the recipe built on it; base()
+        # lies inside the recipe function here, so its line is edited (unsafe: it wrote "alltoall")
+        Example('def base():\n    ' + MOE.replace('\n', '\n    ') + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n'
+                '    return cfg\n\n'
+                'cfg = base()\n'
+                'cfg.model.moe_flex_dispatcher_backend = "hybridep"  # error',
+                message="model.moe_flex_dispatcher_backend is 'hybridep', but model.moe_token_dispatcher_type is "
+                        "'alltoall'; the hybridep backend is used only with the 'flex' dispatcher",
+                fixed='def base():\n    ' + MOE.replace('\n', '\n    ') + 'cfg.model.moe_token_dispatcher_type = "flex"\n'
+                      '    return cfg\n\n'
+                      'cfg = base()\n'
+                      'cfg.model.moe_flex_dispatcher_backend = "hybridep"  # error',
+                unsafe=True),
         Example(MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"',
                 dotlist=("model.moe_flex_dispatcher_backend=hybridep",)),
         Example(MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"',

@@ -36,7 +36,8 @@ cfg.model.moe_token_dispatcher_type = "flex"
 ## Fix
 Set a backend (`apply_flex_dispatcher_backend(cfg.model, "deepep")` or
 `moe_flex_dispatcher_backend = "deepep"`), or use the "alltoall" dispatcher. Proposed: set the
-dispatcher to "alltoall" (safe: same numerics, another communication kernel).
+dispatcher to "alltoall" (safe: same numerics, another communication kernel; unsafe when it
+replaces a "flex" the recipe wrote); the "deepep" backend is shown as an alternative, never applied.
 
 ## Versions
 0.3.x and 0.6.x.
@@ -57,11 +58,19 @@ the backend together with the type), 102-125 (validation does not handle None).
         Example(MOE + 'cfg.model.moe_token_dispatcher_type = "flex"', version="0.3"),
     ]
     invalid = [
-        MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_flex_dispatcher_backend = None\n'
-        'cfg.model.moe_token_dispatcher_type = "flex"  # error',
+        # "alltoall" replaces the "flex" the recipe wrote: unsafe; "deepep" is only an alternative
+        Example(MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_flex_dispatcher_backend = None\n'
+                'cfg.model.moe_token_dispatcher_type = "flex"  # error',
+                message="model.moe_token_dispatcher_type is 'flex' but model.moe_flex_dispatcher_backend is None",
+                fixed=MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_flex_dispatcher_backend = None\n'
+                      'cfg.model.moe_token_dispatcher_type = "alltoall"  # error',
+                unsafe=True),
+        # a command-line override is not fixed: no file to edit
         Example(MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n'
                 'cfg.model.moe_flex_dispatcher_backend = None',
-                dotlist=("model.moe_token_dispatcher_type=flex",)),
+                dotlist=("model.moe_token_dispatcher_type=flex",),
+                fixed=MOE + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n'
+                      'cfg.model.moe_flex_dispatcher_backend = None'),
         Example(MOE + 'cfg.model.moe_token_dispatcher_type = "flex"  # error\n'
                 'cfg.model.moe_flex_dispatcher_backend = None', version="0.3"),
     ]
@@ -77,6 +86,6 @@ the backend together with the type), 102-125 (validation does not handle None).
             ["model.moe_token_dispatcher_type", "model.moe_flex_dispatcher_backend"],
             fixes=[FixIntent("set", "model.moe_token_dispatcher_type", "alltoall", safe=True,
                              description='set moe_token_dispatcher_type to "alltoall"'),
-                   FixIntent("set", "model.moe_flex_dispatcher_backend", "deepep", safe=False,
-                             description='set moe_flex_dispatcher_backend to "deepep" (needs DeepEP installed)')],
+                   FixIntent("set", "model.moe_flex_dispatcher_backend", "deepep", safe=False, alternative=True,
+                             description='or set moe_flex_dispatcher_backend to "deepep" (needs DeepEP installed)')],
         )

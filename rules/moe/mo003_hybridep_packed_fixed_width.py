@@ -93,14 +93,24 @@ docs/training/packed-sequences.md (HybridEP section). Unverified at runtime: war
                 'cfg.dataset.packed_sequence_specs.packed_sequence_size = 4096', version="0.3"),
     ]
     invalid = [
-        GRAPHED + 'cfg.dataset.offline_packing_specs.packed_sequence_size = 4000  # error',
+        # 4000 rounded up to a multiple of the default chunk, 128
+        Example(GRAPHED + 'cfg.dataset.offline_packing_specs.packed_sequence_size = 4000  # error',
+                message="packed_sequence_size is 4000, but with HybridEP it should be a multiple of the combine "
+                        "chunk (the default chunk of 128); 4000 % 128 = 32, the next multiple is 4096",
+                fixed=GRAPHED + 'cfg.dataset.offline_packing_specs.packed_sequence_size = 4096  # error',
+                unsafe=True),
         # reported at the pack width (the edit), not at the chunk setting
         GRAPHED + 'cfg.dataset.offline_packing_specs.packed_sequence_size = 4032  # error\n'
         'cfg.env_vars = {"NUM_OF_TOKENS_PER_CHUNK_COMBINE_API": 128}',
         Example(HEP + 'cfg.dataset.packed_sequence_specs.packed_sequence_size = 2000  # error', version="0.3"),
         # 0.3: nothing pads uneven inputs; a chunk-aligned width, but rows are not padded to it
         Example(RAGGED + 'cfg.dataset.packed_sequence_specs.packed_sequence_size = 8192\n'
-                'cfg.dataset.dataset_kwargs = {"chat": True}  # error', version="0.3"),
+                'cfg.dataset.dataset_kwargs = {"chat": True}  # error', version="0.3",
+                message="offline packing with HybridEP, but dataset.dataset_kwargs has no pad_to_max_length",
+                fixed=RAGGED + 'cfg.dataset.packed_sequence_specs.packed_sequence_size = 8192\n'
+                      'cfg.dataset.dataset_kwargs = {"chat": True}  # error\n'
+                      'cfg.dataset.dataset_kwargs["pad_to_max_length"] = True',
+                unsafe=True),
     ]
 
     precondition = offline_packing_known_on
@@ -115,11 +125,13 @@ docs/training/packed-sequences.md (HybridEP section). Unverified at runtime: war
             return  # Megatron-Bridge turns HybridEP's uneven-input padding on for eager packed runs
         specs = specs_path(cfg)
         pad, pad_field = pad_to_max_length(cfg)
+        said = f"{pad_field} is not True"
         if not cfg.origins(pad_field) and pad_field.startswith("dataset.dataset_kwargs."):
             pad_field = "dataset.dataset_kwargs"  # the dict was replaced without the key
+            said = "dataset.dataset_kwargs has no pad_to_max_length"
         if pad is False and not (graphs_on and knows_field(cfg, "enable_offline_packing")):  # with graphs CG012 reports it
             yield ctx.report(
-                cfg, f"offline packing with HybridEP, but {pad_field} is not True: packed rows keep their own "
+                cfg, f"offline packing with HybridEP, but {said}: packed rows keep their own "
                      f"lengths (ragged) whatever {specs}.packed_sequence_size is; HybridEP wants a fixed width the "
                      f"combine chunk divides",
                 [pad_field, "model.moe_flex_dispatcher_backend"], primary=pad_field,
