@@ -61,7 +61,7 @@ __all__ = [
     "canonical_seq_datasets", "class_fields", "comm_overlap_present", "constructor_site_field",
     "context_parallel_known_above_1", "cp_sp_alignment", "cp_sp_alignment_all", "cpu_offloading_known_on",
     "cuda_graphs", "cuda_graphs_known_on", "data_parallel_size", "dataset_is", "dispatcher", "dist_train",
-    "effective_overlap_flag", "energon_packing", "env_var", "eval_context_parallel_size",
+    "effective_overlap_flag", "energon_packing", "ep_overlap_problems", "env_var", "eval_context_parallel_size",
     "fine_grained_offloading_known_on", "finetuning_dataset", "flex_backend", "format_value", "from_dotlist",
     "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "seq_length_disagrees", "has_overrides", "hookimpl", "hybridep",
     "hybridep_known_on", "in_batch_packing", "in_batch_packing_known_on", "in_batch_packing_path", "int_values",
@@ -434,6 +434,50 @@ def effective_overlap_flag(cfg: EffectiveConfig, name: str) -> tuple[Any, str]:
         flag = value(cfg, path, False)
         return (bool(flag) if known(flag) else UNKNOWN), path
     return UNKNOWN, f"model.{name}"
+
+
+def ep_overlap_problems(cfg: EffectiveConfig) -> tuple[list[tuple[str, str]], bool]:
+    """The prerequisites of expert-parallel A2A overlap (``overlap_moe_expert_parallel_comm``)
+    known to fail, as (field, why) pairs, and whether every prerequisite is known: what
+    ``CommOverlapConfig.setup()`` asserts of the model (0.6.2 training/comm_overlap.py:478-517),
+    bf16/fp16 aside (the mixed-precision recipe sets it at job start)."""
+    par = parallel(cfg)
+    experts = value(cfg, "model.num_moe_experts", None)
+    kind = dispatcher(cfg)
+    granularity = value(cfg, "model.recompute_granularity", None)
+    method = value(cfg, "model.recompute_method", None)
+    num_layers = value(cfg, "model.recompute_num_layers", None)
+    modules = value(cfg, "model.recompute_modules", None)
+    shared = value(cfg, "model.moe_shared_expert_overlap", False)
+    mtp = value(cfg, "model.mtp_num_layers", None)
+    problems: list[tuple[str, str]] = []
+    if known(par.ep) and par.ep <= 1:
+        problems.append(("model.expert_model_parallel_size", f"expert_model_parallel_size is {par.ep} (needs > 1)"))
+    if known(experts) and not (isinstance(experts, int) and experts > 1) or experts is None:
+        problems.append(("model.num_moe_experts", f"num_moe_experts is {experts} (needs > 1)"))
+    if known(kind) and kind not in ("alltoall", "flex"):
+        problems.append(("model.moe_token_dispatcher_type",
+                         f"moe_token_dispatcher_type is {kind!r} (needs 'alltoall' or 'flex')"))
+    if known(par.pp, par.vpp) and par.pp > 1 and par.vpp is None:
+        problems.append(("model.pipeline_model_parallel_size",
+                         f"pipeline_model_parallel_size is {par.pp} without virtual_pipeline_model_parallel_size"))
+    if known(granularity) and granularity == "full":
+        problems.append(("model.recompute_granularity", "recompute_granularity is 'full'"))
+    for name, current in (("recompute_method", method), ("recompute_num_layers", num_layers)):
+        if known(current) and current is not None:
+            problems.append((f"model.{name}", f"{name} is {current!r} (needs None)"))
+    if known(modules) and isinstance(modules, (list, tuple)) and "moe" in modules:
+        problems.append(("model.recompute_modules", f"recompute_modules {list(modules)} contains 'moe'"))
+    if known(shared) and shared:
+        problems.append(("model.moe_shared_expert_overlap", "moe_shared_expert_overlap is True"))
+    allowed = (None, 0, 1) if has_check(cfg, "ep_overlap_allows_mtp_zero") else (None, 1)
+    if known(mtp) and mtp not in allowed:
+        problems.append(("model.mtp_num_layers", f"mtp_num_layers is {mtp} (at most 1)"))
+    all_known = known(par.ep, experts, kind, par.pp, granularity, method, num_layers, modules, shared, mtp) \
+        and (par.pp == 1 or known(par.vpp))
+    return problems, all_known
+
+
 # --- packing / sequence-length helpers (rules-pack) -------------------------------------------
 
 SFT_DATASET_TYPES_06 = ("GPTSFTDatasetConfig", "FinetuningDatasetConfig", "DirectHFSFTDatasetConfig",

@@ -4,11 +4,8 @@ from mblint.rulekit import (
     Example,
     Rule,
     Severity,
-    dispatcher,
     effective_overlap_flag,
-    has_check,
-    known,
-    parallel,
+    ep_overlap_problems,
     value,
 )
 
@@ -84,38 +81,8 @@ megatron/bridge/training/config.py:1882-1885 (setup before validate).
         flag, flag_path = effective_overlap_flag(cfg, "overlap_moe_expert_parallel_comm")
         if flag is not True:
             return
-        par = parallel(cfg)
-        problems: list[tuple[str, str]] = []
-        if known(par.ep) and par.ep <= 1:
-            problems.append(("model.expert_model_parallel_size",
-                             f"expert_model_parallel_size is {par.ep} (needs > 1)"))
+        problems, _ = ep_overlap_problems(cfg)
         experts = value(cfg, "model.num_moe_experts", None)
-        if known(experts) and not (isinstance(experts, int) and experts > 1) or experts is None:
-            problems.append(("model.num_moe_experts", f"num_moe_experts is {experts} (needs > 1)"))
-        kind = dispatcher(cfg)
-        if known(kind) and kind not in ("alltoall", "flex"):
-            problems.append(("model.moe_token_dispatcher_type",
-                             f"moe_token_dispatcher_type is {kind!r} (needs 'alltoall' or 'flex')"))
-        if known(par.pp, par.vpp) and par.pp > 1 and par.vpp is None:
-            problems.append(("model.pipeline_model_parallel_size",
-                             f"pipeline_model_parallel_size is {par.pp} without virtual_pipeline_model_parallel_size"))
-        granularity = value(cfg, "model.recompute_granularity", None)
-        if known(granularity) and granularity == "full":
-            problems.append(("model.recompute_granularity", "recompute_granularity is 'full'"))
-        for name in ("recompute_method", "recompute_num_layers"):
-            current = value(cfg, f"model.{name}", None)
-            if known(current) and current is not None:
-                problems.append((f"model.{name}", f"{name} is {current!r} (needs None)"))
-        modules = value(cfg, "model.recompute_modules", None)
-        if known(modules) and isinstance(modules, (list, tuple)) and "moe" in modules:
-            problems.append(("model.recompute_modules", f"recompute_modules {list(modules)} contains 'moe'"))
-        shared = value(cfg, "model.moe_shared_expert_overlap", False)
-        if known(shared) and shared:
-            problems.append(("model.moe_shared_expert_overlap", "moe_shared_expert_overlap is True"))
-        mtp = value(cfg, "model.mtp_num_layers", None)
-        allowed = (None, 0, 1) if has_check(cfg, "ep_overlap_allows_mtp_zero") else (None, 1)
-        if known(mtp) and mtp not in allowed:
-            problems.append(("model.mtp_num_layers", f"mtp_num_layers is {mtp} (at most 1)"))
         if experts is None:
             # num_moe_experts None is what the HF bridge leaves for dense models; only report it
             # when something else is also wrong or it was written by the recipe

@@ -6,11 +6,10 @@ from mblint.rulekit import (
     Rule,
     Severity,
     cuda_graphs,
-    dispatcher,
     effective_overlap_flag,
+    ep_overlap_problems,
     has_check,
     known,
-    parallel,
     value,
 )
 
@@ -45,10 +44,9 @@ cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, delay_wgrad_compute=
 
 ## Fix
 Also set `overlap_moe_expert_parallel_comm = True` on the same config: safe when the overlap's
-prerequisites that `CommOverlapConfig.setup()` asserts are known to hold (expert parallelism
-above 1, more than one expert, the "alltoall" or "flex" dispatcher, no full recompute or
-recompute method, no `moe_shared_expert_overlap`; bf16/fp16 is set by the mixed-precision recipe
-at job start and not checked), unsafe when some are unknown. When one is known to fail, the
+prerequisites that `CommOverlapConfig.setup()` asserts are known to hold (those MO005 checks;
+bf16/fp16 is set by the mixed-precision recipe at job start and not checked), unsafe when some
+are unknown. When one is known to fail, the
 overlap cannot be enabled: the fix drops `delay_wgrad_compute` instead (unsafe).
 
 ## Versions
@@ -69,27 +67,26 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:2748-2752; MCore 0.
     invalid = [
         # expert parallelism is 1: the overlap cannot be enabled (setup() asserts EP > 1)
         Example(BASE + 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, delay_wgrad_compute=True)  # error',
-                message="requires expert-parallel A2A overlap, which cannot be enabled here "
-                        "(expert_model_parallel_size is 1)",
+                message="requires expert-parallel A2A overlap, which cannot be enabled here: "
+                        "expert_model_parallel_size is 1 (needs > 1)",
                 fixed=BASE + 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, delay_wgrad_compute=False)  # error',
                 unsafe=True),
         # the overlap's prerequisites are known to hold: enabling it is safe
         Example(BASE + 'cfg.model.expert_model_parallel_size = 8\ncfg.model.num_moe_experts = 64\n'
                 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = False\n'
+                'cfg.model.mtp_num_layers = None\n'
                 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, delay_wgrad_compute=True)  # error',
                 message="comm_overlap.delay_wgrad_compute is True, but comm_overlap.overlap_moe_expert_parallel_comm "
                         "is not True; delayed weight-gradient compute requires expert-parallel A2A overlap",
                 fixed=BASE + 'cfg.model.expert_model_parallel_size = 8\ncfg.model.num_moe_experts = 64\n'
                       'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = False\n'
+                      'cfg.model.mtp_num_layers = None\n'
                       'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, delay_wgrad_compute=True)  # error\n'
                       'cfg.comm_overlap.overlap_moe_expert_parallel_comm = True',
                 unsafe=False),
         BASE + 'cfg.model.delay_wgrad_compute = True  # error',
         Example(BASE + 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False)\n'
                 'cfg.comm_overlap.delay_wgrad_compute = True  # error', version="0.3"),
-        BASE + 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, overlap_moe_expert_parallel_comm=True, '
-        'delay_wgrad_compute=True)\ncfg.model.cuda_graph_impl = "transformer_engine"\n'
-        'cfg.model.cuda_graph_modules = ["attn"]\ncfg.model.gradient_accumulation_fusion = False  # error',
         # replacing a value the recipe wrote is unsafe
         Example(BASE + 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, overlap_moe_expert_parallel_comm=True, '
                 'delay_wgrad_compute=True)\ncfg.model.cuda_graph_impl = "transformer_engine"\n'
@@ -110,9 +107,9 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:2748-2752; MCore 0.
         if overlap is False:
             message = (f"{delay_path} is True, but {overlap_path} is not True; delayed weight-gradient compute "
                        "requires expert-parallel A2A overlap")
-            blockers, all_known = _overlap_prerequisites(cfg)
-            if blockers:
-                message += f", which cannot be enabled here ({'; '.join(blockers)})"
+            problems, all_known = ep_overlap_problems(cfg)
+            if problems:
+                message += f", which cannot be enabled here: {'; '.join(text for _, text in problems)}"
                 fix = FixIntent("set", delay_path, False, safe=False, description=f"set {delay_path} to False")
             else:
                 fix = FixIntent("set", overlap_path, True, safe=all_known, description=f"set {overlap_path} to True")
@@ -154,24 +151,3 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:2748-2752; MCore 0.
                         [delay_path, graphs.modules_path, f"model.{name}"],
                     )
 
-
-def _overlap_prerequisites(cfg) -> tuple[list[str], bool]:
-    """What is known to keep overlap_moe_expert_parallel_comm from being enabled (the model
-    checks of 0.6.2 CommOverlapConfig.setup(), bf16/fp16 aside), and whether every one of them
-    is known to hold."""
-    ep = parallel(cfg).ep
-    experts = value(cfg, "model.num_moe_experts", None)
-    kind = dispatcher(cfg)
-    granularity = value(cfg, "model.recompute_granularity", None)
-    method = value(cfg, "model.recompute_method", None)
-    shared = value(cfg, "model.moe_shared_expert_overlap", False)
-    checks = [
-        (ep, lambda: ep > 1, f"expert_model_parallel_size is {ep}"),
-        (experts, lambda: experts is not None and experts > 1, f"num_moe_experts is {experts}"),
-        (kind, lambda: kind in ("alltoall", "flex"), f"moe_token_dispatcher_type is {kind!r}"),
-        (granularity, lambda: granularity != "full", "recompute_granularity is 'full'"),
-        (method, lambda: method is None, f"recompute_method is {method!r}"),
-        (shared, lambda: not shared, "moe_shared_expert_overlap is True"),
-    ]
-    blockers = [why for found, holds, why in checks if known(found) and not holds()]
-    return blockers, all(known(found) for found, _, _ in checks)
