@@ -29,6 +29,9 @@ class Origin:
     # The calls (outermost first) through which the interpreter reached this place, each with
     # an ``origin()``: where a value set inside a library helper shows in the recipe.
     via: tuple = field(default=(), compare=False, repr=False)
+    # Where the local variable whose value was stored here got it (``n = 8192`` before
+    # ``cfg.model.seq_length = n``), or None: a related location of findings on the field.
+    through: "Origin | None" = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict:
         return {

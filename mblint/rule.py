@@ -119,14 +119,18 @@ class RuleContext:
         program order, else the recipe function. The last origins of ``fields`` elsewhere are
         related."""
         lasts = [cfg.last_origin(path) for path in fields]
+        target = _fix_target(fixes)
         if location is None:
-            location = _primary_origin(cfg, lasts, primary, self.editable_paths, _fix_target(fixes))
-        related = []
+            location = _primary_origin(cfg, lasts, primary, self.editable_paths, target)
+        located = next((path for path in (primary, target, *fields)
+                        if path is not None and cfg.last_origin(path) == location), None)
+        related = _local_assignment(cfg, located, location)
         for path, origin in zip(fields, lasts):
             if origin is None or origin is location or origin == location:
                 continue
             text = (related_messages or {}).get(path) or f"{path} = {format_value(cfg.value(path))} is set here"
             related.append(Related(origin, text))
+            related += _local_assignment(cfg, path, origin)
         return Finding(
             rule_id=self.rule.id,
             rule_name=self.rule.name,
@@ -272,6 +276,14 @@ def _primary_origin(cfg: EffectiveConfig, lasts: list[Origin | None], primary: s
         if pool:
             return max(pool, key=lambda o: o.seq)
     return cfg.recipe.origin()
+
+
+def _local_assignment(cfg: EffectiveConfig, path: str | None, origin: Origin) -> list[Related]:
+    """Where the local variable got its value when ``path`` was set from one at ``origin``
+    (``seq_length = 8000`` for ``packed_sequence_size = seq_length``)."""
+    if path is None or origin.through is None:
+        return []
+    return [Related(origin.through, f"the value {format_value(cfg.value(path))} comes from this assignment")]
 
 
 def _keeping_intent(cfg: EffectiveConfig, fix: FixIntent, editable: frozenset[str] | None) -> FixIntent:

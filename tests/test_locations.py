@@ -115,3 +115,54 @@ def parent_long_config():
     assert finding.recipe.endswith("::parent_long_config")
     assert finding.location.line == line_of(source, "# variant")
     assert [related.origin.line for related in finding.related] == [line_of(source, "# parent")]
+
+
+LOCAL_HEADER = """import os
+
+from megatron.bridge import AutoBridge
+from megatron.bridge.recipes.common import _sft_common
+"""
+
+
+def test_a_value_from_a_local_variable_names_its_assignment(tmp_path, mb06):
+    """Modelled on the 0.6.2 Llama SFT recipes (`seq_length = 4096`, then
+    `cfg.dataset.seq_length = seq_length` and the pack width from it)."""
+    source = LOCAL_HEADER + """
+
+def sft_config():
+    cfg = _sft_common()
+    cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.2-1B").to_megatron_provider(load_weights=False)
+    seq_length = 4096  # local
+    cfg.model.seq_length = seq_length
+    cfg.dataset.seq_length = seq_length  # dataset
+    width = 2048  # width
+    cfg.dataset.offline_packing_specs.packed_sequence_size = width  # pack
+    return cfg
+"""
+    [finding] = lint(tmp_path, mb06, source, PLUGIN_RULES["PK006"])
+    assert finding.location.line == line_of(source, "# pack")
+    places = [(related.origin.line, related.message) for related in finding.related]
+    assert places == [(line_of(source, "# width"), "the value 2048 comes from this assignment"),
+                      (line_of(source, "# dataset"), "dataset.seq_length = 4096 is set here"),
+                      (line_of(source, "# local"), "the value 4096 comes from this assignment")]
+
+
+def test_a_local_assignment_undone_by_a_branch_is_not_named(tmp_path, mb06):
+    """The branch that reassigns the local leaves the function (it raises): the value stored
+    later is the one assigned before the branch, never the branch's."""
+    source = LOCAL_HEADER + """
+
+def sft_config():
+    cfg = _sft_common()
+    cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.2-1B").to_megatron_provider(load_weights=False)
+    width = 4096  # before
+    if os.environ.get("LONG"):
+        width = 1024  # branch
+        raise ValueError(width)
+    cfg.dataset.offline_packing_specs.packed_sequence_size = width  # pack
+    return cfg
+"""
+    [finding] = lint(tmp_path, mb06, source, PLUGIN_RULES["PK006"])
+    assert finding.location.line == line_of(source, "# pack")
+    assert "packed_sequence_size is 4096" in finding.message
+    assert line_of(source, "# branch") not in [related.origin.line for related in finding.related]

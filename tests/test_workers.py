@@ -207,7 +207,8 @@ def test_a_worker_sends_a_result_as_its_cached_form_keeps_it():
 def test_every_field_of_a_finding_part_travels_from_a_worker():
     """A field added to Finding, Related, FixIntent or Origin must be added to its transfer
     reducer too, or it is lost on the way from a worker (Origin's ``via`` stays behind on
-    purpose: it holds syntax trees)."""
+    purpose: it holds syntax trees; so does ``through``: a finding names that place as a
+    related location of its own before it travels)."""
     import dataclasses
 
     from mblint.findings import TRANSFER_REDUCERS, Finding, FixIntent, Related, Severity
@@ -220,7 +221,7 @@ def test_every_field_of_a_finding_part_travels_from_a_worker():
         FixIntent: FixIntent("set", "train.x"),
         Finding: Finding("CP002", "cp-thing", Severity.ERROR, "message", origin),
     }
-    left_behind = {Origin: {"via"}}
+    left_behind = {Origin: {"via", "through"}}
     assert set(samples) == set(TRANSFER_REDUCERS)
     for cls, reducer in TRANSFER_REDUCERS.items():
         names = getattr(cls, "_fields", None) or tuple(f.name for f in dataclasses.fields(cls))

@@ -38,7 +38,7 @@ def _with_kind(origin: Origin | None, kind: str) -> Origin | None:
     if origin is None:
         return None
     return Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, kind, origin.seq,
-                     origin.via)
+                     origin.via, origin.through)
 
 
 class PositionsMixin:

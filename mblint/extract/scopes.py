@@ -126,6 +126,9 @@ class Frame:
     locals: dict[str, Any] = field(default_factory=dict)
     returns: list[tuple[Any, dict]] = field(default_factory=list)
     function: str = "<module>"
+    # name -> (the ``name = ...`` statement, the value it stored): where a local got its value,
+    # made into an origin only when the value is stored into a config field (``through``)
+    local_sites: dict[str, tuple[ast.Assign, Any]] = field(default_factory=dict)
 
 
 class ScopesMixin:

@@ -8,6 +8,7 @@ import ast
 from typing import Any
 
 from mblint.extract.limits import MAX_STEPS, BudgetExceeded
+from mblint.extract.positions import _origin_at
 from mblint.extract.scopes import Frame, Return
 from mblint.extract.values import FuncRef, Obj, is_unknown
 from mblint.model import UNKNOWN, Origin
@@ -95,10 +96,28 @@ class StatementsMixin:
 
     def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
         value = self.eval(stmt.value, frame)
-        names_only = all(type(target) is ast.Name for target in stmt.targets)  # a local keeps no origin
-        origin = None if names_only else self.origin(stmt, frame)
-        for target in stmt.targets:
+        targets = stmt.targets
+        if all(type(target) is ast.Name for target in targets):  # a local keeps no origin, only its statement
+            sites = frame.local_sites
+            for target in targets:
+                self.store(target, value, frame, None)
+                sites[target.id] = (stmt, value)
+            return
+        origin = self.origin(stmt, frame)
+        if type(stmt.value) is ast.Name:
+            origin = self.through_local(origin, stmt.value.id, value, frame)
+        for target in targets:
             self.store(target, value, frame, origin)
+
+    def through_local(self, origin: Origin, name: str, value: Any, frame: Frame) -> Origin:
+        """``origin`` (a store of the local ``name``'s ``value``) with ``through``, the place
+        of the assignment that gave the local this value, when the frame still holds it."""
+        site = frame.local_sites.get(name)
+        if site is None or site[1] is not value:
+            return origin  # no plain assignment, or another value since (a branch restored)
+        through = _origin_at(site[0], frame.scope.source, origin.seq, self.call_sites)
+        return Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, origin.kind,
+                      origin.seq, origin.via, through)
 
     def stmt_AnnAssign(self, stmt: ast.AnnAssign, frame: Frame) -> None:
         if stmt.value is None:

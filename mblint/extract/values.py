@@ -222,7 +222,7 @@ class Rebase:
             rebased = (node, source, seq + self.shift, self.via(via))
         else:
             rebased = Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column,
-                                origin.kind, origin.seq + self.shift, self.via(origin.via))
+                                origin.kind, origin.seq + self.shift, self.via(origin.via), origin.through)
         self._done[id(origin)] = (origin, rebased)
         return rebased
 
