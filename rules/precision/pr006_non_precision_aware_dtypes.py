@@ -33,11 +33,13 @@ cfg.optimizer.exp_avg_dtype = torch.bfloat16
 ## Fix
 Set `optimizer.use_precision_aware_optimizer = True` (which also needs Adam and the
 distributed optimizer, see PR005), or keep the dtypes at `torch.float32`. Unsafe: either
-changes optimizer memory and numerics.
+changes optimizer memory and numerics. The automatic fix sets `torch.float32` in a YAML override
+file only (Megatron-Bridge turns the string back into the dtype there); in Python the value is
+the expression `torch.float32`, which mblint's fixes do not write (a string would fail the
+assertion).
 
 ## Versions
-0.3.x and 0.6.x. Note: mblint does not yet read `torch.<dtype>` written in Python recipes
-(it treats it as unknown, so the rule is silent there); dtypes given as strings in YAML or
+0.3.x and 0.6.x. Dtypes written as `torch.<dtype>` in Python recipes and as strings in YAML or
 command-line overrides are checked.
 
 ## Sources
@@ -50,9 +52,13 @@ MCore 0.19.2 megatron/core/optimizer/optimizer_config.py:466-482.
         "cfg = _pretrain_common()\ncfg.optimizer.exp_avg_dtype = torch.float32",
     ]
     invalid = [
-        "cfg = _pretrain_common()\ncfg.optimizer.exp_avg_dtype = torch.bfloat16  # error",
+        # no fix in Python: mblint writes values, and torch.float32 is an expression there
+        Example("cfg = _pretrain_common()\ncfg.optimizer.exp_avg_dtype = torch.bfloat16  # error",
+                message="without the precision-aware optimizer it must be torch.float32",
+                fixed="cfg = _pretrain_common()\ncfg.optimizer.exp_avg_dtype = torch.bfloat16  # error"),
         Example("cfg = _pretrain_common()", dotlist=("optimizer.main_grads_dtype=torch.bfloat16",)),
-        Example("cfg = _pretrain_common()", yaml="optimizer:\n  exp_avg_sq_dtype: torch.float16  # error\n"),
+        Example("cfg = _pretrain_common()", yaml="optimizer:\n  exp_avg_sq_dtype: torch.float16  # error\n",
+                fixed_yaml="optimizer:\n  exp_avg_sq_dtype: torch.float32  # error\n", unsafe=True),
     ]
 
     def check(self, cfg, ctx):
@@ -64,9 +70,13 @@ MCore 0.19.2 megatron/core/optimizer/optimizer_config.py:466-482.
             dtype = value(cfg, path, None)
             if not known(dtype) or dtype is None or str(dtype) in FP32:
                 continue
+            # The str "torch.float32" stands for the dtype only where Megatron-Bridge converts
+            # override strings (omegaconf_utils.py:498-503); written into Python it would stay a
+            # str, which OptimizerConfig's `== torch.float32` assertion rejects.
+            origin = cfg.last_origin(path)
+            fixes = [FixIntent("set", path, "torch.float32", safe=False, description=f"set {path} = torch.float32")
+                     ] if origin is not None and origin.kind == "override" else []
             yield ctx.report(cfg, f"{path} is {dtype}, but optimizer.use_precision_aware_optimizer is False; "
                                   f"without the precision-aware optimizer it must be torch.float32 "
                                   f"(OptimizerConfig asserts at job start)",
-                             [path, "optimizer.use_precision_aware_optimizer"], primary=path,
-                             fixes=[FixIntent("set", path, "torch.float32", safe=False,
-                                              description=f"set {path} = torch.float32")])
+                             [path, "optimizer.use_precision_aware_optimizer"], primary=path, fixes=fixes)

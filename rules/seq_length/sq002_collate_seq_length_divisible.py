@@ -4,6 +4,7 @@ import math
 
 from mblint.rulekit import (
     COLLATE_DATASET_TYPES_06,
+    Example,
     FixIntent,
     Rule,
     Severity,
@@ -41,8 +42,9 @@ cfg.dataset.seq_length = 4100      # not a multiple of 8
 ```
 
 ## Fix
-Unsafe (changes the sequence length; keep `model.seq_length` equal): round `dataset.seq_length`
-up to the next multiple.
+Unsafe (changes the sequence length): round `dataset.seq_length` up to the next multiple, and
+set `model.seq_length` to the same value (`validate()` requires the two equal for these
+datasets, SQ001).
 
 ## Versions
 0.6.x (these dataset configs do not exist in 0.3.x).
@@ -59,7 +61,11 @@ up to the next multiple.
         "for cp in (1, 2):\n    cfg.model.context_parallel_size = cp",
     ]
     invalid = [
-        "cfg = _sft_common_vlm()\n" + _model + "cfg.model.context_parallel_size = 4\ncfg.dataset.seq_length = 4100  # error",
+        # 2*CP = 8: 4104, for the dataset and the model alike
+        Example("cfg = _sft_common_vlm()\n" + _model + "cfg.model.context_parallel_size = 4\ncfg.dataset.seq_length = 4100  # error",
+                message="the next multiple is 4104", unsafe=True,
+                fixed="cfg = _sft_common_vlm()\n" + _model + "cfg.model.context_parallel_size = 4\n"
+                      "cfg.model.seq_length = 4104\ncfg.dataset.seq_length = 4104  # error"),
         "cfg = _sft_common_vlm()\n" + _model + "cfg.dataset.seq_length = 4100  # error\ncfg.model.tensor_model_parallel_size = 8\n"
         "cfg.model.sequence_parallel = True",
     ]
@@ -78,5 +84,9 @@ up to the next multiple.
             f"the next multiple is {target}",
             ["dataset.seq_length", *align.fields],
             fixes=[FixIntent("set", "dataset.seq_length", target, safe=False,
-                             description=f"set dataset.seq_length (and model.seq_length) to {target}")],
+                             description=f"set dataset.seq_length to {target}"),
+                   # validate() also requires model.seq_length == dataset.seq_length (SQ001)
+                   *([FixIntent("set", "model.seq_length", target, safe=False,
+                                description=f"set model.seq_length to {target}")]
+                     if cfg.type_of("model") is not None else [])],
         )
