@@ -77,10 +77,17 @@ megatron/bridge/training/initialize.py:115-122; 0.3.1 megatron/bridge/training/c
                 "cfg.train.decrease_batch_size_if_needed = True", world_size=8, version="0.3"),
     ]
     invalid = [
+        # DP = 16/2 = 8, MBS*DP = 16: rounded up to 32
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 2\n"
-                "cfg.train.micro_batch_size = 2\ncfg.train.global_batch_size = 24  # error", world_size=16),
+                "cfg.train.micro_batch_size = 2\ncfg.train.global_batch_size = 24  # error", world_size=16,
+                message="micro_batch_size*DP = 2*8 = 16 (world size 16 / TP*PP*CP 2 = DP 8) does not divide it",
+                unsafe=True,
+                fixed="cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 2\n"
+                      "cfg.train.micro_batch_size = 2\ncfg.train.global_batch_size = 32  # error"),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.train.micro_batch_size = 1\ncfg.train.global_batch_size = 12  # error",
-                world_size=8, version="0.3"),
+                world_size=8, version="0.3", unsafe=True,
+                fixed="cfg = _pretrain_common()\n" + MODEL + "cfg.train.micro_batch_size = 1\n"
+                      "cfg.train.global_batch_size = 16  # error"),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.train.micro_batch_size = 1\ncfg.train.global_batch_size = 16\n"
                 "cfg.validation.eval_global_batch_size = 12  # error", world_size=8),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.train.micro_batch_size = 1\ncfg.train.global_batch_size = 12  # error",

@@ -49,7 +49,10 @@ megatron/bridge/training/initialize.py:811 (passes VPP through).
                 "cfg.model.virtual_pipeline_model_parallel_size = 2", version="0.3"),
     ]
     invalid = [
-        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.virtual_pipeline_model_parallel_size = 2  # error",
+        # None replaces what the recipe wrote: unsafe
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.virtual_pipeline_model_parallel_size = 2  # error",
+                message="the interleaved schedule needs PP > 1", unsafe=True,
+                fixed="cfg = _pretrain_common()\n" + MODEL + "cfg.model.virtual_pipeline_model_parallel_size = None  # error"),
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 4\n"
         "cfg.model.virtual_pipeline_model_parallel_size = 2  # error\ncfg.model.pipeline_model_parallel_size = 1",
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.virtual_pipeline_model_parallel_size = 2  # error",

@@ -53,9 +53,14 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md (Pitfalls 3).
                 "cfg.model.sequence_parallel = True", version="0.3"),
     ]
     invalid = [
-        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.sequence_parallel = True  # error",
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.sequence_parallel = True  # error",
+                message="Megatron-Bridge silently turns sequence parallelism off", unsafe=True,
+                fixed="cfg = _pretrain_common()\n" + MODEL + "cfg.model.sequence_parallel = False  # error"),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.sequence_parallel = True  # error\n"
-                "cfg.model.tensor_model_parallel_size = 1", version="0.3"),
+                "cfg.model.tensor_model_parallel_size = 1", version="0.3",
+                message="Cannot use sequence parallelism without tensor parallelism", unsafe=True,
+                fixed="cfg = _pretrain_common()\n" + MODEL + "cfg.model.sequence_parallel = False  # error\n"
+                      "cfg.model.tensor_model_parallel_size = 1"),
     ]
 
     def check(self, cfg, ctx):

@@ -63,9 +63,15 @@ SP; "Combined Parallelism Enablement"); 0.6.2 megatron/bridge/training/comm_over
     ]
     invalid = [
         # the dense sibling's finalize() leaves sequence parallelism alone
-        QWEN3_VL_MOE.replace("MoEModelProvider", "ModelProvider") + "cfg.model.tensor_model_parallel_size = 4\n"
-        "cfg.model.sequence_parallel = False  # error",
-        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 4  # error",
+        Example(QWEN3_VL_MOE.replace("MoEModelProvider", "ModelProvider") + "cfg.model.tensor_model_parallel_size = 4\n"
+                "cfg.model.sequence_parallel = False  # error", unsafe=True,
+                fixed=QWEN3_VL_MOE.replace("MoEModelProvider", "ModelProvider") + "cfg.model.tensor_model_parallel_size = 4\n"
+                      "cfg.model.sequence_parallel = True  # error"),
+        # seq_length 4096 is divisible by TP = 4, as sequence parallelism needs
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 4  # error",
+                message="each of the 4 TP ranks keeps full-sequence norm/dropout activations", unsafe=True,
+                fixed="cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 4  # error\n"
+                      "cfg.model.sequence_parallel = True"),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 2\n"
                 "cfg.model.sequence_parallel = False  # error", version="0.3"),
     ]

@@ -50,7 +50,7 @@ megatron/bridge/training/mixed_precision.py:406-422, config.py:1860-1864.
     invalid = [
         Example("cfg = _pretrain_common()\ncfg.mixed_precision = 'bf16_mixd'  # error",
                 message="did you mean 'bf16_mixed'?",
-                fixed="cfg = _pretrain_common()\ncfg.mixed_precision = 'bf16_mixed'  # error"),
+                fixed="cfg = _pretrain_common()\ncfg.mixed_precision = 'bf16_mixed'  # error", unsafe=True),
         Example("cfg = _pretrain_common()\ncfg.mixed_precision = 'nemotron_3_super_bf16_with_nvfp4_mixed'  # error",
                 version="0.3"),
         Example("cfg = _pretrain_common()", dotlist=("mixed_precision=fp8_mixed",)),

@@ -120,9 +120,14 @@ model_parallel_config.py:237,376 (pipeline_dtype/autocast_dtype None = not chose
         "cfg = _pretrain_common()\n" + GPT_MODEL + "cfg.mixed_precision = 'bf16_mixed'\ncfg.model.pipeline_dtype = None",
     ]
     invalid = [
-        "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.ddp.grad_reduce_in_fp32 = False  # error",
-        # a recipe name (bf16_mixed() sets grad_reduce_in_fp32 = True)
-        "cfg = _pretrain_common()\ncfg.mixed_precision = 'bf16_mixed'\ncfg.ddp.grad_reduce_in_fp32 = False  # error",
+        # the value moves onto the mixed-precision object (the direct line then agrees with it)
+        Example("cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.ddp.grad_reduce_in_fp32 = False  # error",
+                message="is overwritten with True from mixed_precision.grad_reduce_in_fp32", unsafe=True,
+                fixed="cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\n"
+                      "cfg.mixed_precision.grad_reduce_in_fp32 = False\ncfg.ddp.grad_reduce_in_fp32 = False  # error"),
+        # a recipe name (bf16_mixed() sets grad_reduce_in_fp32 = True): no fix, a str has no fields
+        Example("cfg = _pretrain_common()\ncfg.mixed_precision = 'bf16_mixed'\ncfg.ddp.grad_reduce_in_fp32 = False  # error",
+                fixed="cfg = _pretrain_common()\ncfg.mixed_precision = 'bf16_mixed'\ncfg.ddp.grad_reduce_in_fp32 = False  # error"),
         Example("cfg = _pretrain_common()\ncfg.mixed_precision = get_mixed_precision_config('bf16_mixed')\n"
                 "cfg.ddp.grad_reduce_in_fp32 = False  # error"),
         Example("cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\ncfg.optimizer.fp16 = True  # error",

@@ -57,8 +57,11 @@ megatron/bridge/training/config.py:1925-1942.
         Example("cfg = _pretrain_common()\ncfg.optimizer.use_precision_aware_optimizer = True", version="0.3"),
     ]
     invalid = [
-        "cfg = _pretrain_common()\ncfg.optimizer.use_precision_aware_optimizer = True\n"
-        "cfg.optimizer.use_distributed_optimizer = False  # error\ncfg.ddp.use_distributed_optimizer = True",
+        Example("cfg = _pretrain_common()\ncfg.optimizer.use_precision_aware_optimizer = True\n"
+                "cfg.optimizer.use_distributed_optimizer = False  # error\ncfg.ddp.use_distributed_optimizer = True",
+                message="the precision-aware optimizer needs the distributed optimizer", unsafe=True,
+                fixed="cfg = _pretrain_common()\ncfg.optimizer.use_precision_aware_optimizer = True\n"
+                      "cfg.optimizer.use_distributed_optimizer = True  # error\ncfg.ddp.use_distributed_optimizer = True"),
         "cfg = _pretrain_common()\ncfg.optimizer.optimizer = 'sgd'\ncfg.optimizer.use_precision_aware_optimizer = True  # error",
         "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
         "cfg.mixed_precision = None\ncfg.model.bf16 = True\ncfg.model.fp16 = False\ncfg.optimizer.bf16 = False\n"

@@ -53,7 +53,11 @@ megatron/bridge/training/mixed_precision.py:87-92.
         Example(MP + "cfg.mixed_precision.fp8_recipe = 'mxfp8'", version="0.3"),
     ]
     invalid = [
-        MP + "cfg.mixed_precision.fp8_recipe = 'mxfp8'\ncfg.mixed_precision.fp8_param_gather = True  # error",
+        # bf16_mixed() leaves the reuse off: the assignment is added, a safe fix
+        Example(MP + "cfg.mixed_precision.fp8_recipe = 'mxfp8'\ncfg.mixed_precision.fp8_param_gather = True  # error",
+                message="MXFP8 parameter all-gather needs it True", unsafe=False,
+                fixed=MP + "cfg.mixed_precision.fp8_recipe = 'mxfp8'\ncfg.mixed_precision.fp8_param_gather = True  # error\n"
+                      "cfg.mixed_precision.reuse_grad_buf_for_mxfp8_param_ag = True"),
         Example(MP + "cfg.mixed_precision.fp8_param_gather = True\ncfg.mixed_precision.fp8_recipe = 'mxfp8'  # error",
                 version="0.3"),
         Example(MP + "cfg.mixed_precision.fp8_recipe = 'mxfp8'\ncfg.mixed_precision.fp8_param_gather = True\n"

@@ -46,7 +46,9 @@ model_parallel_config.py:246-249 (no warning).
         HF + "cfg.model.cross_entropy_fusion_impl = 'te'\nfor v in [True, False]:\n    cfg.model.cross_entropy_loss_fusion = v",
     ]
     invalid = [
-        HF + "cfg.model.cross_entropy_loss_fusion = True\ncfg.model.cross_entropy_fusion_impl = 'te'  # error",
+        Example(HF + "cfg.model.cross_entropy_loss_fusion = True\ncfg.model.cross_entropy_fusion_impl = 'te'  # error",
+                message="known stability issues", unsafe=True,
+                fixed=HF + "cfg.model.cross_entropy_loss_fusion = True\ncfg.model.cross_entropy_fusion_impl = 'native'  # error"),
         Example(HF + "cfg.model.cross_entropy_loss_fusion = True", dotlist=("model.cross_entropy_fusion_impl=te",)),
     ]
 

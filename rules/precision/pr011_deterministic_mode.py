@@ -56,10 +56,20 @@ Set `model.cross_entropy_loss_fusion = False` (safe: same loss, slower kernel) a
         Example(HF + "cfg.model.deterministic_mode = False", version="0.3"),
     ]
     invalid = [
-        HF + "cfg.model.deterministic_mode = True\ncfg.env_vars = {'NCCL_ALGO': 'Ring'}\n"
-        "cfg.model.cross_entropy_loss_fusion = True  # error",
-        HF + "cfg.model.deterministic_mode = True\ncfg.model.cross_entropy_loss_fusion = False\n"
-        "cfg.env_vars = {'NCCL_ALGO': 'NVLS'}  # error",
+        Example(HF + "cfg.model.deterministic_mode = True\ncfg.env_vars = {'NCCL_ALGO': 'Ring'}\n"
+                "cfg.model.cross_entropy_loss_fusion = True  # error",
+                message="cross-entropy fusion is not deterministic", unsafe=True,
+                fixed=HF + "cfg.model.deterministic_mode = True\ncfg.env_vars = {'NCCL_ALGO': 'Ring'}\n"
+                      "cfg.model.cross_entropy_loss_fusion = False  # error"),
+        Example(HF + "cfg.model.deterministic_mode = True\ncfg.model.cross_entropy_loss_fusion = False\n"
+                "cfg.env_vars = {'NCCL_ALGO': 'NVLS'}  # error", message="env_vars['NCCL_ALGO'] is 'NVLS'", unsafe=True,
+                fixed=HF + "cfg.model.deterministic_mode = True\ncfg.model.cross_entropy_loss_fusion = False\n"
+                      "cfg.env_vars = {'NCCL_ALGO': 'Ring'}  # error"),
+        # not set at all (a warning): the entry is added, a safe fix
+        Example(HF + "cfg.model.deterministic_mode = True  # error\ncfg.model.cross_entropy_loss_fusion = False",
+                message="NCCL_ALGO is not set in cfg.env_vars", unsafe=False,
+                fixed="cfg = _pretrain_common()\ncfg.env_vars[\"NCCL_ALGO\"] = 'Ring'\n" + HF.split("\n", 1)[1]
+                      + "cfg.model.deterministic_mode = True  # error\ncfg.model.cross_entropy_loss_fusion = False"),
         Example(HF + "cfg.model.cross_entropy_loss_fusion = False\ncfg.env_vars = {'NCCL_ALGO': 'Tree'}",
                 dotlist=("model.deterministic_mode=true", "model.cross_entropy_loss_fusion=true")),
         # two findings: the fusion is the fix's line, NCCL_ALGO (missing) falls on the mode

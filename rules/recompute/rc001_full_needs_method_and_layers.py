@@ -50,8 +50,15 @@ megatron/bridge/training/config.py (`ConfigContainer.validate` calls `model.fina
     invalid = [
         HF + "cfg.model.recompute_granularity = 'full'\ncfg.model.recompute_method = None  # error\n"
         "cfg.model.recompute_num_layers = 1",
-        HF + "cfg.model.recompute_method = 'block'\ncfg.model.recompute_num_layers = None  # error\n"
-        "cfg.model.recompute_granularity = 'full'",
+        Example(HF + "cfg.model.recompute_method = 'block'\ncfg.model.recompute_num_layers = None  # error\n"
+                "cfg.model.recompute_granularity = 'full'", message="model.recompute_num_layers is None", unsafe=True,
+                fixed=HF + "cfg.model.recompute_method = 'block'\ncfg.model.recompute_num_layers = 1  # error\n"
+                      "cfg.model.recompute_granularity = 'full'"),
+        # neither set: every layer recomputed, the usual full-recompute setting
+        Example(HF + "cfg.model.recompute_granularity = 'full'  # error",
+                message="model.recompute_method and model.recompute_num_layers are None", unsafe=True,
+                fixed=HF + "cfg.model.recompute_granularity = 'full'  # error\ncfg.model.recompute_method = 'uniform'\n"
+                      "cfg.model.recompute_num_layers = 1"),
         Example(HF + "cfg.model.recompute_method = None\n"
                 "cfg.model.recompute_granularity = 'full'  # error", version="0.3"),
         Example(HF + "cfg.model.recompute_method = 'uniform'\ncfg.model.recompute_num_layers = 2",

@@ -46,7 +46,9 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:1749-1755.
         Example(HF + "cfg.model.recompute_granularity = 'selective'", version="0.3"),
     ]
     invalid = [
-        HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_num_layers = 2  # error",
+        Example(HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_num_layers = 2  # error",
+                message="selective recompute requires it to be None", unsafe=True,
+                fixed=HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_num_layers = None  # error"),
         Example(HF + "cfg.model.recompute_num_layers = 4  # error\n"
                 "cfg.model.recompute_granularity = 'selective'", version="0.3"),
         Example(HF + "cfg.model.recompute_granularity = 'full'\ncfg.model.recompute_method = 'uniform'\n"

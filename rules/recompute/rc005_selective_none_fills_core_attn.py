@@ -49,7 +49,13 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:546 (default None),
                 "cfg.model.recompute_modules = ['mlp']", version="0.3"),
     ]
     invalid = [
-        HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = None  # error",
+        # the same behaviour, but it replaces what the recipe wrote: unsafe
+        Example(HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = None  # error",
+                message="which Megatron-Core silently replaces with ['core_attn']", unsafe=True,
+                fixed=HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = ['core_attn']  # error"),
+        # left at the default: the assignment is added, a safe fix
+        Example(HF + "cfg.model.recompute_granularity = 'selective'  # error", unsafe=False,
+                fixed=HF + "cfg.model.recompute_granularity = 'selective'  # error\ncfg.model.recompute_modules = ['core_attn']"),
         Example(HF + "cfg.model.recompute_modules = None",
                 dotlist=("model.recompute_granularity=selective",)),
         Example(HF + "cfg.model.recompute_modules = None  # error\n"

@@ -47,8 +47,11 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:1757-1761 (confirme
         Example(HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.sequence_parallel = True", version="0.3"),
     ]
     invalid = [
-        HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.sequence_parallel = True\n"
-        "cfg.model.distribute_saved_activations = True  # error",
+        Example(HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.sequence_parallel = True\n"
+                "cfg.model.distribute_saved_activations = True  # error",
+                message="Megatron-Core requires it to be False when sequence_parallel is True", unsafe=True,
+                fixed=HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.sequence_parallel = True\n"
+                      "cfg.model.distribute_saved_activations = False  # error"),
         Example(HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.distribute_saved_activations = True  # error\n"
                 "cfg.model.sequence_parallel = True", version="0.3"),
     ]

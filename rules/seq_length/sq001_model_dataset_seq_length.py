@@ -54,8 +54,11 @@ GPTSFTDatasetConfig, DirectHFSFTDatasetConfig, EnergonDatasetConfig, MockVLMSFTD
         "for n in (2048, 4096):\n    cfg.model.seq_length = n",
     ]
     invalid = [
-        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
-        "cfg.model.seq_length = 2048  # error\ncfg.dataset.seq_length = 4096",
+        Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+                "cfg.model.seq_length = 2048  # error\ncfg.dataset.seq_length = 4096",
+                message="model.seq_length is 2048, but dataset.seq_length is 4096", unsafe=True,
+                fixed="cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+                      "cfg.model.seq_length = 4096  # error\ncfg.dataset.seq_length = 4096"),
         Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
                 "cfg.model.seq_length = 2048", dotlist=("dataset.seq_length=8192",)),
         Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
