@@ -390,7 +390,37 @@ def test_missing_keys_take_the_config_class_defaults(hub, tmp_path, mb06):
     cfg = resolve_recipe(path, "model_config", search_paths=roots)
     assert cfg.value("model.add_bias_linear") is False  # LlamaConfig.mlp_bias = False
     assert cfg.value("model.num_moe_experts") is None  # no class of the chain has num_experts: not mapped
-    assert not is_known(cfg.value("model.kv_channels"))  # head_dim is computed by __post_init__
+    # head_dim: None, then LlamaConfig.__post_init__: hidden_size // num_attention_heads = 4096 // 32
+    assert cfg.value("model.kv_channels") == 128
+    assert Path(cfg.last_origin("model.kv_channels").path).name == "configuration_llama.py"
     assert cfg.value("model.position_embedding_type") == "rope"  # rope_parameters defaults to None
     origin = cfg.last_origin("model.add_bias_linear")
     assert Path(origin.path).name == "configuration_llama.py"
+
+
+# A config class whose __post_init__ computes two attributes: one a base method also assigns
+# (so what __post_init__ gives is not the last word), one only it assigns.
+BASE_CONFIG_TOUCHING_GROUPS = PRETRAINED_CONFIG + '''
+    def normalise(self):
+        self.num_key_value_heads = 1
+'''
+LLAMA_CONFIG_TWO_COMPUTED = LLAMA_CONFIG + '''
+        if self.num_key_value_heads is None:
+            self.num_key_value_heads = self.num_attention_heads
+'''
+
+
+def test_post_init_takes_config_values_and_leaves_what_a_base_may_change(hub, tmp_path, mb06):
+    site = fake_transformers(tmp_path / "site")
+    (site / "transformers" / "configuration_utils.py").write_text(BASE_CONFIG_TOUCHING_GROUPS)
+    (site / "transformers" / "models" / "llama" / "configuration_llama.py").write_text(LLAMA_CONFIG_TWO_COMPUTED)
+    write_snapshot(hub, "org/explicit-head-dim", {**LLAMA3_8B, "head_dim": 96})
+    cfg = resolve_recipe(recipe_file(tmp_path, "org/explicit-head-dim"), "model_config", search_paths=[mb06, site])
+    assert cfg.value("model.kv_channels") == 96  # config.json's head_dim is not None: kept
+    assert Path(cfg.last_origin("model.kv_channels").path).name == "config.json"
+    assert cfg.value("model.num_query_groups") == 8  # a base method assigns it: config.json's value, as before
+    without_groups = {key: value for key, value in LLAMA3_8B.items() if key != "num_key_value_heads"}
+    write_snapshot(hub, "org/no-groups", without_groups)
+    cfg = resolve_recipe(recipe_file(tmp_path, "org/no-groups"), "model_config", search_paths=[mb06, site])
+    assert cfg.value("model.kv_channels") == 128
+    assert not is_known(cfg.value("model.num_query_groups"))

@@ -184,7 +184,8 @@ class BridgeState:
     """One ``to_megatron_provider()`` being interpreted: the bridge's class chain, the HF
     config and the objects standing for it."""
 
-    __slots__ = ("index", "chain", "config", "config_obj", "pretrained", "display", "origins", "transformers")
+    __slots__ = ("index", "chain", "config", "config_obj", "pretrained", "display", "origins", "transformers",
+                 "post_init")
 
     def __init__(self, index: BridgeIndex, chain: list[BridgeClass], config: HFConfig, display: str) -> None:
         self.index = index
@@ -195,6 +196,7 @@ class BridgeState:
         self.config_obj: Obj | None = None
         self.pretrained: Obj | None = None
         self.transformers = None  # the transformers config class's chain, when its source is at hand
+        self.post_init: dict[str, tuple] = {}  # key -> (value, origin) its __post_init__ gives
 
 
 class BridgeInstance:
@@ -274,6 +276,7 @@ class HFModelsMixin:
                 if value is not ABSENT_ATTRIBUTE:
                     state.config_obj.set(key, value, origin)
             state.config_obj.open = not state.transformers.closed
+            self.run_config_post_init(state, node)
         state.pretrained = self.new_obj(_PRETRAINED, None)
         state.pretrained.set("config", state.config_obj, None)
         state.pretrained.open = True
@@ -292,10 +295,45 @@ class HFModelsMixin:
             provider.set("hf_model_revision", revision, origin)
         return provider
 
+    def run_config_post_init(self, state: BridgeState, node: ast.AST) -> None:
+        """transformers 5 builds a config as a dataclass: the fields (config.json's values, else
+        the declared defaults), then ``__post_init__``, which works some attributes out from
+        others (Llama: ``head_dim = hidden_size // num_attention_heads`` when None). The model
+        class's own ``__post_init__`` is interpreted with ``self`` the config; only the
+        attributes that no other method (of it or of a base) assigns take its result, the
+        others are left as they were."""
+        chain = state.transformers
+        keys = chain.post_init_keys()
+        if not keys:
+            return
+        config = state.config_obj
+        before = dict(config.fields)
+        was_open = config.open
+        for key in keys:
+            if key not in state.config.values:
+                config.set(key, chain.declared_default(key), None)
+        model = chain.classes[0]
+        self.call_function(FuncRef(model.scope, model.post_init), [config], {}, node)
+        table = config.writable()
+        for key in list(table):
+            if key in keys:
+                value, origins = table[key]
+                origin = _with_kind(origins[-1], "default") if origins else None
+                table[key] = (value, (origin,) if origin is not None else ())
+                state.post_init[key] = (value, origin)
+            elif key in before:
+                table[key] = before[key]
+            else:
+                del table[key]
+        config.open = was_open
+
     def hf_attribute(self, state: BridgeState, key: str) -> tuple[Any, Origin | None]:
-        """(value, origin) of the config's attribute ``key``: config.json's value, else the
-        transformers config class's default (``ABSENT_ATTRIBUTE`` where it has none, UNKNOWN
-        where it cannot be read)."""
+        """(value, origin) of the config's attribute ``key``: what the config class's
+        ``__post_init__`` made of it, else config.json's value, else the transformers config
+        class's default (``ABSENT_ATTRIBUTE`` where it has none, UNKNOWN where it cannot be
+        read)."""
+        if key in state.post_init:
+            return state.post_init[key]
         values = state.config.values
         if key in values:
             return self.hf_value(state, values[key], key), self.hf_origin(state, key)
@@ -443,7 +481,7 @@ class HFModelsMixin:
             if field in kwargs and not (isinstance(kwargs[field], Unknown) and field not in origins):
                 continue
             parent, _, child = hf_name.partition(".")
-            found = values.get(parent, _MISSING)
+            found = values.get(parent, _MISSING) if parent not in state.post_init else _MISSING
             if child:
                 if found is _MISSING:
                     kwargs[field] = Unknown(f"{parent} is not in config.json")

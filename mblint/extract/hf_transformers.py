@@ -31,6 +31,8 @@ class ConfigClass:
         self.node = node
         self.defaults: dict[str, ast.expr | None] = {}  # declared attributes and their default expressions
         self.computed: set[str] = set()  # attributes some method assigns from other values
+        self.assigned_by: dict[str, set[str]] = {}  # method name -> the attributes it assigns
+        self.post_init: ast.FunctionDef | None = None  # its own __post_init__ (transformers 5)
         self.opaque = False  # __getattr__ / __getattribute__ of its own making
         aliases: set[str] = set()
         for stmt in node.body:
@@ -54,6 +56,9 @@ class ConfigClass:
         if any(isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in method.decorator_list):
             self.computed.add(method.name)
             return
+        if method.name == "__post_init__":
+            self.post_init = method
+        assigned = self.assigned_by.setdefault(method.name, set())
         parameters = {a.arg: d for a, d in zip(method.args.args[::-1], method.args.defaults[::-1])}
         for node in ast.walk(method):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
@@ -63,6 +68,7 @@ class ConfigClass:
                         and target.value.id == "self"):
                     continue
                 name = target.attr
+                assigned.add(name)
                 stored_as_given = (method.name == "__init__" and isinstance(node, ast.Assign)
                                    and isinstance(node.value, ast.Name) and node.value.id == name
                                    and name in parameters)
@@ -103,6 +109,25 @@ class ConfigClassChain:
         if key in model.defaults:
             return _constant(model.defaults[key])
         return ABSENT_ATTRIBUTE
+
+    def post_init_keys(self) -> set[str]:
+        """The attributes only the model class's own ``__post_init__`` assigns (no other method
+        of it, no method of a base): what running that method alone decides. Empty when the
+        chain is not fully read."""
+        model = self.classes[0]
+        if model.post_init is None or not self.complete or any(cls.opaque for cls in self.classes):
+            return set()
+        others = set().union(*(keys for name, keys in model.assigned_by.items() if name != "__post_init__"),
+                             *(cls.computed for cls in self.classes[1:]))
+        return model.assigned_by["__post_init__"] - others
+
+    def declared_default(self, key: str) -> Any:
+        """The literal default of the first class that declares ``key`` (a dataclass field
+        default, before ``__post_init__``), UNKNOWN when it is none."""
+        for cls in self.classes:
+            if key in cls.defaults:
+                return _constant(cls.defaults[key])
+        return UNKNOWN
 
     @property
     def closed(self) -> bool:
