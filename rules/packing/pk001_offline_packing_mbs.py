@@ -64,7 +64,11 @@ be 1"; 0.3.1: lines 1561-1579); skills/nemo-mbridge-perf-sequence-packing/SKILL.
                       "cfg.train.micro_batch_size = 1  # error\n"
                       "cfg.train.global_batch_size = 64", unsafe=True),
         Example("cfg = _sft_common()\ncfg.train.micro_batch_size = 2  # error", version="0.3"),
-        Example("cfg = _sft_common()", yaml="train:\n  micro_batch_size: 4  # error\n"),
+        # not fixed from the override file alone: the global batch and pack size would be added
+        # to the recipe, which is not being linted (all of a finding's edits or none)
+        Example("cfg = _sft_common()", yaml="train:\n  micro_batch_size: 4  # error\n",
+                message="global_batch_size=32, packed_sequence_size=8192",
+                fixed_yaml="train:\n  micro_batch_size: 4  # error\n"),
         Example("cfg = _sft_common()", dotlist=("train.micro_batch_size=2",)),
     ]
 
