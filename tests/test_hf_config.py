@@ -424,3 +424,116 @@ def test_post_init_takes_config_values_and_leaves_what_a_base_may_change(hub, tm
     cfg = resolve_recipe(recipe_file(tmp_path, "org/no-groups"), "model_config", search_paths=[mb06, site])
     assert cfg.value("model.kv_channels") == 128
     assert not is_known(cfg.value("model.num_query_groups"))
+
+
+# ----- a composite (vision-language) config: the bridge converts hf_config.text_config --------
+
+# Qwen/Qwen2.5-VL-3B-Instruct config.json (model card facts): a hub config saved flat, the text
+# model's keys at the top level.
+QWEN25_VL_3B = {
+    "architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+    "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645, "hidden_act": "silu",
+    "hidden_size": 2048, "intermediate_size": 11008, "max_position_embeddings": 128000, "max_window_layers": 70,
+    "num_attention_heads": 16, "num_hidden_layers": 36, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "use_sliding_window": False, "vision_config": {"depth": 32, "hidden_size": 1280, "out_hidden_size": 2048},
+    "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}, "vocab_size": 151936,
+}
+
+# The shape of transformers 5's Qwen2.5-VL configs: the composite class names its text class in
+# sub_configs and, for a flat hub config, builds it from the top-level keys that are its fields.
+QWEN25_VL_CONFIG = '''
+import inspect
+
+from ...configuration_utils import PreTrainedConfig
+
+
+class Qwen2_5_VLTextConfig(PreTrainedConfig):
+    model_type = "qwen2_5_vl_text"
+    vocab_size: int = 152064
+    hidden_size: int = 8192
+    intermediate_size: int = 29568
+    num_hidden_layers: int = 80
+    num_attention_heads: int = 64
+    num_key_value_heads: int | None = 8
+    hidden_act: str = "silu"
+    max_position_embeddings: int = 32768
+    rms_norm_eps: float = 1e-05
+    attention_dropout: float = 0.0
+    rope_parameters: dict | None = None
+
+    def __post_init__(self, **kwargs):
+        if self.num_key_value_heads is None:
+            self.num_key_value_heads = self.num_attention_heads
+
+
+class Qwen2_5_VLConfig(PreTrainedConfig):
+    model_type = "qwen2_5_vl"
+    sub_configs = {"text_config": Qwen2_5_VLTextConfig}
+    text_config: dict | PreTrainedConfig | None = None
+    vision_config: dict | None = None
+    tie_word_embeddings: bool = False
+
+    def __post_init__(self, **kwargs):
+        text_params = inspect.signature(self.sub_configs["text_config"].__init__).parameters.keys()
+        text_params = list(text_params) + ["rope_parameters", "rope_scaling", "rope_theta"]
+        text_kwargs = {key: kwargs.pop(key) for key in text_params if key in kwargs}
+        if isinstance(self.text_config, dict):
+            self.text_config = self.sub_configs["text_config"](**self.text_config)
+        elif self.text_config is None:
+            text_kwargs["dtype"] = kwargs.get("torch_dtype", kwargs.get("dtype"))
+            self.text_config = self.sub_configs["text_config"](**text_kwargs)
+'''
+
+
+def fake_qwen25_vl(root: Path, config_source: str = QWEN25_VL_CONFIG) -> Path:
+    site = fake_transformers(root)
+    folder = site / "transformers" / "models" / "qwen2_5_vl"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / "configuration_qwen2_5_vl.py").write_text(config_source)
+    return site
+
+
+QWEN25_VL_TEXT = {
+    "model.num_layers": 36, "model.hidden_size": 2048, "model.num_attention_heads": 16,
+    "model.num_query_groups": 2, "model.ffn_hidden_size": 11008, "model.vocab_size": 151936,
+    "model.bf16": True, "model.rotary_base": 1000000.0, "model.layernorm_epsilon": 1e-06,
+}
+
+
+def test_text_config_of_a_flat_composite_config(hub, tmp_path, mb06):
+    written = write_snapshot(hub, "Qwen/Qwen2.5-VL-3B-Instruct", QWEN25_VL_3B)
+    path = recipe_file(tmp_path, "Qwen/Qwen2.5-VL-3B-Instruct")
+    without = resolve_recipe(path, "model_config", search_paths=[mb06])
+    assert not is_known(without.value("model.num_layers"))  # what text_config holds needs the class
+    cfg = resolve_recipe(path, "model_config", search_paths=[mb06, fake_qwen25_vl(tmp_path / "site")])
+    for field, value in QWEN25_VL_TEXT.items():
+        assert cfg.value(field) == value, field
+    # set by Qwen25VLBridge.provider_bridge from the top-level config
+    assert cfg.value("model.share_embeddings_and_output_weights") is True
+    assert cfg.value("model.position_embedding_type") == "mrope"
+    origin = cfg.last_origin("model.num_layers")
+    assert Path(origin.path).resolve() == written.resolve()
+    assert origin.line == read_config(written).position("num_hidden_layers")[0]
+
+
+def test_text_config_object_in_config_json(hub, tmp_path, mb06):
+    text = {key: QWEN25_VL_3B[key] for key in ("hidden_size", "intermediate_size", "num_attention_heads",
+                                              "num_hidden_layers", "num_key_value_heads", "rms_norm_eps",
+                                              "rope_theta", "vocab_size")}
+    nested = {key: value for key, value in QWEN25_VL_3B.items() if key not in text}
+    write_snapshot(hub, "org/nested-vl", {**nested, "text_config": {**text, "dtype": "bfloat16"}})
+    cfg = resolve_recipe(recipe_file(tmp_path, "org/nested-vl"), "model_config",
+                         search_paths=[mb06, fake_qwen25_vl(tmp_path / "site")])
+    for field, value in QWEN25_VL_TEXT.items():
+        assert cfg.value(field) == value, field
+
+
+def test_text_config_unknown_when_the_class_does_not_build_it_from_flat_keys(hub, tmp_path, mb06):
+    write_snapshot(hub, "Qwen/Qwen2.5-VL-3B-Instruct", QWEN25_VL_3B)
+    defaults_only = QWEN25_VL_CONFIG.split("    def __post_init__(self, **kwargs):\n        text_params")[0] + \
+        "    def __post_init__(self, **kwargs):\n        self.text_config = self.sub_configs['text_config']()\n"
+    site = fake_qwen25_vl(tmp_path / "site", defaults_only)
+    cfg = resolve_recipe(recipe_file(tmp_path, "Qwen/Qwen2.5-VL-3B-Instruct"), "model_config", search_paths=[mb06, site])
+    assert not is_known(cfg.value("model.num_layers"))

@@ -185,7 +185,7 @@ class BridgeState:
     config and the objects standing for it."""
 
     __slots__ = ("index", "chain", "config", "config_obj", "pretrained", "display", "origins", "transformers",
-                 "post_init")
+                 "post_init", "sub_states")
 
     def __init__(self, index: BridgeIndex, chain: list[BridgeClass], config: HFConfig, display: str) -> None:
         self.index = index
@@ -197,6 +197,23 @@ class BridgeState:
         self.pretrained: Obj | None = None
         self.transformers = None  # the transformers config class's chain, when its source is at hand
         self.post_init: dict[str, tuple] = {}  # key -> (value, origin) its __post_init__ gives
+        self.sub_states: list[BridgeState] = []  # sub-configs (text_config) the bridge may convert
+
+
+class SubConfig:
+    """A sub-config's values (``text_config``) as an ``HFConfig``: each key is located at the
+    config.json key it came from (``where``)."""
+
+    __slots__ = ("path", "values", "parent", "where")
+
+    def __init__(self, parent: HFConfig, values: dict, where: dict) -> None:
+        self.path = parent.path
+        self.values = values
+        self.parent = parent
+        self.where = where
+
+    def position(self, key: str) -> tuple[int, int, int, int]:
+        return self.parent.position(self.where.get(key, key))
 
 
 class BridgeInstance:
@@ -267,16 +284,9 @@ class HFModelsMixin:
         if model_type not in self.hf_config_classes:
             self.hf_config_classes[model_type] = config_class_chain(self, model_type)
         state.transformers = self.hf_config_classes[model_type]
-        state.config_obj = self.hf_value(state, config.values, None)
-        state.config_obj.cls = _HF_CONFIG
-        state.config_obj.open = True  # the transformers config class may add attributes
+        state.config_obj = self.config_object(state, node)
         if state.transformers is not None:
-            for key in state.transformers.declared() - set(config.values):
-                value, origin = self.hf_attribute(state, key)
-                if value is not ABSENT_ATTRIBUTE:
-                    state.config_obj.set(key, value, origin)
-            state.config_obj.open = not state.transformers.closed
-            self.run_config_post_init(state, node)
+            self.text_sub_config(state, node)
         state.pretrained = self.new_obj(_PRETRAINED, None)
         state.pretrained.set("config", state.config_obj, None)
         state.pretrained.open = True
@@ -294,6 +304,59 @@ class HFModelsMixin:
         if isinstance(revision, str) and "hf_model_revision" in provider.fields:
             provider.set("hf_model_revision", revision, origin)
         return provider
+
+    def config_object(self, state: BridgeState, node: ast.AST) -> Obj:
+        """The config object ``hf_pretrained.config``: config.json's values, the config class's
+        defaults for the keys it leaves out, then what its ``__post_init__`` works out."""
+        config = self.hf_value(state, state.config.values, None)
+        config.cls = _HF_CONFIG
+        config.open = True  # the transformers config class may add attributes
+        state.config_obj = config
+        if state.transformers is not None:
+            for key in state.transformers.declared() - set(state.config.values):
+                value, origin = self.hf_attribute(state, key)
+                if value is not ABSENT_ATTRIBUTE:
+                    config.set(key, value, origin)
+            config.open = not state.transformers.closed
+            self.run_config_post_init(state, node)
+        return config
+
+    def text_sub_config(self, state: BridgeState, node: ast.AST) -> None:
+        """``hf_config.text_config`` of a composite config (a vision-language model): the class
+        its ``sub_configs`` names, built from config.json's ``text_config`` object, or (a hub
+        config saved flat, where the config's ``__post_init__`` says so) from the top-level
+        keys that are that class's fields. Its own defaults and ``__post_init__`` apply. A
+        bridge that converts it (``self.hf_config_to_provider_kwargs(text_config)``) gets the
+        generic conversion of those values."""
+        chain = state.transformers.sub_config("text_config")
+        if chain is None or not chain.complete:
+            return
+        values = state.config.values
+        nested = values.get("text_config")
+        if isinstance(nested, dict):
+            sub = SubConfig(state.config, nested, {key: "text_config" for key in nested})
+        elif nested is None:
+            flat, with_dtype = state.transformers.builds_from_flat_keys("text_config")
+            if not flat:
+                return
+            own = state.transformers.field_names()
+            wanted = chain.field_names() | state.transformers.flat_extra_keys("text_config")
+            picked = {key: value for key, value in values.items() if key in wanted and key not in own}
+            where = {key: key for key in picked}
+            dtype_key = "torch_dtype" if "torch_dtype" in values else "dtype"
+            if with_dtype and dtype_key in values:
+                picked["dtype"] = values[dtype_key]
+                where["dtype"] = dtype_key
+            sub = SubConfig(state.config, picked, where)
+        else:
+            return
+        sub_state = BridgeState(state.index, state.chain, sub, state.display)
+        sub_state.transformers = chain
+        text = self.config_object(sub_state, node)
+        origin = self.hf_origin(state, "text_config") if "text_config" in values else None
+        state.config_obj.set("text_config", text, origin)
+        state.post_init["text_config"] = (text, origin)
+        state.sub_states.append(sub_state)
 
     def run_config_post_init(self, state: BridgeState, node: ast.AST) -> None:
         """transformers 5 builds a config as a dataclass: the fields (config.json's values, else
@@ -446,7 +509,10 @@ class HFModelsMixin:
         if name == "make_vocab_size_divisible_by":
             return _vocab_divisor(args[0]) if args and isinstance(args[0], int) and args[0] > 0 else UNKNOWN
         if args and args[0] is not state.pretrained and args[0] is not state.config_obj:
-            return UNKNOWN  # another config than the model's
+            sub = next((sub for sub in state.sub_states if sub.config_obj is args[0]), None)
+            if sub is None or name == "provider_bridge":
+                return UNKNOWN  # another config than the model's
+            state = sub
         kwargs, origins = self.provider_kwargs(state)
         if name == "hf_config_to_provider_kwargs":
             result = self.new_obj(None, self.origin(node, frame))

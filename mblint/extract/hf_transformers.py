@@ -35,9 +35,11 @@ class ConfigClass:
         self.post_init: ast.FunctionDef | None = None  # its own __post_init__ (transformers 5)
         self.opaque = False  # __getattr__ / __getattribute__ of its own making
         aliases: set[str] = set()
+        self.fields: set[str] = set()  # annotated attributes: its dataclass fields (transformers 5)
         for stmt in node.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 self.defaults[stmt.target.id] = stmt.value
+                self.fields.add(stmt.target.id)
             elif isinstance(stmt, ast.Assign):
                 for target in stmt.targets:
                     if isinstance(target, ast.Name):
@@ -120,6 +122,53 @@ class ConfigClassChain:
         others = set().union(*(keys for name, keys in model.assigned_by.items() if name != "__post_init__"),
                              *(cls.computed for cls in self.classes[1:]))
         return model.assigned_by["__post_init__"] - others
+
+    def sub_config(self, key: str) -> "ConfigClassChain | None":
+        """The chain of the class the model class's ``sub_configs`` names for ``key``
+        (``{"text_config": Qwen2_5_VLTextConfig, ...}``), None where it cannot be read."""
+        model = self.classes[0]
+        table = model.defaults.get("sub_configs")
+        if not isinstance(table, ast.Dict):
+            return None
+        for name, value in zip(table.keys, table.values):
+            if isinstance(name, ast.Constant) and name.value == key:
+                found = _class_node(model.interp, model.scope, value)
+                return _chain(model.interp, *found) if found is not None else None
+        return None
+
+    def builds_from_flat_keys(self, key: str) -> tuple[bool, bool]:
+        """(whether the model class's ``__post_init__`` builds the sub-config ``key`` from the
+        top-level keys that are parameters of its class, ``inspect.signature(
+        self.sub_configs[key].__init__)`` (a hub config saved as a flat dict), whether it
+        also gives it ``text_kwargs["dtype"]``, the config's dtype)."""
+        method = self.classes[0].post_init
+        if method is None:
+            return False, False
+        flat = dtype = False
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call) and _name_tail(node.func) == "signature" and node.args \
+                    and _sub_config_key(node.args[0]) == key:
+                flat = True
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "dtype"
+                    for t in node.targets):
+                dtype = True
+        return flat, flat and dtype
+
+    def flat_extra_keys(self, key: str) -> set[str]:
+        """Keys the flat build adds to the sub-config class's parameters: the string
+        constants of a list added to them (``list(text_params) + ["rope_parameters", ...]``)."""
+        method = self.classes[0].post_init
+        found: set[str] = set()
+        for node in ast.walk(method) if method is not None else ():
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.right, ast.List):
+                found.update(item.value for item in node.right.elts
+                             if isinstance(item, ast.Constant) and isinstance(item.value, str))
+        return found
+
+    def field_names(self) -> set[str]:
+        """The dataclass fields of the chain: the parameters of its ``__init__``."""
+        return {name for cls in self.classes for name in cls.fields}
 
     def declared_default(self, key: str) -> Any:
         """The literal default of the first class that declares ``key`` (a dataclass field
@@ -217,4 +266,18 @@ def _class_node(interp: Any, scope: Any, base: ast.expr) -> tuple | None:
                     if other is None:
                         return None
                     return _class_node(interp, other, ast.Name(id=alias.name))
+    return None
+
+
+def _name_tail(node: ast.expr) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+
+
+def _sub_config_key(node: ast.expr) -> Any:
+    """``KEY`` of ``self.sub_configs[KEY].__init__`` (or of ``self.sub_configs[KEY]``)."""
+    if isinstance(node, ast.Attribute) and node.attr == "__init__":
+        node = node.value
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "sub_configs" \
+            and isinstance(node.slice, ast.Constant):
+        return node.slice.value
     return None
