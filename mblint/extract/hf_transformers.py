@@ -86,6 +86,7 @@ class ConfigClassChain:
     def __init__(self, classes: list[ConfigClass], complete: bool) -> None:
         self.classes = classes
         self.complete = complete
+        self._sub_configs: dict[str, ConfigClassChain | None] = {}
 
     def default(self, key: str) -> tuple[Any, Any]:
         """(value, (scope, expression) or None): what the class gives ``key`` when config.json
@@ -126,6 +127,11 @@ class ConfigClassChain:
     def sub_config(self, key: str) -> "ConfigClassChain | None":
         """The chain of the class the model class's ``sub_configs`` names for ``key``
         (``{"text_config": Qwen2_5_VLTextConfig, ...}``), None where it cannot be read."""
+        if key not in self._sub_configs:
+            self._sub_configs[key] = self._read_sub_config(key)
+        return self._sub_configs[key]
+
+    def _read_sub_config(self, key: str) -> "ConfigClassChain | None":
         model = self.classes[0]
         table = model.defaults.get("sub_configs")
         if not isinstance(table, ast.Dict):
