@@ -1050,8 +1050,8 @@ def summarise_missing_hf_configs(report: Report) -> None:
     shown = ", ".join(models[:8]) + (f" and {len(models) - 8} more" if len(models) > 8 else "")
     report.notes.append(
         f"{len(marked)} recipe{'s use' if len(marked) != 1 else ' uses'} Hugging Face models whose config.json is "
-        f"not available here ({shown}): their architecture fields (layers, heads, experts...) are unknown and the "
-        "checks that need them did not run. Put the config in the local Hugging Face cache "
+        f"not available here ({shown}): their provider class and architecture fields (layers, heads, experts...) "
+        "are unknown and the checks that need them did not run. Put the config in the local Hugging Face cache "
         "(`huggingface-cli download ORG/NAME config.json`; HF_HUB_CACHE or HF_HOME say where it is) or in a "
         "folder of ORG/NAME/config.json files named by `hf-config-paths` in the settings.")
 

@@ -272,13 +272,18 @@ class ResolvedRecipe:
         """The plain assignments a model provider's ``finalize()`` makes when
         ``ConfigContainer.validate()`` runs, after every recipe edit and override:
         ``PROVIDER_FINALIZE`` lists them per provider class, each with its condition and applied
-        where the release's code has it (a schema check). An unknown condition makes the assigned field unknown; an HF provider (its class not known) is left
-        as it is."""
+        where the release's code has it (a schema check). An unknown condition makes the
+        assigned field unknown. An AutoBridge model whose class is not known (no config.json
+        at hand) may be any provider: a field of ``UNKNOWN_CLASS_MAY_SET`` that some provider's
+        finalize() of this release would set under a condition that holds (or may) is unknown."""
         slot = self.root.fields.get("model")
         model = slot[0] if slot else None
-        if type(model) is not Obj or model.cls is None or model.label:
+        if type(model) is not Obj or model.cls is None:
             return
-        for effect in finalize_assignments(self.schema, model.cls.qualname):
+        class_known = not model.label
+        effects = (finalize_assignments(self.schema, model.cls.qualname) if class_known
+                   else possible_finalize_assignments(self.schema))
+        for effect in effects:
             field, op, bound = effect["if"]
             current = model.get(field)
             if is_missing(current):
@@ -289,10 +294,16 @@ class ResolvedRecipe:
                 continue
             cause = model.fields.get(field, (None, ()))[1][-1:]
             for name, value in effect["set"].items():
-                if name in model.fields:
-                    previous = model.fields[name][1]
-                    model.writable()[name] = (value if condition is True else Unknown("set by the provider's finalize()"),
-                                              previous + tuple(_with_kind(origin, "default") for origin in cause))
+                if name not in model.fields:
+                    continue
+                current_value, previous = model.fields[name]
+                if not class_known:
+                    if _same(current_value, value):
+                        continue  # whatever the class, the field ends with this value
+                    value = Unknown("set by the finalize() of some providers; the model's class is not known")
+                elif condition is not True:
+                    value = Unknown("set by the provider's finalize()")
+                model.writable()[name] = (value, previous + tuple(_with_kind(origin, "default") for origin in cause))
 
 
 # Plain assignments of providers' finalize() (run by ConfigContainer.validate() after every recipe
@@ -316,6 +327,28 @@ PROVIDER_FINALIZE = (
 def finalize_assignments(schema: Schema, qualname: str) -> list[dict]:
     return [effect for owner, check, effect in PROVIDER_FINALIZE
             if schema.has_check(check) and schema.is_subclass(qualname, owner)]
+
+
+# The fields an AutoBridge model of unknown class (no config.json at hand) has unknown when some
+# provider's finalize() in the release would set them (issue 24: PB010 on 0.6.2's
+# qwen3_vl_235b_a22b_sft_32gpu_h100_bf16_config). calculate_per_token_loss (Qwen-VL providers,
+# CP > 1) is the same case but left known: making it unknown silences CP002, an error, on every
+# AutoBridge fine-tuning recipe with CP > 1 without its config.json; a decision for the lead.
+UNKNOWN_CLASS_MAY_SET = ("sequence_parallel",)
+
+
+def possible_finalize_assignments(schema: Schema) -> list[dict]:
+    """The effects on ``UNKNOWN_CLASS_MAY_SET`` some provider class of the release has (its
+    code has the check), each once."""
+    found = []
+    for _, check, effect in PROVIDER_FINALIZE:
+        if schema.has_check(check) and effect not in found and set(effect["set"]) <= set(UNKNOWN_CLASS_MAY_SET):
+            found.append(effect)
+    return found
+
+
+def _same(current: Any, value: Any) -> bool:
+    return type(current) is type(value) and current == value
 
 
 def _plain_int(value: Any) -> bool:

@@ -508,11 +508,14 @@ class Alignment:
 
 
 def cp_sp_alignment_all(cfg: EffectiveConfig) -> Any:
-    """The CP/SP alignment over {CP, eval CP}; ``UNKNOWN`` if an input is unknown."""
+    """The CP/SP alignment over {CP, eval CP}; ``UNKNOWN`` if a size is unknown. With
+    sequence parallelism unknown (an AutoBridge model of unknown class may turn it on), only
+    the CP part, which holds either way: the SP part only adds to it."""
     par = parallel(cfg)
     eval_cp = eval_context_parallel_size(cfg)
-    if not known(par.cp, par.tp, par.sp) or not is_known(eval_cp):
+    if not known(par.cp, par.tp) or not is_known(eval_cp):
         return UNKNOWN
+    sp = known(par.sp) and bool(par.sp)
     if not _positive_ints(par.cp, par.tp) or (eval_cp is not None and not _positive_ints(eval_cp)):
         return UNKNOWN  # a size of 0 or a non-number is reported by other rules, not aligned here
     sizes = [("CP", par.cp)]
@@ -526,7 +529,7 @@ def cp_sp_alignment_all(cfg: EffectiveConfig) -> Any:
             parts.append(f"{label}={size}")
             mults.append(2 * size)
             cp_mults.append(2 * size)
-    if par.sp and par.tp > 1:
+    if sp and par.tp > 1:
         for label, size in sizes:
             prefix = f"{label}={size} with " if size > 1 and len(sizes) > 1 else ""
             parts.append(f"{prefix}TP={par.tp} with sequence parallelism")

@@ -241,7 +241,9 @@ CASES: list[Case] = [
             "model.tensor_model_parallel_size": 8,
             "model.pipeline_model_parallel_size": 2,
             "model.context_parallel_size": 1,  # helper default cp=1 overwrites 2
-            "model.sequence_parallel": False,  # sp=False given
+            # sp=False given (the real Llama value), but without config.json the class is not
+            # known: Qwen3VLMoEModelProvider.finalize() would turn SP on with TP > 1
+            "model.sequence_parallel": UNKNOWN,
             "dataset.offline_packing_specs.pad_seq_to_mult": 16,  # mult=16
             "train.global_batch_size": 32,
         },
@@ -433,7 +435,7 @@ CASES: list[Case] = [
             "model.tensor_model_parallel_size": 8,
             "model.context_parallel_size": 2,
             "model.pipeline_model_parallel_size": 1,  # helper default
-            "model.sequence_parallel": False,
+            "model.sequence_parallel": UNKNOWN,  # False for Llama; unknown class, TP 8 (as sft_tp8)
             "dataset.offline_packing_specs.pad_seq_to_mult": 4,  # 2 * 2
             "train.global_batch_size": 32,
         },

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from mblint.api import resolve_recipe
 from mblint.engine import CheckOptions, Engine
+from mblint.model import is_known
 from mblint.plugins import load_plugins
 from mblint.testing import HEADER_03, HEADER_06
 
@@ -100,3 +102,38 @@ def test_constructor_normalisations_are_in_the_resolved_values(tmp_path, mb_root
     assert cfg.value("optimizer.params_dtype") is True  # set through fp8_param, read through fp8_param_gather
     if version == "0.6":
         assert cfg.value("tokenizer.pad_vocab_size") is False
+
+
+QWEN3_VL_235B_SFT = """\
+cfg = _sft_common_vlm()
+cfg.model = AutoBridge.from_hf_pretrained("Qwen/Qwen3-VL-235B-A22B-Instruct").to_megatron_provider(load_weights=False)
+cfg.model.seq_length = 4096
+cfg.model.tensor_model_parallel_size = 4
+cfg.model.pipeline_model_parallel_size = 1
+cfg.model.expert_model_parallel_size = 32
+cfg.model.context_parallel_size = 1
+cfg.model.sequence_parallel = False
+"""
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.6"])
+def test_tp_without_sp_is_silent_when_the_autobridge_class_is_unknown(tmp_path, mb_roots, version):
+    """0.6.2's qwen3_vl_235b_a22b_sft_32gpu_h100_bf16_config without its config.json: the
+    provider may be Qwen3VLMoEModelProvider, whose finalize() turns SP on with TP > 1, so SP is
+    unknown and PB010 (and every rule reading SP) says nothing."""
+    body = QWEN3_VL_235B_SFT if version == "0.6" else QWEN3_VL_235B_SFT.replace("_sft_common_vlm()", "_sft_common()")
+    function = "qwen3_vl_235b_a22b_sft_32gpu_h100_bf16_config"
+    findings = lint(tmp_path, body, mb_roots[version], version, function=function)
+    assert [f.rule_id for f in findings if "sequence_parallel" in f.message] == []
+    cfg = resolve_recipe(tmp_path / "recipe.py", function, search_paths=[mb_roots[version]], version=version)
+    assert cfg.value("model.tensor_model_parallel_size") == 4
+    assert not is_known(cfg.value("model.sequence_parallel"))
+
+
+def test_tp_without_sp_is_reported_for_a_provider_class_mblint_knows(tmp_path, mb_roots):
+    body = QWEN3_VL_235B_SFT.replace(
+        'AutoBridge.from_hf_pretrained("Qwen/Qwen3-VL-235B-A22B-Instruct").to_megatron_provider(load_weights=False)',
+        "GPTModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4)")
+    body = "from megatron.bridge.models import GPTModelProvider\n" + body
+    findings = lint(tmp_path, body, mb_roots["0.6"], function="gpt_sft_32gpu_h100_bf16_config")
+    assert [f.rule_id for f in findings if f.rule_id == "PB010"] == ["PB010"]

@@ -2,8 +2,11 @@ from __future__ import annotations
 
 from mblint.rulekit import Example, FixIntent, Rule, Severity, comm_overlap_present, known, parallel, value
 
+# A provider class mblint knows: an AutoBridge model without its config.json may be a provider
+# whose finalize() turns sequence parallelism on when TP > 1.
 BASE = ('cfg = _pretrain_common()\n'
-        'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+        'from megatron.bridge.models import GPTModelProvider\n'
+        'cfg.model = GPTModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4)\n')
 OVERLAP = 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=True)\n'
 
 

@@ -2,7 +2,14 @@ from __future__ import annotations
 
 from mblint.rulekit import Example, FixIntent, Rule, Severity, int_values, parallel
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+# A provider class mblint knows: an AutoBridge model without its config.json may be any
+# provider, some of which turn sequence parallelism on in finalize() (see the doc).
+MODEL = ('from megatron.bridge.models import GPTModelProvider\n'
+         'cfg.model = GPTModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4)\n')
+# modelled on 0.6.2's qwen3_vl_235b_a22b_sft_32gpu_h100_bf16_config (no config.json at hand)
+HF_QWEN3_VL_MOE = ('cfg = _sft_common_vlm()\n'
+                   'cfg.model = AutoBridge.from_hf_pretrained("Qwen/Qwen3-VL-235B-A22B-Instruct").to_megatron_provider('
+                   'load_weights=False)\n')
 
 
 QWEN3_VL_MOE = ("from megatron.bridge.models.qwen_vl.qwen3_vl_provider import Qwen3VLMoEModelProvider\n"
@@ -21,8 +28,10 @@ class TpWithoutSp(Rule):
 Flags `model.tensor_model_parallel_size > 1` with `model.sequence_parallel` False, as the
 configuration stands after the model provider's `finalize()` (some providers, such as
 `Qwen3VLMoEModelProvider`, turn sequence parallelism on themselves whenever TP > 1; mblint
-applies those assignments, listed in `mblint.resolve.PROVIDER_FINALIZE`, each applied where the release's code has it). A model from `AutoBridge` whose provider class is not known
-is taken as it is.
+applies those assignments, listed in `mblint.resolve.PROVIDER_FINALIZE`, each applied where
+the release's code has it). A model from `AutoBridge` whose provider class is not known (its
+`config.json` is not at hand) may be such a provider: its sequence parallelism with TP > 1 is
+unknown and the rule is silent.
 
 ## Why it matters
 Without sequence parallelism every tensor-parallel rank keeps a full copy of the
@@ -60,6 +69,8 @@ SP; "Combined Parallelism Enablement"); 0.6.2 megatron/bridge/training/comm_over
         QWEN3_VL_MOE + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = False",
         Example(QWEN3_VL_MOE + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = False",
                 version="0.3"),
+        # an AutoBridge model whose class is not known may be such a provider: SP is unknown
+        HF_QWEN3_VL_MOE + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = False",
     ]
     invalid = [
         # the dense sibling's finalize() leaves sequence parallelism alone
