@@ -115,9 +115,10 @@ class RuleContext:
     ) -> Finding:
         """A finding on ``cfg``. The primary location is ``location`` when given, else
         ``primary``'s last origin, else the line the first fix edits (its field's last origin,
-        when the recipe itself or a linted override file wrote it), else the field among ``fields`` set last in
-        program order, else the recipe function. The last origins of ``fields`` elsewhere are
-        related."""
+        when the recipe itself or a linted override file wrote it), else the field among
+        ``fields`` set last in program order, else the recipe function. The last origins of
+        ``fields`` elsewhere are related, and so is the assignment of a local variable a shown
+        place took its value from (``Origin.through``)."""
         lasts = [cfg.last_origin(path) for path in fields]
         target = _fix_target(fixes)
         if location is None:
