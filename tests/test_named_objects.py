@@ -6,7 +6,6 @@ are no literal: an infinite float and a signal whose number POSIX fixes."""
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import textwrap
