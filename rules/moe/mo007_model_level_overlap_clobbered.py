@@ -1,10 +1,23 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, comm_overlap_present, known, value
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    comm_overlap_present,
+    ep_overlap_problems,
+    known,
+    parallel,
+    value,
+)
 
 BASE = ('cfg = _pretrain_common()\n'
         'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
 CO = 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False)\n'
+EP_READY = ('cfg.model.expert_model_parallel_size = 8\ncfg.model.num_moe_experts = 64\n'
+            'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = False\n'
+            'cfg.model.mtp_num_layers = None\n')
 FLAGS = ("overlap_moe_expert_parallel_comm", "delay_wgrad_compute", "tp_comm_overlap",
          "defer_embedding_wgrad_compute")
 
@@ -33,7 +46,11 @@ cfg.model.overlap_moe_expert_parallel_comm = True
 ```
 
 ## Fix
-Safe: move the flag to `cfg.comm_overlap.<field>`.
+Move the flag to `cfg.comm_overlap.<field>`. That turns on what runs off today, so it is safe only
+when what the overlap needs is known to hold: for `overlap_moe_expert_parallel_comm` the
+prerequisites MO005 checks (and, for `delay_wgrad_compute`, that overlap on `cfg.comm_overlap`),
+for `tp_comm_overlap` tensor parallelism of 2 or more with sequence parallelism (MO008);
+otherwise unsafe (a failing prerequisite is then reported by MO005, MO006 or MO008).
 
 ## Versions
 0.3.x and 0.6.x.
@@ -53,8 +70,24 @@ because the flag was reset to False before the prerequisite checks.
         'cfg.model.delay_wgrad_compute = True',
     ]
     invalid = [
-        BASE + CO + 'cfg.model.overlap_moe_expert_parallel_comm = True  # error',
-        BASE + CO + 'cfg.model.tp_comm_overlap = True  # error',
+        # expert parallelism is 1: moving the flag turns on an overlap setup() rejects (unsafe)
+        Example(BASE + CO + 'cfg.model.overlap_moe_expert_parallel_comm = True  # error',
+                message="model.overlap_moe_expert_parallel_comm is True, but cfg.comm_overlap is a CommOverlapConfig "
+                        "with overlap_moe_expert_parallel_comm=None; comm_overlap.setup() overwrites the model field "
+                        "with False",
+                fixed=BASE + CO + 'cfg.comm_overlap.overlap_moe_expert_parallel_comm = True\n'
+                      'cfg.model.overlap_moe_expert_parallel_comm = True  # error',
+                unsafe=True),
+        # the overlap's prerequisites are known to hold: the move is safe
+        Example(BASE + EP_READY + CO + 'cfg.model.overlap_moe_expert_parallel_comm = True  # error',
+                fixed=BASE + EP_READY + CO + 'cfg.comm_overlap.overlap_moe_expert_parallel_comm = True\n'
+                      'cfg.model.overlap_moe_expert_parallel_comm = True  # error',
+                unsafe=False),
+        # CO wrote tp_comm_overlap=False: replacing it is unsafe
+        Example(BASE + CO + 'cfg.model.tp_comm_overlap = True  # error',
+                fixed=BASE + 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=True)\n'
+                      'cfg.model.tp_comm_overlap = True  # error',
+                unsafe=True),
         Example(BASE + CO + 'cfg.model.delay_wgrad_compute = True  # error', version="0.3"),
     ]
 
@@ -77,6 +110,20 @@ because the flag was reset to False before the prerequisite checks.
                 f"comm_overlap.setup() overwrites the model field with False",
                 [f"model.{name}", f"comm_overlap.{name}"],
                 primary=f"model.{name}",
-                fixes=[FixIntent("set", f"comm_overlap.{name}", True, safe=True,
+                fixes=[FixIntent("set", f"comm_overlap.{name}", True, safe=_prerequisites_hold(cfg, name),
                                  description=f"set comm_overlap.{name} = True instead")],
             )
+
+
+def _prerequisites_hold(cfg, name: str) -> bool:
+    """Whether turning ``name`` on in cfg.comm_overlap is known to start (the checks of
+    CommOverlapConfig.setup() that other rules report)."""
+    if name in ("overlap_moe_expert_parallel_comm", "delay_wgrad_compute"):
+        problems, all_known = ep_overlap_problems(cfg)
+        if problems or not all_known:
+            return False
+        return name == "overlap_moe_expert_parallel_comm" or value(cfg, "comm_overlap.overlap_moe_expert_parallel_comm", None) is True
+    if name == "tp_comm_overlap":
+        par = parallel(cfg)
+        return known(par.tp, par.sp) and par.tp >= 2 and par.sp is True
+    return True
