@@ -55,8 +55,17 @@ the sequence length must then divide by TP); the alternative, `tp_comm_overlap =
                 version="0.3"),
     ]
     invalid = [
-        BASE + 'cfg.model.tensor_model_parallel_size = 1\n' + OVERLAP.rstrip("\n") + '  # error',
-        BASE + OVERLAP + 'cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = False  # error',
+        # CommOverlapConfig(tp_comm_overlap=True) is written: replacing it is unsafe
+        Example(BASE + 'cfg.model.tensor_model_parallel_size = 1\n' + OVERLAP.rstrip("\n") + '  # error',
+                message="comm_overlap.tp_comm_overlap is True, but model.tensor_model_parallel_size is 1 (needs >= 2)",
+                fixed=BASE + 'cfg.model.tensor_model_parallel_size = 1\n'
+                      'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False)  # error',
+                unsafe=True),
+        # sequence parallelism on; "tp_comm_overlap = False" is only the alternative
+        Example(BASE + OVERLAP + 'cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = False  # error',
+                message="model.sequence_parallel is False (needs True)",
+                fixed=BASE + OVERLAP + 'cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = True  # error',
+                unsafe=True),
         Example(BASE + OVERLAP + 'cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = True',
                 dotlist=("model.sequence_parallel=false",), version="0.3"),
     ]

@@ -55,7 +55,11 @@ fails with that message.
         Example(HF + 'cfg.model.num_moe_experts = 128\ncfg.model.expert_model_parallel_size = 16', version="0.3"),
     ]
     invalid = [
-        HF + 'cfg.model.num_moe_experts = None\ncfg.model.expert_model_parallel_size = 2  # error',
+        # replacing a value the recipe wrote is unsafe
+        Example(HF + 'cfg.model.num_moe_experts = None\ncfg.model.expert_model_parallel_size = 2  # error',
+                message="model.expert_model_parallel_size is 2 but model.num_moe_experts is None (a dense model)",
+                fixed=HF + 'cfg.model.num_moe_experts = None\ncfg.model.expert_model_parallel_size = 1  # error',
+                unsafe=True),
         HF + 'cfg.model.expert_model_parallel_size = 8\ncfg.model.num_moe_experts = 60  # error',
         Example(HF + 'cfg.model.num_moe_experts = None', dotlist=("model.expert_model_parallel_size=4",)),
         Example(HF + 'cfg.model.num_moe_experts = None\ncfg.model.expert_model_parallel_size = 2  # error',

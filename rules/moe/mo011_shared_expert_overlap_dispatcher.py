@@ -55,8 +55,13 @@ that message.
                 version="0.3"),
     ]
     invalid = [
-        HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = True  # error\n'
-        'cfg.model.moe_token_dispatcher_type = "allgather"',
+        # replacing a value the recipe wrote is unsafe
+        Example(HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = True  # error\n'
+                'cfg.model.moe_token_dispatcher_type = "allgather"',
+                message="but model.moe_token_dispatcher_type is 'allgather'; Megatron-Core requires 'alltoall' or 'flex'",
+                fixed=HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = False  # error\n'
+                      'cfg.model.moe_token_dispatcher_type = "allgather"',
+                unsafe=True),
         Example(HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = True',
                 dotlist=("model.moe_token_dispatcher_type=allgather",)),
         Example(HF + 'cfg.model.moe_token_dispatcher_type = "flex"\n'

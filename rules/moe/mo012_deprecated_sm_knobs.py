@@ -53,7 +53,17 @@ model.moe_deepep_num_sms=20 model.moe_hybridep_num_sms=16` fails with that messa
         HF + 'for n in [16]:\n    cfg.model.moe_hybridep_num_sms = n',
     ]
     invalid = [
-        HF + 'cfg.model.moe_hybridep_num_sms = 16  # finding',
+        # Megatron-Core 0.19 moves the value to moe_flex_dispatcher_num_sms: the rename is safe
+        Example(HF + 'cfg.model.moe_hybridep_num_sms = 16  # finding',
+                message="model.moe_hybridep_num_sms = 16 is deprecated in Megatron-Core 0.19; use "
+                        "model.moe_flex_dispatcher_num_sms (Megatron-Core routes it there",
+                fixed=HF + 'cfg.model.moe_flex_dispatcher_num_sms = 16  # finding',
+                unsafe=False),
+        # moe_flex_dispatcher_num_sms wins: the deprecated line has no effect and is removed
+        Example(HF + 'cfg.model.moe_flex_dispatcher_num_sms = 24\ncfg.model.moe_deepep_num_sms = 20  # finding',
+                message="model.moe_flex_dispatcher_num_sms = 24 takes precedence, so it has no effect",
+                fixed=HF + 'cfg.model.moe_flex_dispatcher_num_sms = 24',
+                unsafe=False),
         HF + 'cfg.model.moe_flex_dispatcher_num_sms = None\ncfg.model.moe_deepep_num_sms = 20\n'
         'cfg.model.moe_hybridep_num_sms = 16  # error',
         Example(HF, dotlist=("model.moe_deepep_num_sms=24",)),

@@ -62,9 +62,18 @@ model.moe_router_load_balancing_type=sinkhorn` fails ("... only works with aux_l
                 version="0.3"),
     ]
     invalid = [
-        HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_pad_expert_input_to_capacity = True  # error',
-        HF + 'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.moe_flex_dispatcher_backend = "deepep"\n'
-        'cfg.model.moe_expert_capacity_factor = 1.0\ncfg.model.moe_pad_expert_input_to_capacity = True  # error',
+        # replacing a value the recipe wrote is unsafe
+        Example(HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_pad_expert_input_to_capacity = True  # error',
+                message="moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity",
+                fixed=HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"\n'
+                      'cfg.model.moe_pad_expert_input_to_capacity = False  # error',
+                unsafe=True),
+        Example(HF + 'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.moe_flex_dispatcher_backend = "deepep"\n'
+                'cfg.model.moe_expert_capacity_factor = 1.0\ncfg.model.moe_pad_expert_input_to_capacity = True  # error',
+                message="Flex token dispatcher with deepep backend does not support moe_pad_expert_input_to_capacity",
+                fixed=HF + 'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.moe_flex_dispatcher_backend = "deepep"\n'
+                      'cfg.model.moe_expert_capacity_factor = 1.0\ncfg.model.moe_pad_expert_input_to_capacity = False  # error',
+                unsafe=True),
         HF + 'cfg.model.moe_router_load_balancing_type = "sinkhorn"\ncfg.model.moe_expert_capacity_factor = 1.0  # error',
         Example(HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"',
                 dotlist=("model.moe_pad_expert_input_to_capacity=true",), version="0.3"),

@@ -52,7 +52,11 @@ megatron/bridge/models/transformer_config.py:176-189 (Bridge sets it after post-
         Example(HF + 'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.variable_seq_lengths = True', version="0.3"),
     ]
     invalid = [
-        HF + 'cfg.model.moe_token_dispatcher_type = "allgather"  # error\ncfg.model.variable_seq_lengths = True',
+        # what Megatron-Core's error proposes; replacing the written "allgather" is unsafe
+        Example(HF + 'cfg.model.moe_token_dispatcher_type = "allgather"  # error\ncfg.model.variable_seq_lengths = True',
+                message="Token dispatcher type: allgather does not support variable sequence length",
+                fixed=HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"  # error\ncfg.model.variable_seq_lengths = True',
+                unsafe=True),
         Example(HF + 'cfg.model.moe_token_dispatcher_type = "allgather"', dotlist=("model.variable_seq_lengths=true",)),
         Example(HF + 'cfg.model.variable_seq_lengths = True\ncfg.model.moe_token_dispatcher_type = "allgather"  # error',
                 version="0.3"),

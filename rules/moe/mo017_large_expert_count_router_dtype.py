@@ -46,7 +46,11 @@ megatron/core/transformer/transformer_config.py:1944-1952.
         Example(HF + 'cfg.model.num_moe_experts = 64\ncfg.model.moe_router_dtype = "fp64"', version="0.3"),
     ]
     invalid = [
-        HF + 'cfg.model.num_moe_experts = 128\ncfg.model.moe_router_dtype = None  # finding',
+        # replacing a value the recipe wrote is unsafe
+        Example(HF + 'cfg.model.num_moe_experts = 128\ncfg.model.moe_router_dtype = None  # finding',
+                message="model.num_moe_experts is 128 (>= 32) but model.moe_router_dtype is None",
+                fixed=HF + 'cfg.model.num_moe_experts = 128\ncfg.model.moe_router_dtype = "fp32"  # finding',
+                unsafe=True),
         Example(HF + 'cfg.model.moe_router_dtype = None  # finding\ncfg.model.num_moe_experts = 32', version="0.3"),
     ]
 
