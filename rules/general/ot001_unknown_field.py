@@ -16,6 +16,9 @@ KNOWN_ALIASES = {
     ("scheduler", "min_lr"): "optimizer.min_lr",
     ("scheduler", "lr"): "optimizer.lr",
     ("optimizer", "max_lr"): "optimizer.lr",
+    # the performance scripts' --moe_a2a_overlap turns on expert-parallel A2A overlap
+    # (scripts/performance/utils/overrides.py _set_moe_a2a_overlap_overrides)
+    ("model", "moe_a2a_overlap"): "model.overlap_moe_expert_parallel_comm",
 }
 
 
@@ -139,8 +142,13 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
         Example("cfg = _pretrain_common()\ncfg.optimizer.learning_rate = 1e-4  # error", version="0.3"),
         Example("cfg = _pretrain_common()", yaml="optimizer:\n  finetune_lr: 0.0001  # error\n"),
         Example("cfg = _pretrain_common()", dotlist=("optimizer.finetune_lr=3",)),
-        # a field of no provider class, on a model from AutoBridge (the Qwen3 MoE recipes' dead line)
-        "cfg = _pretrain_common()\n" + HF_MODEL + "cfg.model.moe_a2a_overlap = False  # error",
+        # a field of no provider class, on a model from AutoBridge (the Qwen3 MoE recipes' dead line);
+        # moe_a2a_overlap is the performance scripts' name for the expert-parallel A2A overlap
+        Example("cfg = _pretrain_common()\n" + HF_MODEL + "cfg.model.moe_a2a_overlap = False  # error",
+                message="no model provider class of this release has a field 'moe_a2a_overlap'; the assignment is "
+                        "accepted and silently has no effect; did you mean model.overlap_moe_expert_parallel_comm?",
+                fixed="cfg = _pretrain_common()\n" + HF_MODEL + "cfg.model.overlap_moe_expert_parallel_comm = False  # error",
+                unsafe=True),
     ]
 
     def check(self, cfg, ctx):
