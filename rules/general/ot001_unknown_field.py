@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import functools
 
-from mblint.rulekit import (HF_PROVIDER_LABEL, Example, FixIntent, Rule, Severity, format_value, per_schema, schema_of,
-                             suggest)
+from mblint.rulekit import (ABSENT, HF_PROVIDER_LABEL, Example, FixIntent, Rule, Severity, format_value, known, per_schema,
+                             schema_of, suggest)
 
 TRANSFORMER_CONFIG = "megatron.core.transformer.transformer_config.TransformerConfig"
 
@@ -82,7 +82,8 @@ attributes Megatron-Bridge's own code sets on or reads from providers (schema fa
 (`dataset.dataset_kwargs`, `env_vars`), classes the schema does not know, private attributes
 (`_name`) and deprecated fields (see OT008) are skipped.
 The message suggests the nearest field of the same class, or a field of the same name (or a
-close one) on another sub-config.
+close one) on another sub-config; never a flag (a `bool` field) for a value no flag takes
+(`optimizer.finetune_lr: 0.0001` is not `checkpoint.finetune`).
 
 ## Why it matters
 Megatron-Bridge's config dataclasses accept any attribute assignment, so a misspelt Python
@@ -141,6 +142,11 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
                 unsafe=True),
         Example("cfg = _pretrain_common()\ncfg.optimizer.learning_rate = 1e-4  # error", version="0.3"),
         Example("cfg = _pretrain_common()", yaml="optimizer:\n  finetune_lr: 0.0001  # error\n"),
+        # checkpoint.finetune is a flag: no rename of a learning rate to it
+        Example("cfg = _pretrain_common()", yaml="optimizer:\n  lr: 0.0003\n  finetune_lr: 0.0001  # error\n",
+                message="optimizer.finetune_lr: OptimizerConfig has no field 'finetune_lr'; Megatron-Bridge warns and "
+                        "skips this override key",
+                fixed_yaml="optimizer:\n  lr: 0.0003\n  finetune_lr: 0.0001  # error\n"),
         Example("cfg = _pretrain_common()", dotlist=("optimizer.finetune_lr=3",)),
         # a field of no provider class, on a model from AutoBridge (the Qwen3 MoE recipes' dead line);
         # moe_a2a_overlap is the performance scripts' name for the expert-parallel A2A overlap
@@ -176,20 +182,22 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
                 continue
             reported.append(path)
             yield self.finding(cfg, ctx, schema, path, HF_PROVIDER_LABEL, provider_fields(schema), origin, "assign")
-        for path, origin, action, _ in cfg.ignored_overrides:
+        for path, origin, action, written in cfg.ignored_overrides:
             parent, _, leaf = path.rpartition(".")
             parent_type = cfg.type_of(parent)
             spec = schema.find_class(parent_type or "")
             if spec is None or path in reported or leaf in NON_FIELD_ATTRIBUTES.get(parent_type, ()):
                 continue
             reported.append(path)
-            yield self.finding(cfg, ctx, schema, path, parent_type, spec, origin, action)
+            yield self.finding(cfg, ctx, schema, path, parent_type, spec, origin, action, written)
 
-    def finding(self, cfg, ctx, schema, path, parent_type, spec, origin, action):
+    def finding(self, cfg, ctx, schema, path, parent_type, spec, origin, action, written=ABSENT):
         parent, _, leaf = path.rpartition(".")
         names = spec if isinstance(spec, frozenset) else spec.fields
         suggestion = self.suggest(cfg, schema, parent, leaf, sorted(names))
         value = cfg.value(path)
+        if suggestion and not _could_hold(cfg, schema, suggestion, value if written is ABSENT else written):
+            suggestion = None  # a flag for a number or a name (optimizer.finetune_lr -> checkpoint.finetune)
         is_leaf = cfg.get(path) is not None
         shown = f" = {format_value(value)}" if is_leaf else ""
         message = f"{path}{shown}: {parent_type} has no field '{leaf}'"
@@ -239,6 +247,19 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
             return f"{parent}.{close}" if parent else close
         return None
 
+
+
+def _could_hold(cfg, schema, target: str, written) -> bool:
+    """False when ``target`` is a bool field and ``written`` a known value no flag takes (a
+    float, a string, an int other than 0 and 1): renaming to it would be a type error."""
+    parent, _, leaf = target.rpartition(".")
+    spec = schema.find_class(cfg.type_of(parent) or "")
+    field = spec.fields.get(leaf) if spec is not None else None
+    if field is None or field.annotation not in ("bool", "bool | None", "Optional[bool]"):
+        return True
+    if not known(written) or written is None or isinstance(written, bool):
+        return True
+    return isinstance(written, int) and written in (0, 1)
 
 # The same misspelt field turns up in many configurations (recipes share base builders):
 # difflib's answers, which depend only on their arguments, are kept.
