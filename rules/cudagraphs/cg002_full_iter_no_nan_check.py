@@ -68,6 +68,12 @@ model.cuda_graph_impl=full_iteration fails with the assertion.
         'cfg.model.cuda_graph_scope = "full_iteration"  # error',
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "local"\n'
                 'cfg.model.cuda_graph_scope = ["full_iteration"]  # error', version="0.3"),
+        # an override file is edited in place (unsafe: it replaces the value the file wrote)
+        Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "full_iteration"\n'
+                'cfg.rerun_state_machine.check_for_nan_in_loss = False',
+                yaml="rerun_state_machine:\n  check_for_nan_in_loss: true  # error\n",
+                fixed_yaml="rerun_state_machine:\n  check_for_nan_in_loss: false  # error\n",
+                unsafe=True),
         # a command-line override is not fixed: no file to edit
         Example('cfg = _pretrain_common()\n' + MOE + 'cfg.model.cuda_graph_impl = "full_iteration"\n'
                 'cfg.rerun_state_machine.check_for_nan_in_loss = False',

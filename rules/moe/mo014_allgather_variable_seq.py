@@ -58,6 +58,11 @@ megatron/bridge/models/transformer_config.py:176-189 (Bridge sets it after post-
                 fixed=HF + 'cfg.model.moe_token_dispatcher_type = "alltoall"  # error\ncfg.model.variable_seq_lengths = True',
                 unsafe=True),
         Example(HF + 'cfg.model.moe_token_dispatcher_type = "allgather"', dotlist=("model.variable_seq_lengths=true",)),
+        # an override file is edited in place
+        Example(HF + 'cfg.model.variable_seq_lengths = True',
+                yaml="model:\n  moe_token_dispatcher_type: allgather  # error\n",
+                fixed_yaml="model:\n  moe_token_dispatcher_type: alltoall  # error\n",
+                unsafe=True),
         Example(HF + 'cfg.model.variable_seq_lengths = True\ncfg.model.moe_token_dispatcher_type = "allgather"  # error',
                 version="0.3"),
     ]
