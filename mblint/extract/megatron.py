@@ -14,7 +14,7 @@ from mblint.extract.limits import BudgetExceeded
 from mblint.extract.modules import module_name_guess
 from mblint.extract.positions import _stamp, _with_kind
 from mblint.extract.scopes import Frame, LazyImport, ModuleScope, Return
-from mblint.extract.values import ClassRef, EnumRef, External, FuncRef, Obj, children_among
+from mblint.extract.values import ClassRef, EnumRef, External, FuncRef, Obj, children_among, merge_values
 from mblint.model import UNKNOWN, Origin, Unknown
 from mblint.schema import ClassSpec
 
@@ -178,8 +178,9 @@ class MegatronMixin:
             if slot is not None and slot[1] and slot[1][-1].kind != "default":
                 obj.fields[target] = slot
         for name, rule in self.init_normalisations.get(spec.name, {}).items():
-            # a constructor's own plain assignments (__post_init__, __setattr__ during __init__)
-            source = fields.get(rule["from"]) if "from" in rule else (rule["value"], defaults)
+            # a constructor's own plain assignments (__post_init__, __setattr__ during __init__),
+            # on the values at construction: later assignments to the object override them
+            source = fields.get(rule["from"]) if "from" in rule else self.post_init_value(name, rule, fields, defaults)
             if source is not None and name in fields:
                 fields[name] = source
         declared = spec.fields
@@ -187,6 +188,18 @@ class MegatronMixin:
         if all(name in declared for name in kwargs) and all(name in declared for name in aliases):
             obj.declared = fields  # its other keys are the class's fields
         return obj
+
+    def post_init_value(self, name: str, rule: dict, fields: dict, defaults: tuple) -> tuple | None:
+        """The slot ``self.x = value`` gives, or None where its ``if [not] self.flag`` is false;
+        where the flag is unknown, the field is unknown unless it already holds the value."""
+        flag = rule.get("if", rule.get("if_not"))
+        if flag is None:
+            return (rule["value"], defaults)
+        slot, current = fields.get(flag), fields.get(name)
+        holds = self.truth(slot[0]) if slot is not None else None
+        if holds is None:
+            return None if slot is None or current is None else (merge_values(current[0], rule["value"]), defaults)
+        return (rule["value"], defaults) if holds == ("if" in rule) else None
 
     def default_table(self, spec: ClassSpec, hf_provider: bool) -> tuple[tuple, list]:
         """((name, field spec, default) per field, names of the ``__init__`` fields) of a

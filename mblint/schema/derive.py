@@ -61,7 +61,7 @@ try:  # the hash mblint.cache uses, without loading OpenSSL at start-up
 except ImportError:  # pragma: no cover
     from hashlib import blake2b
 
-DERIVE_FORMAT = 5  # bump to re-derive cached schemas when what is derived changes
+DERIVE_FORMAT = 6  # bump to re-derive cached schemas when what is derived changes
 MAX_FILES = 4000
 MAX_FILE_BYTES = 2_000_000
 MAX_TOTAL_BYTES = 80_000_000
@@ -449,7 +449,8 @@ def _assemble(source, base: Schema, index, extractor, classes: dict, files) -> d
     recipe_texts = (_read_source(path) for folder in RECIPE_FOLDERS
                     for path in sorted((source.package / folder).rglob("*.py"))[:MAX_FILES])
     overlay = dict(base.overlay)
-    overlay["field_aliases"], overlay["init_normalisations"] = constructor_facts(index, bridge)
+    overlay["field_aliases"], overlay["init_normalisations"] = constructor_facts(
+        index, bridge, base.overlay.get("init_normalisations"))
     overlay["init_aliases"] = init_aliases(index, bridge)
     index.modules.get(MIXED_PRECISION)
     gone = _removed(base, all_classes)

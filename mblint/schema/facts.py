@@ -682,13 +682,17 @@ def setattr_syncs(index: SourceIndex, classes: dict) -> dict:
     return {**found, "_source": "__setattr__ mirroring a field: " + ", ".join(sources)} if found else {}
 
 
-def init_normalisations(index: SourceIndex, classes: dict, syncs: dict) -> dict:
+def init_normalisations(index: SourceIndex, classes: dict, syncs: dict, inherited: dict | None = None) -> dict:
     """What a constructor does to its fields beyond storing the arguments: ``self.x = <constant>``
-    at the top of ``__post_init__`` ({"value": v}), and a mirrored pair of ``syncs`` whose later
-    field in declaration order overwrites the earlier one during ``__init__`` ({"from": later}).
-    {ClassName: {field: rule}}, and the sources."""
+    in the ``__post_init__`` the class has (its own or a base's) ({"value": v}), also under
+    ``if self.flag:`` / ``if not self.flag:`` ({"value": v, "if": flag} / {"value": v,
+    "if_not": flag}), and a mirrored pair of ``syncs`` whose later field in declaration order
+    overwrites the earlier one during ``__init__`` ({"from": later}). {ClassName: {field: rule}},
+    and the sources. ``inherited``: the rules already known per class name, kept for a class whose
+    ``__post_init__`` is in a base this index cannot see (a derived schema without Megatron-Core)."""
     found: dict[str, dict[str, dict]] = {}
     sources = []
+    kinds = ClassKinds(index)
     for qualname, cls in sorted(classes.items()):
         if not qualname.startswith(BRIDGE_PREFIX):
             continue
@@ -696,22 +700,56 @@ def init_normalisations(index: SourceIndex, classes: dict, syncs: dict) -> dict:
         for source, target in (syncs.get(cls["name"]) or {}).items():
             if source in order and target in order and order.index(source) > order.index(target):
                 found.setdefault(cls["name"], {})[target] = {"from": source}
-        node = index.class_node(qualname)
-        post_init = next((s for s in (node.body if node else []) if isinstance(s, ast.FunctionDef)
-                          and s.name == "__post_init__"), None)
+        owner, post_init = _post_init(index, kinds, qualname)
+        if owner is None:
+            kept = {f: r for f, r in ((inherited or {}).get(cls["name"]) or {}).items() if "value" in r}
+            if kept:
+                found.setdefault(cls["name"], {}).update(kept)
+            continue
         for stmt in post_init.body if post_init else []:
-            if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
-                    and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == "self"
-                    and stmt.targets[0].attr in cls["fields"] and isinstance(stmt.value, ast.Constant)
-                    and isinstance(stmt.value.value, (bool, int, float, str, type(None)))):
-                found.setdefault(cls["name"], {})[stmt.targets[0].attr] = {"value": stmt.value.value}
-                sources.append(f"{index.relpath(cls['module'])}:{stmt.lineno}")
-    return {**found, "_source": "constructor assignments: " + ", ".join(sources)} if found else {}
+            for field, rule in _constructor_assignments(stmt, cls["fields"]):
+                found.setdefault(cls["name"], {})[field] = rule
+                sources.append(f"{index.relpath(owner.rpartition('.')[0])}:{stmt.lineno}")
+    return {**found, "_source": "constructor assignments: " + ", ".join(dict.fromkeys(sources))} if found else {}
 
 
-def constructor_facts(index: SourceIndex, classes: dict) -> tuple[dict, dict]:
+def _post_init(index: SourceIndex, kinds: ClassKinds, qualname: str) -> tuple[str | None, ast.FunctionDef | None]:
+    """(the class whose ``__post_init__`` the class runs, that method): None for the method when
+    no class has one, None for the class too when a base the index cannot see may have it."""
+    for name in kinds.mro(qualname):
+        node = index.class_node(name)
+        method = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__post_init__"), None)
+        if method is not None:
+            return name, method
+        if any(index.class_node(base) is None and base.startswith("megatron.") for base in kinds.bases(name)):
+            return None, None
+    return qualname, None
+
+
+def _constructor_assignments(stmt: ast.stmt, fields) -> list[tuple[str, dict]]:
+    """``self.x = <constant>``, or one under ``if [not] self.flag:`` (no ``else``)."""
+    condition = {}
+    body = [stmt]
+    if isinstance(stmt, ast.If) and not stmt.orelse:
+        negated = isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not)
+        flag = _self_field(stmt.test.operand if negated else stmt.test)
+        if flag not in fields:
+            return []
+        condition = {"if_not" if negated else "if": flag}
+        body = stmt.body
+    found = []
+    for inner in body:
+        if (isinstance(inner, ast.Assign) and len(inner.targets) == 1 and _self_field(inner.targets[0]) in fields
+                and isinstance(inner.value, ast.Constant)
+                and isinstance(inner.value.value, (bool, int, float, str, type(None)))):
+            found.append((_self_field(inner.targets[0]), {"value": inner.value.value, **condition}))
+    return found if len(found) == len(body) else []
+
+
+def constructor_facts(index: SourceIndex, classes: dict, inherited: dict | None = None) -> tuple[dict, dict]:
     """(field_aliases, init_normalisations) of the overlay: property aliases and
-    ``__setattr__`` mirrors, and what constructors assign themselves."""
+    ``__setattr__`` mirrors, and what constructors assign themselves (``inherited``: see
+    ``init_normalisations``)."""
     syncs = setattr_syncs(index, classes)
     aliases = field_aliases(index, classes)
     for name, pairs in syncs.items():
@@ -719,4 +757,4 @@ def constructor_facts(index: SourceIndex, classes: dict) -> tuple[dict, dict]:
             aliases["_source"] = "; ".join(filter(None, (aliases.get("_source"), pairs)))
         else:
             aliases.setdefault(name, {}).update(pairs)
-    return aliases, init_normalisations(index, classes, syncs)
+    return aliases, init_normalisations(index, classes, syncs, inherited)
