@@ -3,7 +3,8 @@
 Two causes are found from the module's syntax alone, after the interpreter gave up:
 
 - ``unread_imports``: names the recipe function uses that come from an import mblint could
-  not read (Megatron-Bridge or a team package not on mblint's import roots);
+  not read (Megatron-Bridge or a team package not on mblint's import roots), or from a module
+  it read that does not define them (an ImportError when the recipe runs);
 - ``main_only_calls``: functions of the module called with arguments from its ``if __name__ == "__main__":``
   block, which mblint never runs, whose configuration no recipe analysed.
 """
@@ -24,6 +25,7 @@ class UnreadImport(NamedTuple):
     name: str  # the name the function uses
     module: str  # as written in the import ("megatron.bridge.recipes.llama", ".helpers")
     line: int  # of the import statement
+    undefined: bool = False  # the module was read and does not define the name
 
 
 def unread_imports(tree: ast.Module, function: ast.FunctionDef, path: Path, finder, schema) -> list[UnreadImport]:
@@ -35,11 +37,16 @@ def unread_imports(tree: ast.Module, function: ast.FunctionDef, path: Path, find
     unread = []
     for statement in tree.body:
         for name, module, attr, level in _imported_names(statement):
-            if name not in used or _readable(module, attr, level, path, finder, schema):
+            if name not in used:
                 continue
-            unread.append(UnreadImport(name, "." * level + (module or ""), statement.lineno))
+            written = "." * level + (module or "")
+            if not _readable(module, attr, level, path, finder, schema):
+                unread.append(UnreadImport(name, written, statement.lineno))
+            elif attr and not _defines(module, attr, level, path, finder):
+                unread.append(UnreadImport(name, written, statement.lineno, undefined=True))
     # The likely cause first: a function the recipe calls, from Megatron-Bridge or the project.
-    return sorted(unread, key=lambda u: (u.name not in called, not u.module.startswith(("megatron", "."))))
+    return sorted(unread, key=lambda u: (not u.undefined, u.name not in called,
+                                         not u.module.startswith(("megatron", "."))))
 
 
 def _imported_names(statement: ast.stmt):
@@ -64,9 +71,57 @@ def _readable(module: str | None, attr: str | None, level: int, path: Path, find
     return finder.find(module or "") is not None or finder.find_beside(path, module or "") is not None
 
 
+def _defines(module: str | None, attr: str, level: int, path: Path, finder) -> bool:
+    """Whether the module an import names (found and readable) binds ``attr`` at its top level
+    or has it as a submodule. Anything mblint cannot rule out (a star import, a module-level
+    ``__getattr__``, a module it cannot parse) counts as defined."""
+    if level:
+        found = finder.find_relative(path, level, module)
+        submodule = finder.find_relative(path, level, f"{module}.{attr}" if module else attr)
+    else:
+        found = finder.find(module or "") or finder.find_beside(path, module or "")
+        submodule = finder.find(f"{module}.{attr}") or finder.find_beside(path, f"{module}.{attr}")
+    if found is None or submodule is not None or found.suffix != ".py":
+        return True
+    try:
+        tree = finder.load(found).tree
+    except Exception:  # noqa: BLE001 - an unreadable module is reported elsewhere
+        return True
+    names = _top_level_names(tree)
+    return attr in names or "*" in names or "__getattr__" in names
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """Names a module binds when it runs (in conditional and try blocks too, not inside
+    functions or classes); ``*`` for a star import."""
+    names: set[str] = set()
+    blocks = [tree.body]
+    while blocks:
+        for statement in blocks.pop():
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(statement.name)
+                continue
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                names.update("*" if alias.name == "*" else alias.asname or alias.name.split(".")[0]
+                             for alias in statement.names)
+                continue
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    names.add(node.id)
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(statement, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    blocks.append(inner)
+            blocks.extend(handler.body for handler in getattr(statement, "handlers", ()))
+    return names
+
+
 def unread_message(function: str, unread: list[UnreadImport]) -> str:
     first = unread[0]
     more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
+    if first.undefined:
+        return (f"{function} was not analysed: it uses {first.name} from {first.module} (imported on line "
+                f"{first.line}){more}, which that module does not define: the import fails when the recipe runs")
     return (f"{function} was not analysed: it uses {first.name} from {first.module} (imported on line "
             f"{first.line}){more}, a module mblint could not read; {HOW_TO_PROVIDE}")
 

@@ -134,6 +134,36 @@ def test_a_recipe_built_from_an_unreadable_import_names_it_and_how_to_provide_it
     assert PASSED not in result.stdout
 
 
+def _team_package(root: Path) -> None:
+    (root / "pyproject.toml").write_text("")
+    (root / "team").mkdir()
+    (root / "team" / "__init__.py").write_text("")
+    (root / "team" / "builders.py").write_text("def _sft_common():\n    return None\n")
+
+
+def test_a_recipe_importing_a_name_its_module_does_not_define_is_reported(tmp_path: Path) -> None:
+    # as a recipe written for a later release calling _sft_common_vlm, which 0.3's common.py lacks
+    _team_package(tmp_path)
+    (tmp_path / "r.py").write_text("from team.builders import _sft_common_vlm\n\n\n"
+                                   "def my_config():\n    cfg = _sft_common_vlm()\n"
+                                   "    cfg.train.micro_batch_size = 2\n    return cfg\n")
+    result = run(["check", "--no-cache", "r.py"], tmp_path)
+    assert result.exit_code == 1
+    assert result.stdout.startswith(
+        "r.py:4:1: SY005 [warning] my_config was not analysed: it uses _sft_common_vlm from team.builders "
+        "(imported on line 1), which that module does not define: the import fails when the recipe runs")
+    assert PASSED not in result.stdout
+
+
+def test_a_submodule_imported_from_its_package_is_defined(tmp_path: Path) -> None:
+    _team_package(tmp_path)
+    (tmp_path / "r.py").write_text("from team import builders\n\n\n"
+                                   "def my_config():\n    cfg = builders._sft_common()\n"
+                                   "    cfg.train.micro_batch_size = 2\n    return cfg\n")
+    result = run(["check", "--no-cache", "r.py"], tmp_path)
+    assert "does not define" not in result.stdout
+
+
 def test_a_builder_called_only_from_the_main_block_is_reported(tmp_path: Path) -> None:
     builder = GOOD_RECIPE.replace("def sft_config() -> ConfigContainer:", "def build(mbs):")
     builder = builder.replace("micro_batch_size=1", "micro_batch_size=mbs")
