@@ -14,7 +14,8 @@ from pathlib import Path
 
 def rule_page(rule) -> str:
     """The Markdown page of one rule class."""
-    fix = "yes" if rule.fixable else "no"
+    fix = ("yes (a fix that replaces a value written in a linted file or override is applied only with "
+           "`--unsafe-fixes`, whatever this page calls it)" if rule.fixable else "no")
     lines = [
         f"# {rule.id} {rule.name}",
         "",
