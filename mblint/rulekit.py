@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,7 @@ __all__ = [
     "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "seq_length_disagrees", "has_overrides", "hookimpl", "hybridep",
     "hybridep_known_on", "in_batch_packing", "in_batch_packing_known_on", "in_batch_packing_path", "int_values",
     "is_known", "is_model_class", "is_node", "is_round", "known", "knows_class", "knows_field", "last_set_of",
+    "layout_stages",
     "megatron_fsdp", "min_gpus", "mixed_precision_fields", "mixed_precision_kind", "model_family_hints",
     "non_dividing_factor", "offline_packing", "offline_packing_known_on", "pad_to_max_length", "parallel",
     "per_config", "per_schema", "precision_value", "precondition", "recompute_module_list",
@@ -993,3 +995,32 @@ def dist_train(cfg):
     if flag is False:
         return False
     return any(o.kind not in ("default", "unknown") for o in cfg.origins(path))
+
+
+_LAYOUT_GROUP = re.compile(r"\(([^)]+)\)\*(\d+)")
+_LAYOUT_SINGLE = re.compile(r"(.)\*(\d+)")
+_LAYER_LETTERS = {"E": "embedding", "L": "loss", "t": "decoder", "m": "mtp"}
+MAX_LAYOUT_LAYERS = 100_000  # a longer unrolled layout is not read (bounded work on untrusted input)
+
+
+def layout_stages(layout: Any) -> list[list[str]] | None:
+    """The stages of a ``pipeline_model_parallel_layout``, each a list of layer type names
+    ("embedding", "decoder", "mtp", "loss"), split as Megatron-Core's
+    ``PipelineParallelLayerLayout`` does: a string's ``|`` separate stages, ``(...)*n`` and
+    ``x*n`` repeat, commas are cosmetic, E/L/t/m name the layers; a list has one row per stage.
+    None when it cannot be told (unknown, malformed, or too long to unroll)."""
+    if isinstance(layout, (list, tuple)):
+        if not all(isinstance(row, (list, tuple)) and all(isinstance(x, str) for x in row) for row in layout):
+            return None
+        return [[x.strip().lower() for x in row] for row in layout]
+    if not isinstance(layout, str):
+        return None
+    text = layout.replace(",", "")
+    for pattern in (_LAYOUT_GROUP, _LAYOUT_SINGLE):
+        grown = sum(len(m.group(1)) * (int(m.group(2)) - 1) for m in pattern.finditer(text))
+        if len(text) + grown > MAX_LAYOUT_LAYERS * 4:
+            return None
+        text = pattern.sub(lambda m: m.group(1) * int(m.group(2)), text)
+    if any(letter not in _LAYER_LETTERS for letter in text.replace("|", "")):
+        return None
+    return [[_LAYER_LETTERS[letter] for letter in stage] for stage in text.split("|")]

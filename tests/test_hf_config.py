@@ -537,3 +537,29 @@ def test_text_config_unknown_when_the_class_does_not_build_it_from_flat_keys(hub
     site = fake_qwen25_vl(tmp_path / "site", defaults_only)
     cfg = resolve_recipe(recipe_file(tmp_path, "Qwen/Qwen2.5-VL-3B-Instruct"), "model_config", search_paths=[mb06, site])
     assert not is_known(cfg.value("model.num_layers"))
+
+
+@pytest.mark.parametrize(("layout", "fires"), [
+    ("Et*23|t*23|t*23|t*23mL", ""),  # GLM-4.5: 92 decoder layers and its one MTP layer
+    ("Et*23|t*23|t*23|t*22mL", "places 91 decoder layers, but model.num_layers is 92"),
+    ("Et*23|t*23|t*23|t*23L", "places 0 MTP layers, but model.mtp_num_layers is 1"),
+])
+def test_layout_layer_counts_against_the_config(hub, tmp_path, mb06, layout, fires):
+    """PB014 with the layer counts from config.json (num_hidden_layers, num_nextn_predict_layers)."""
+    write_snapshot(hub, "zai-org/GLM-4.5", GLM45)
+    path = recipe_file(tmp_path, "zai-org/GLM-4.5",
+                       {"pipeline_model_parallel_size": 4, "pipeline_model_parallel_layout": layout})
+    findings = lint(tmp_path, path, "PB014", mb06)
+    assert [f.message for f in findings if fires in f.message] == [f.message for f in findings]
+    assert bool(findings) == bool(fires)
+    if fires:
+        assert findings[0].severity.name == "ERROR"
+        assert (Path(findings[0].location.path).name, findings[0].location.line) == ("recipe.py", 9)  # the layout
+        if "decoder" in fires:  # num_layers is num_hidden_layers; GLM's bridge sets mtp_num_layers in its own code
+            assert any(Path(r.origin.path).name == "config.json" for r in findings[0].related)
+
+
+def test_layout_layer_counts_silent_without_config(hub, tmp_path, mb06):
+    path = recipe_file(tmp_path, "zai-org/GLM-4.5",
+                       {"pipeline_model_parallel_size": 4, "pipeline_model_parallel_layout": "Et|tL"})
+    assert lint(tmp_path, path, "PB014", mb06) == []

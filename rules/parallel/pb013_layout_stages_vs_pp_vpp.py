@@ -1,39 +1,11 @@
 from __future__ import annotations
 
-import re
-
-from mblint.rulekit import Example, Rule, Severity, format_value, known, last_set_of, parallel, value
+from mblint.rulekit import Example, Rule, Severity, format_value, known, last_set_of, layout_stages, parallel, value
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("deepseek-ai/DeepSeek-V3").to_megatron_provider(load_weights=False)\n'
 LAYOUT_16 = '"Et|(tt|)*14L"'  # 16 stages: "Et", 14 x "tt", "L"
 FIELDS = ["model.pipeline_model_parallel_layout", "model.pipeline_model_parallel_size",
           "model.virtual_pipeline_model_parallel_size"]
-MAX_STAGES = 100_000  # a longer unrolled layout is not counted (bounded work on untrusted input)
-_GROUP = re.compile(r"\(([^)]+)\)\*(\d+)")
-_SINGLE = re.compile(r"(.)\*(\d+)")
-
-
-def stage_count(layout) -> int | None:
-    """The number of stages (PP x VP) of a layout string or list of lists, as Megatron-Core's
-    ``PipelineParallelLayerLayout.parse_str_to_list`` splits it; None when it cannot be told."""
-    if isinstance(layout, (list, tuple)):
-        return len(layout) if all(isinstance(row, (list, tuple)) for row in layout) else None
-    if not isinstance(layout, str):
-        return None
-    text = layout.replace(",", "")
-    for pattern in (_GROUP, _SINGLE):
-        text = _unroll(pattern, text)
-        if text is None:
-            return None
-    return text.count("|") + 1
-
-
-def _unroll(pattern: re.Pattern, text: str) -> str | None:
-    """``pattern.sub`` of ``x*n`` into n copies of x, refused when the result would be huge."""
-    grown = sum(len(m.group(1)) * (int(m.group(2)) - 1) for m in pattern.finditer(text))
-    if len(text) + grown > MAX_STAGES * 4:
-        return None
-    return pattern.sub(lambda m: m.group(1) * int(m.group(2)), text)
 
 
 class LayoutStagesVsPpVpp(Rule):
@@ -108,10 +80,11 @@ PP), :283-321 (`parse_str_to_list`); Megatron-Core 0.16.1 transformer_config.py:
         layout = value(cfg, "model.pipeline_model_parallel_layout", None)
         if layout is None or not (known(layout) or isinstance(layout, (list, tuple))):
             return
-        stages = stage_count(layout)
+        parsed = layout_stages(layout)
         par = parallel(cfg)
-        if stages is None or not isinstance(par.pp, int):
+        if parsed is None or not isinstance(par.pp, int):
             return
+        stages = len(parsed)
         if stages % par.pp:
             yield ctx.report(
                 cfg, f"model.pipeline_model_parallel_layout has {stages} stages, which "
