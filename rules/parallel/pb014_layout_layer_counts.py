@@ -16,7 +16,8 @@ class LayoutLayerCounts(Rule):
     id = "PB014"
     name = "layout-layer-counts"
     severity = Severity.ERROR
-    summary = "A pipeline_model_parallel_layout must place exactly num_layers decoder layers and mtp_num_layers MTP layers."
+    summary = ("A pipeline_model_parallel_layout must place num_layers decoder layers and mtp_num_layers MTP layers, "
+               "embedding first and loss last.")
     tags = ("parallelism", "pipeline", "architecture")
     doc = """## What it does
 Counts the decoder layers (`t`, or `"decoder"` in a list layout) and the multi-token-prediction
@@ -24,12 +25,15 @@ layers (`m`, `"mtp"`) that `model.pipeline_model_parallel_layout` places (stages
 `(...)*n` and `x*n` repeat, commas are cosmetic) and flags a count that differs from
 `model.num_layers`, or from `model.mtp_num_layers` (no MTP layer when it is None). Runs where
 the layer counts are known: set in the recipe, or read from the model's Hugging Face
-`config.json`. Silent for hybrid (Mamba) stacks.
+`config.json`. Also flags a layout that does not start with the embedding (`E`) and end with the
+loss (`L`), each once, or that places a decoder layer after an MTP layer. Silent for hybrid
+(Mamba) stacks.
 
 ## Why it matters
 `TransformerConfig.__post_init__` (run by `ConfigContainer.validate()`) turns the layout into a
 `PipelineParallelLayerLayout` and asserts "Number of decoder layers ... must match num_layers"
-and "Number of mtp layers in layout must match mtp_num_layers". A layout written for one model
+and "Number of mtp layers in layout must match mtp_num_layers", and that the embedding comes first
+and the loss last, each once, and "decoder layers must be placed before MTP layers". A layout written for one model
 (DeepSeek-V3's 61 layers and one MTP layer) and kept for another, or after changing
 `num_layers` or `mtp_num_layers`, stops the job at start-up, after the GPUs are allocated.
 
@@ -72,6 +76,10 @@ megatron/core/transformer/pipeline_parallel_layer_layout.py:85-113 (`validate_la
                 message="places 1 MTP layer, but model.mtp_num_layers is None"),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.mtp_num_layers = 1\n" + LAYOUT + '"Ett|ttL"  # error',
                 message="places 0 MTP layers, but model.mtp_num_layers is 1"),
+        Example("cfg = _pretrain_common()\n" + MODEL + LAYOUT + '"tttt|EL"  # error',
+                message="must start with the embedding (E) and end with the loss (L), each once"),
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.mtp_num_layers = 1\n" + LAYOUT + '"Ett|tmtL"  # error',
+                message="places a decoder layer after an MTP layer"),
         Example("cfg = _pretrain_common()\n" + MODEL + LAYOUT + '"Ett|tL"  # error', version="0.3"),
     ]
 
@@ -80,6 +88,10 @@ megatron/core/transformer/pipeline_parallel_layer_layout.py:85-113 (`validate_la
         if stages is None or any(kind in (cfg.type_of("model") or "") for kind in _SKIP_TYPES):
             return
         layers = [layer for stage in stages for layer in stage]
+        problem = _order_problem(layers)
+        if problem:
+            yield ctx.report(cfg, f"model.pipeline_model_parallel_layout {problem}; Megatron-Core rejects the layout",
+                             FIELDS[:1])
         num_layers = value(cfg, "model.num_layers", None)
         if isinstance(num_layers, int) and known(num_layers) and layers.count("decoder") != num_layers:
             yield ctx.report(
@@ -96,3 +108,14 @@ megatron/core/transformer/pipeline_parallel_layer_layout.py:85-113 (`validate_la
                 cfg, f"model.pipeline_model_parallel_layout places {placed} {noun}, but model.mtp_num_layers "
                      f"is {format_value(mtp)}; Megatron-Core asserts \"Number of mtp layers in layout must match "
                      f"mtp_num_layers\"", MTP_FIELDS, primary=MTP_FIELDS[0])
+
+
+def _order_problem(layers: list[str]) -> str | None:
+    """What ``validate_layer_layout`` asserts of the order, whatever the model. Its flattened
+    layout (layer-id order: stage ``vp * PP + pp``) is the stages in written order."""
+    if not layers or layers[0] != "embedding" or layers[-1] != "loss" or layers.count("embedding") != 1 \
+            or layers.count("loss") != 1:
+        return "must start with the embedding (E) and end with the loss (L), each once"
+    if "mtp" in layers and "decoder" in layers[layers.index("mtp"):]:
+        return "places a decoder layer after an MTP layer (decoder layers must come first)"
+    return None
