@@ -66,7 +66,7 @@ __all__ = [
     "fine_grained_offloading_known_on", "finetuning_dataset", "flex_backend", "format_value", "from_dotlist",
     "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "seq_length_disagrees", "has_overrides", "hookimpl", "hybridep",
     "hybridep_known_on", "in_batch_packing", "in_batch_packing_known_on", "in_batch_packing_path", "int_values",
-    "is_known", "is_model_class", "is_node", "is_round", "known", "knows_class", "knows_field", "last_set_of",
+    "is_hybrid_stack", "is_known", "is_model_class", "is_node", "is_round", "known", "knows_class", "knows_field", "last_set_of",
     "layout_stages",
     "megatron_fsdp", "min_gpus", "mixed_precision_fields", "mixed_precision_kind", "model_family_hints",
     "non_dividing_factor", "offline_packing", "offline_packing_known_on", "pad_to_max_length", "parallel",
@@ -406,6 +406,18 @@ def is_model_class(cfg: EffectiveConfig, base: str) -> Any:
         spec = schema.find_class(name)
         memo[key] = UNKNOWN if spec is None else schema.is_subclass(spec.qualname, base)
     return memo[key]
+
+
+HYBRID_STACK_BASES = ("MambaModelProvider", "HybridModelProvider")  # the base's name differs by release
+
+
+def is_hybrid_stack(cfg: EffectiveConfig) -> Any:
+    """Whether the model is a hybrid (Mamba) stack, which splits its layers by its own pattern:
+    its provider class derives from a Mamba/hybrid provider (UNKNOWN when the class is not known)."""
+    answers = [is_model_class(cfg, base) for base in HYBRID_STACK_BASES]
+    if True in answers:
+        return True
+    return UNKNOWN if any(answer is UNKNOWN for answer in answers) else False
 
 
 def comm_overlap_present(cfg: EffectiveConfig) -> Any:

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, assigned, int_values, known, parallel, value
+from mblint.rulekit import Example, Rule, Severity, assigned, int_values, is_hybrid_stack, known, parallel, value
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
-# Hybrid (Mamba) stacks split layers by their own pattern, not by transformer_block's rule.
-_SKIP_TYPES = ("Mamba", "Hybrid", "NemotronH", "Nemotron3")
+MODEL = ('from megatron.bridge.models import GPTModelProvider\n'
+         'cfg.model = GPTModelProvider(num_layers=32, hidden_size=64, num_attention_heads=4)\n')
+HF_MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+HYBRID = ('from megatron.bridge.models import MambaModelProvider\n'
+          'cfg.model = MambaModelProvider(num_layers=30, hidden_size=64)\n')
 
 
 class LayersDivisibleByPpVpp(Rule):
@@ -50,7 +52,10 @@ megatron/bridge/models/gpt_provider.py:239-255.
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.num_layers = 30\ncfg.model.pipeline_model_parallel_size = 4\n"
         "cfg.model.num_layers_in_first_pipeline_stage = 6",
         # num_layers from Hugging Face: unknown
-        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 3",
+        "cfg = _pretrain_common()\n" + HF_MODEL + "cfg.model.pipeline_model_parallel_size = 3",  # layers unknown
+        # an AutoBridge model whose class is unknown may be a hybrid stack, which splits by its pattern
+        "cfg = _pretrain_common()\n" + HF_MODEL + "cfg.model.num_layers = 30\ncfg.model.pipeline_model_parallel_size = 4",
+        "cfg = _pretrain_common()\n" + HYBRID + "cfg.model.pipeline_model_parallel_size = 4",
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.num_layers = 30\ncfg.model.pipeline_model_parallel_size = 4\n"
         "cfg.model.account_for_embedding_in_pipeline_split = True\ncfg.model.account_for_loss_in_pipeline_split = True",
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.num_layers = 32\ncfg.model.pipeline_model_parallel_size = 4",
@@ -67,8 +72,8 @@ megatron/bridge/models/gpt_provider.py:239-255.
     def check(self, cfg, ctx):
         par = parallel(cfg)
         layers = cfg.value("model.num_layers")
-        model_type = cfg.type_of("model") or ""
-        if not int_values(layers, par.pp) or par.pp <= 1 or any(t in model_type for t in _SKIP_TYPES):
+        # a hybrid (Mamba) stack splits its layers by its own pattern, not by transformer_block's rule
+        if not int_values(layers, par.pp) or par.pp <= 1 or is_hybrid_stack(cfg) is not False:
             return
         if par.vpp is not None and not int_values(par.vpp):
             return

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, format_value, known, layout_stages, value
+from mblint.rulekit import Example, Rule, Severity, format_value, is_hybrid_stack, known, layout_stages, value
 
 MODEL = ("from megatron.bridge.models import GPTModelProvider\n"
          "cfg.model = GPTModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4)\n"
@@ -8,8 +8,6 @@ MODEL = ("from megatron.bridge.models import GPTModelProvider\n"
 LAYOUT = "cfg.model.pipeline_model_parallel_layout = "
 FIELDS = ["model.pipeline_model_parallel_layout", "model.num_layers"]
 MTP_FIELDS = ["model.pipeline_model_parallel_layout", "model.mtp_num_layers"]
-# Hybrid (Mamba) stacks count their layers by their own pattern: not judged here.
-_SKIP_TYPES = ("Mamba", "Hybrid", "NemotronH", "Nemotron3")
 
 
 class LayoutLayerCounts(Rule):
@@ -85,7 +83,7 @@ megatron/core/transformer/pipeline_parallel_layer_layout.py:85-113 (`validate_la
 
     def check(self, cfg, ctx):
         stages = layout_stages(value(cfg, "model.pipeline_model_parallel_layout", None))
-        if stages is None or any(kind in (cfg.type_of("model") or "") for kind in _SKIP_TYPES):
+        if stages is None or is_hybrid_stack(cfg) is not False:  # hybrid stacks count layers by their pattern
             return
         layers = [layer for stage in stages for layer in stage]
         problem = _order_problem(layers)
