@@ -370,13 +370,7 @@ def show(target, override_files, dotlist, output_format, version, search_paths, 
         click.echo(json.dumps(cfg.to_json(), indent=2))
         return
     click.echo(printable(f"# {cfg.recipe.label} (Megatron-Bridge {cfg.schema_version})"))
-    for path_name, resolved in sorted(cfg.fields.items()):
-        last = resolved.last_origin
-        if not show_all and (last is None or last.kind == "default"):
-            continue
-        value = "<unknown>" if not resolved.known else repr(resolved.value)
-        where = f"  # {last.path}:{last.line}" if last is not None else ""
-        click.echo(printable(f"{path_name} = {value}{where}"))
+    _echo_fields(cfg, show_all)
 
 
 def _show_launch(path: Path, line: int, search_paths, version, output_format, show_all) -> None:
@@ -384,11 +378,12 @@ def _show_launch(path: Path, line: int, search_paths, version, output_format, sh
     line, what the runner does itself) and the world size it fixes."""
     from mblint.engine import CheckOptions, Engine
     from mblint.launch import launch_configuration
+    from mblint.report import printable
 
     engine = Engine(CheckOptions(search_paths=tuple(Path(p) for p in search_paths), version=version))
     launch, cfg = launch_configuration(engine, path, line)
     if launch is None:
-        click.echo(f"mblint: error: {path}:{line}: {cfg}", err=True)
+        click.echo(printable(f"mblint: error: {path}:{line}: {cfg}"), err=True)
         sys.exit(EXIT_ERROR)
     if output_format == "json":
         document = cfg.to_json()
@@ -396,14 +391,23 @@ def _show_launch(path: Path, line: int, search_paths, version, output_format, sh
         click.echo(json.dumps(document, indent=2))
         return
     world = f"world size {launch.world_size} ({launch.world_text})" if launch.world_size else "world size unknown"
-    click.echo(f"# {path}:{launch.command.span.line}: {cfg.recipe.label} (Megatron-Bridge {cfg.schema_version}), {world}")
+    click.echo(printable(f"# {path}:{launch.command.span.line}: {cfg.recipe.label} "
+                         f"(Megatron-Bridge {cfg.schema_version}), {world}"))
+    _echo_fields(cfg, show_all)
+
+
+def _echo_fields(cfg, show_all: bool) -> None:
+    """``mblint show``'s lines: each field (set ones only, unless ``show_all``) with its value
+    and where it was set last; values and paths come from linted files, so made printable."""
+    from mblint.report import printable
+
     for path_name, resolved in sorted(cfg.fields.items()):
         last = resolved.last_origin
         if not show_all and (last is None or last.kind == "default"):
             continue
         value = "<unknown>" if not resolved.known else repr(resolved.value)
         where = f"  # {last.path}:{last.line}" if last is not None else ""
-        click.echo(f"{path_name} = {value}{where}")
+        click.echo(printable(f"{path_name} = {value}{where}"))
 
 
 @main.command("rules")

@@ -360,3 +360,14 @@ def test_options_whose_effect_is_not_modelled_leave_the_launch_unchecked(tmp_pat
     report = lint([script], mb06)
     assert [(f.rule_id, f.message) for f in report.findings] == [
         ("LA002", "launch not checked: --deterministic: the determinism overrides are not modelled")]
+
+
+def test_show_a_launch_line_prints_no_control_character(tmp_path, mb06):
+    """Text from an untrusted launch script reaches the terminal neutralised, as in `check`."""
+    script = tmp_path / "launch.sh"
+    for recipe in ("llama32_1b_pretrain_config", "no_such\x1b]0;pwned\x07_pretrain_config"):
+        script.write_text("#!/bin/bash\npython -m torch.distributed.run --nproc_per_node 8 \\\n"
+                          f"    scripts/training/run_recipe.py --recipe '{recipe}' 'logger.wandb_project=a\x1b[2Jb'\n")
+        result = run(["show", f"{script}:3", "--search-path", str(mb06), "--all"], tmp_path)
+        assert result.exit_code in (0, 2) and ("wandb_project" in result.stdout or "not found" in result.stderr)
+        assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stdout + result.stderr
