@@ -92,27 +92,17 @@ def _defines(module: str | None, attr: str, level: int, path: Path, finder) -> b
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:
-    """Names a module binds when it runs (in conditional and try blocks too, not inside
-    functions or classes); ``*`` for a star import."""
+    """Names a module may bind when it runs, ``*`` for a star import. Generous on purpose (names
+    bound inside its functions count too): a name counted here is never reported missing."""
     names: set[str] = set()
-    blocks = [tree.body]
-    while blocks:
-        for statement in blocks.pop():
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(statement.name)
-                continue
-            if isinstance(statement, (ast.Import, ast.ImportFrom)):
-                names.update("*" if alias.name == "*" else alias.asname or alias.name.split(".")[0]
-                             for alias in statement.names)
-                continue
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    names.add(node.id)
-            for field in ("body", "orelse", "finalbody"):
-                inner = getattr(statement, field, None)
-                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                    blocks.append(inner)
-            blocks.extend(handler.body for handler in getattr(statement, "handlers", ()))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update("*" if alias.name == "*" else alias.asname or alias.name.split(".")[0]
+                         for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
     return names
 
 
