@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 
-def _origin_at(node: ast.AST, source: ModuleSource, seq: int, via: tuple) -> Origin:
+def origin_at(node: ast.AST, source: ModuleSource, seq: int, via: tuple) -> Origin:
     line, column = node.lineno, node.col_offset
     end_line = node.end_lineno or line
     end_column = node.end_col_offset or column
@@ -30,7 +30,7 @@ def _origin_at(node: ast.AST, source: ModuleSource, seq: int, via: tuple) -> Ori
 def _stamp(origin: Origin | tuple | None) -> Origin | None:
     """The origin that ``Interpreter.reserve_origin`` reserved, made now."""
     if type(origin) is tuple:
-        return _origin_at(*origin)
+        return origin_at(*origin)
     return origin
 
 
@@ -48,7 +48,7 @@ class PositionsMixin:
         if node is None or frame is None or not hasattr(node, "lineno"):
             return None
         self.clock += 1
-        return _origin_at(node, frame.scope.source, self.clock, self.call_sites)
+        return origin_at(node, frame.scope.source, self.clock, self.call_sites)
 
     def reserve_origin(self, node: ast.AST, frame: Frame) -> tuple | None:
         """``origin()`` numbered now (its ``seq``) but made only if used: ``_stamp()`` makes it.

@@ -8,7 +8,7 @@ import ast
 from typing import Any
 
 from mblint.extract.limits import MAX_STEPS, BudgetExceeded
-from mblint.extract.positions import _origin_at
+from mblint.extract.positions import origin_at
 from mblint.extract.scopes import Frame, Return
 from mblint.extract.values import FuncRef, Obj, is_unknown
 from mblint.model import UNKNOWN, Origin
@@ -115,7 +115,7 @@ class StatementsMixin:
         site = frame.local_sites.get(name)
         if site is None or site[1] is not value:
             return origin  # no plain assignment, or another value since (a branch restored)
-        through = _origin_at(site[0], frame.scope.source, origin.seq, self.call_sites)
+        through = origin_at(site[0], frame.scope.source, origin.seq, self.call_sites)
         return Origin(origin.path, origin.line, origin.column, origin.end_line, origin.end_column, origin.kind,
                       origin.seq, origin.via, through)
 
