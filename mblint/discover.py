@@ -154,11 +154,12 @@ def _add(path: Path, found: Discovered, seen: set[str], explicit: bool, status: 
 
 
 def _shell_shebang(path: Path) -> bool:
-    """A regular file whose first line is a shell's ``#!`` line."""
+    """A regular file whose first line is a shell's ``#!`` line. A symbolic link is not looked
+    into: its target may be outside the project (it is linted where it is, by its suffix)."""
     from mblint.launch import is_shell_script
 
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        if not stat.S_ISREG(os.lstat(path).st_mode):
             return False
         with open(path, "rb") as handle:
             head = handle.read(128)

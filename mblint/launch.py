@@ -7,12 +7,13 @@ a related location.
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mblint.extract.launch import Launch, Setting, find_launches
-from mblint.extract.modules import SourceError, read_source
+from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit, read_source
 from mblint.extract.shell import MAX_SCRIPT_BYTES, Span, parse_script
 from mblint.findings import Finding, Related, Severity
 from mblint.model import UNKNOWN, Origin
@@ -63,16 +64,25 @@ scripts/training/setup_experiment.py (options it keeps, the rest forwarded).
 class LaunchNotAnalysedRule(Rule):
     id = "LA002"
     name = "launch-not-analysed"
-    severity = Severity.INFO
+    severity = Severity.WARNING
+    other_severities = (Severity.INFO,)
     summary = "A launch line mblint found but could not check (what it could not follow is named)."
     doc = """## What it does
 Says that a launcher invocation was found but not checked, and why: the recipe is not named in
 the script (a variable from the environment, `$1`), the Megatron-Bridge recipes package could
 not be read (pass `--search-path` to a Megatron-Bridge checkout or unzipped wheel), the entry
-script does not build a recipe mblint can follow, or an option whose effect is not modelled.
+script does not build a recipe mblint can follow, an option whose effect is not modelled, a
+line naming a launcher (`torchrun`, `accelerate`, `deepspeed`, `run_recipe.py`...) in a form
+mblint does not read, or an argument whose value is unknown and may override the fields some
+findings read (those findings are not reported). These are warnings.
+
+As info: the world size is unknown because a launcher option's value is (`--nnodes=$NNODES`);
+the job is checked, only what the rules check against the world size is not.
 
 ## Why it matters
-A pass means checked: a launch line mblint could not read is not a clean one.
+A pass means checked: a launch line mblint could not read is not a clean one. A job or an
+override that was dropped is a warning, so that pre-commit shows it (an info finding does not
+fail a run); an unknown world size leaves the rest of the job checked, so it is only info.
 
 ## Example
 `torchrun --nproc_per_node=8 run_recipe.py --recipe "$RECIPE"` with `RECIPE` from the
@@ -123,7 +133,7 @@ class LaunchChecker:
         engine = self.engine
         engine.enter_file(path)
         try:
-            text = read_source(path, MAX_SCRIPT_BYTES)
+            text = self.read(path, MAX_SCRIPT_BYTES, "a shell script")
         except SourceError as error:
             engine.syntax_finding(error, result)
             return set()
@@ -131,14 +141,25 @@ class LaunchChecker:
         script = parse_script(text, str(path.resolve().parent))
         for line, column, message in script.errors:
             result.notes.append(f"{display}:{line}:{column}: {message}: mblint reads the rest of the script")
-        if script.truncated:
-            result.notes.append(f"{display}: word limit reached: the commands after it are not read")
+        for line, column, message in script.limits:
+            engine.syntax_finding(SourceLimit(path, message, line, column), result)
         deps: set[Path] = set()
         for launch in find_launches(script.commands, script.directives):
             deps |= self.check_launch(path, display, launch, result)
         return deps
 
+    def read(self, path: Path, limit: int, kind: str) -> str:
+        """The text of a file the launch reader reads: inside the project and its search
+        paths only (a committed link to a file outside is never opened, so never quoted)."""
+        if not self.engine.confinement.allows(path):
+            raise SourceError(path, OUTSIDE_PROJECT)
+        return read_source(path, limit, kind)
+
     def check_launch(self, path: Path, display: str, launch: Launch, result: "FileResult") -> set[Path]:
+        if launch.entry == "unread":
+            reasons = "; ".join(message for _, message in launch.unanalysed)
+            self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span, f"launch not checked: {reasons}", result)
+            return set()
         if launch.problems:
             for span, message in launch.problems:
                 self.finding(LaunchRejectedRule, display, span, message, result)
@@ -222,16 +243,27 @@ class LaunchChecker:
             document = load_yaml(path)
         except SourceError:
             return None
-        entries = list(_command_entries(document))
-        if not entries:
+        entries = _command_entries(document)
+        first = next(entries, None)
+        if first is None:
             return None
-        text = read_source(path)
+        text = self.read(path, MAX_SCRIPT_BYTES, "a YAML file")
         starts = _line_starts(text)
         display = self.engine.project_display(path)
         deps: set[Path] = set()
-        for line, column, command in entries[:MAX_YAML_COMMANDS]:
+        budget = MAX_SCRIPT_BYTES  # characters of commands read, all entries together (an alias repeats one)
+        for count, (line, column, command) in enumerate(itertools.chain([first], entries)):
+            budget -= len(command)
+            if budget < 0 or count == MAX_YAML_COMMANDS:
+                limit = (f"command limit ({MAX_SCRIPT_BYTES:,} characters of command: entries per file)" if budget < 0
+                         else f"command limit ({MAX_YAML_COMMANDS:,} command: entries per file)")
+                self.engine.syntax_finding(SourceLimit(path, f"{limit} reached: this entry and the ones after it are "
+                                                             "not checked", line + 1, column + 1), result)
+                break
             cursor = starts[min(line, len(starts) - 1)] + column
-            script = parse_script(command, str(path.resolve().parent))
+            script = parse_script(str(command), str(path.resolve().parent))
+            for script_line, script_column, message in script.limits:
+                self.engine.syntax_finding(SourceLimit(path, message, line + 1, column + 1), result)
             for parsed in script.commands:
                 cursor = _place_words(parsed, text, starts, cursor)
             for launch in find_launches(script.commands, []):
@@ -378,6 +410,8 @@ class LaunchChecker:
             world, source = engine.options.world_size, "option"
         elif launch.world_size is not None:
             world, source = launch.world_size, "launch"
+        elif launch.world_unknown is not None:
+            world, source = None, "launch"  # not the recipe name's guess: the launch decides, unknown here
         else:
             world, source = engine.world_size_for(cfg, text)
         contexts = []
@@ -389,13 +423,17 @@ class LaunchChecker:
         findings: list[Finding] = []
         RulePlan(contexts).calls(cfg).run(cfg, findings, result.notes)
         readers = {rule.id for rule, ctx in contexts if ctx.read_world}
-        if source == "launch":
+        if world is None and launch.world_unknown is not None and readers:
+            self.finding(LaunchNotAnalysedRule, display, launch.world_unknown,
+                         "the world size is unknown (a launcher option here is not known): what "
+                         f"{', '.join(sorted(readers))} check against it was not checked", result, Severity.INFO)
+        if source == "launch" and world is not None:
             for finding in findings:
                 if finding.rule_id in readers:
                     where = self.origin(display, launch.world_spans[0])
                     finding.related = finding.related + (Related(where, f"world size {world} = {launch.world_text} "
                                                                         "(from this launch)"),)
-        return findings, readers if source == "launch" else set()
+        return findings, readers if source == "launch" and world is not None else set()
 
     def recipe_findings(self, cfg, text: str, result: "FileResult") -> list[Finding]:
         engine = self.engine
@@ -419,10 +457,12 @@ class LaunchChecker:
         span = span or Span(1, 1, 1, 2)
         return Origin(display, span.line, span.column, span.end_line, span.end_column, kind, seq)
 
-    def finding(self, rule: type[Rule], display: str, span: Span, message: str, result: "FileResult") -> None:
+    def finding(self, rule: type[Rule], display: str, span: Span, message: str, result: "FileResult",
+                severity: Severity | None = None) -> None:
         if not self.engine.rule_enabled(rule):
             return
-        result.findings.append(Finding(rule.id, rule.name, rule.severity, message, self.origin(display, span)))
+        result.findings.append(Finding(rule.id, rule.name, rule.severity if severity is None else severity, message,
+                                       self.origin(display, span)))
 
 
 def launch_configuration(engine: "Engine", path: Path, line: int) -> tuple:
@@ -653,7 +693,7 @@ def _command_entries(document: Any, depth: int = 0):
         for key, value in document.items():
             if key == "command" and isinstance(value, str) and any(word in value for word in LAUNCHERS):
                 line, column = document.lc.value(key)
-                yield line, column, str(value)
+                yield line, column, value
             elif isinstance(value, (CommentedMap, CommentedSeq)):
                 yield from _command_entries(value, depth + 1)
     elif isinstance(document, CommentedSeq):

@@ -40,7 +40,7 @@ EXPECTED = {
     "torchrun_cp3.sh": [("CP001", "error", 9, 5), ("PB001", "error", 9, 5)],
     "uv_run_typo.sh": [("OT001", "error", 5, 5)],
     "world_gbs.sh": [("PB003", "error", 5, 78)],
-    "train_sh_model_mode.sh": [("LA002", "info", 12, 1)],
+    "train_sh_model_mode.sh": [("LA002", "warning", 12, 1)],
     # Launch commands kept in YAML, as in the model verification cards: train.sh on 2 x 8 GPUs
     # running llama32_1b_sft_config (packed offline) with -mb 2 -> PK001 on `-mb 2`; a misspelt
     # train.global_batchsize on the command line -> OT001 as an error; `echo` is no launch.

@@ -11,6 +11,7 @@ the world size, when the command fixes it. Nothing here knows about configuratio
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import posixpath
 import re
@@ -69,6 +70,25 @@ UV_VALUED = {"--with", "--with-requirements", "--with-editable", "--python", "-p
              "--extra", "--group", "--env-file", "--index", "--index-url", "--extra-index-url", "--package",
              "--only-group", "--no-group", "--cache-dir", "--config-file"}
 PYTHON_NAME = re.compile(r"^python(\d(\.\d+)?)?$")
+# accelerate launch (accelerate/commands/launch.py): --num_processes is the total over all
+# machines; without it the count comes from accelerate's config file. The others take a value.
+ACCELERATE_VALUED = {"--num_processes", "--num-processes", "--num_machines", "--num-machines", "--machine_rank",
+                     "--machine-rank", "--main_process_ip", "--main-process-ip", "--main_process_port",
+                     "--main-process-port", "--config_file", "--config-file", "--mixed_precision", "--mixed-precision",
+                     "--gpu_ids", "--gpu-ids", "--dynamo_backend", "--dynamo-backend", "--num_cpu_threads_per_process",
+                     "--rdzv_backend", "--deepspeed_config_file", "--zero_stage", "--fsdp_sharding_strategy",
+                     "--log_dir", "--project_dir", "--tee", "--role", "--max_restarts", "--monitor_interval"}
+# deepspeed (deepspeed/launcher/runner.py): --num_nodes x --num_gpus; without both, the hosts
+# and slots of the hostfile decide. Its launch.py passes --local_rank=N to the script unless
+# --no_local_rank.
+DEEPSPEED_VALUED = {"-H", "--hostfile", "-i", "--include", "-e", "--exclude", "--num_nodes", "--num_gpus",
+                    "--num_accelerators", "--min_elastic_nodes", "--max_elastic_nodes", "--master_port",
+                    "--master_addr", "--node_rank", "--launcher", "--launcher_args", "--bind_core_list",
+                    "--ssh_port", "--venv_script", "--comment"}
+# What names a training launch: a line with one of these that mblint cannot read is said so.
+LAUNCHER_WORDS = {"torchrun", "accelerate", "deepspeed", "run_recipe.py", "train.sh", "setup_experiment.py"}
+# Commands that run the command after them (their options skipped).
+WRAPPERS = {"exec", "time", "nohup", "env", "srun", "uv", "numactl", "nsys", "bash", "sh"}
 
 
 @dataclass
@@ -100,6 +120,7 @@ class Launch:
     world_size: int | None = None
     world_spans: list[Span] = field(default_factory=list)
     world_text: str = ""
+    world_unknown: Span | None = None  # a launcher option whose value is unknown: so is the world size
     problems: list[tuple[Span, str]] = field(default_factory=list)  # the launcher would reject these
     unanalysed: list[tuple[Span, str]] = field(default_factory=list)  # what mblint cannot follow
     unknown_arguments: int = 0
@@ -125,42 +146,68 @@ class _World:
     torch: bool = False
     srun: bool = False
     setup: bool = False
+    total: tuple = (None, None)  # a launcher's total process count (accelerate's --num_processes)
+    launcher: str = ""  # the launcher whose counts decide ("accelerate", "deepspeed"), else torch/srun/setup
+    unknown: Span | None = None  # a launcher option whose value (or name) is unknown
+    local_rank: str = ""  # the option the launcher appends to the script's arguments
 
 
 def find_launches(commands: list[Command], directives: list[Directive]) -> list[Launch]:
+    """The launches of the commands; a command that names a launcher but cannot be read is a
+    launch of entry "unread", its reason in ``unanalysed``."""
+    sbatch = _World()
+    _sbatch_world(directives, sbatch)  # once: the header is the same for every command
     found = []
     for command in commands:
-        launch = read_command(command, directives)
+        launch = read_command(command, sbatch)
+        if launch is None:
+            launch = _unread(command)
         if launch is not None:
             found.append(launch)
     return found
 
 
-def read_command(command: Command, directives: list[Directive]) -> Launch | None:
+def _unread(command: Command) -> Launch | None:
+    """A command naming a launcher (``torchrun``, ``run_recipe.py``...) that was not read as a
+    launch: what mblint could not follow."""
+    first = command.words[0].text if command.words else ""
+    if first is not None and not (posixpath.basename(first) in WRAPPERS | LAUNCHER_WORDS or PYTHON_NAME.match(first)):
+        return None  # echo, printf...: a command that does not run its arguments
+    named = next((w for w in command.words if w.text is not None and not any(c.isspace() for c in w.text)
+                  and posixpath.basename(w.text) in LAUNCHER_WORDS), None)
+    if named is None:
+        return None
+    unknown = next((w for w in command.words if w.text is None), None)
+    reason = (f"the launch line holds a word mblint does not know (column {unknown.span.column})" if unknown
+              else "mblint does not read this form of launch line")
+    launch = Launch(command, "unread", named)
+    launch.unanalysed.append((command.span, reason))
+    return launch
+
+
+def read_command(command: Command, sbatch: "_World") -> Launch | None:
     words = command.words
-    world = _World()
-    _sbatch_world(directives, world)
+    world = dataclasses.replace(sbatch)
     index = 0
     while index < len(words):
         text = words[index].text
-        if text is None:
-            return None
+        if text is None:  # ``"${NSYS_PREFIX[@]}" torchrun ...``: a wrapper mblint cannot name
+            world.unknown = world.unknown or words[index].span
+            index += 1
+            continue
         base = posixpath.basename(text)
-        if base in ("exec", "time", "nohup", "env") or (base != text and False):
+        if base in ("exec", "time", "nohup", "env"):
             index += 1
             while base == "env" and index < len(words) and words[index].text and "=" in words[index].text \
                     and not words[index].text.startswith("-"):
                 index += 1
             continue
-        if base in ("bash", "sh") and index + 2 < len(words) and words[index + 1].text == "-c":
-            from mblint.extract.shell import command_string
-
-            for inner in command_string(words[index + 2], command.env):
-                spliced = Command(words[:index] + inner.words, inner.span, command.in_loop, inner.env)
-                found = read_command(spliced, directives)
-                if found is not None:
-                    return found
-            return None
+        if base == "accelerate" and index + 1 < len(words) and words[index + 1].text == "launch":
+            world.launcher = "accelerate"
+            return _after_launcher(words, index + 2, command, world, ACCELERATE_VALUED)
+        if base == "deepspeed":
+            world.launcher, world.local_rank = "deepspeed", "--local_rank=0"
+            return _after_launcher(words, index + 1, command, world, DEEPSPEED_VALUED)
         if base == "srun":
             world.srun = True
             index = _srun_options(words, index + 1, world)
@@ -176,6 +223,8 @@ def read_command(command: Command, directives: list[Directive]) -> Launch | None
                     module = words[index + 1].text
                     if module in TORCH_MODULES:
                         world.torch = True
+                        if module == "torch.distributed.launch":
+                            world.local_rank = "--local-rank=0"
                         return _after_torch(words, index + 2, command, world)
                     return None  # another module: not a launch mblint reads
                 if option == "-c":
@@ -183,6 +232,10 @@ def read_command(command: Command, directives: list[Directive]) -> Launch | None
                 index += 2 if option in ("-X", "-W") else 1
             if index >= len(words):
                 return None
+            if posixpath.basename(words[index].text or "") == "setup_experiment.py" and \
+                    not _is_performance(words[index].text):
+                world.setup = True
+                return _setup(words, index, command, world)
             return _entry(words, index, command, world)
         if base == "torchrun":
             world.torch = True
@@ -214,12 +267,17 @@ def _sbatch_world(directives: list[Directive], world: _World) -> None:
 
 
 def _count(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() and int(text) > 0 else None
+    """A positive count written in ASCII digits (``'²'.isdigit()`` is true); a number beyond
+    any cluster (more than 9 digits) is unknown."""
+    if text is None or not (0 < len(text) <= 9 and text.isascii() and text.isdigit()):
+        return None
+    return int(text) or None
 
 
 def _option(words: list[Word], index: int, valued: set) -> tuple[str, str | None, Span, int] | None:
-    """(name, value, span of option and value, next index) of the option at ``index``."""
-    text = words[index].text or ""
+    """(name, value, span of option and value, next index) of the option at ``index``; the
+    value is None when unknown (``--nnodes=$NNODES``)."""
+    text = words[index].lead
     name, eq, value = text.partition("=")
     span = words[index].span
     if eq:
@@ -237,7 +295,7 @@ def _joined(first: Span, second: Span) -> Span:
 
 
 def _srun_options(words: list[Word], index: int, world: _World) -> int:
-    while index < len(words) and (words[index].text or "").startswith("-"):
+    while index < len(words) and words[index].lead.startswith("-"):
         name, value, span, index = _option(words, index, SRUN_VALUED - SRUN_FLAGS)
         if name in ("-N", "--nodes"):
             world.nodes = (_count(value), span)
@@ -249,15 +307,27 @@ def _srun_options(words: list[Word], index: int, world: _World) -> int:
 
 
 def _skip_options(words: list[Word], index: int, valued: set) -> int:
-    while index < len(words) and (words[index].text or "").startswith("-"):
+    """Past a wrapper's options; an unknown word among them may be any options."""
+    while index < len(words) and (words[index].lead.startswith("-") or words[index].text is None):
+        if words[index].text is None and not words[index].lead.startswith("-"):
+            index += 1
+            continue
         _, _, _, index = _option(words, index, valued)
     return index
 
 
 def _after_torch(words: list[Word], index: int, command: Command, world: _World) -> Launch | None:
     module = False
-    while index < len(words) and (words[index].text or "").startswith("-"):
+    while index < len(words) and (words[index].lead.startswith("-") or words[index].text is None):
+        if not words[index].lead.startswith("-"):  # ``$TORCH_ARGS``: any options, so any world size
+            world.unknown = world.unknown or words[index].span
+            index += 1
+            continue
         name, value, span, index = _option(words, index, TORCH_VALUED)
+        if value is None and name in TORCH_VALUED:
+            world.unknown = world.unknown or span
+        elif name in ("--use-env", "--use_env"):
+            world.local_rank = ""
         if name == "--nnodes":
             world.torch_nodes = (_count(value), span)
         elif name in ("--nproc-per-node", "--nproc_per_node"):
@@ -275,6 +345,33 @@ def _after_torch(words: list[Word], index: int, command: Command, world: _World)
     return _entry(words, index, command, world)
 
 
+def _after_launcher(words: list[Word], index: int, command: Command, world: _World, valued: set) -> Launch | None:
+    """accelerate launch, deepspeed: their options (those that set the process count read),
+    then the Python script and its arguments."""
+    counts: dict[str, tuple] = {}
+    while index < len(words) and (words[index].lead.startswith("-") or words[index].text is None):
+        if not words[index].lead.startswith("-"):
+            world.unknown = world.unknown or words[index].span
+            index += 1
+            continue
+        name, value, span, index = _option(words, index, valued)
+        if name in ("-m", "--module", "--no_python", "--no-python"):
+            return None  # a module or a program, not a script mblint reads
+        if name == "--no_local_rank":
+            world.local_rank = ""
+        if name in valued and value is None:
+            world.unknown = world.unknown or span
+        counts[name.replace("-", "_").lstrip("_")] = (_count(value), span)
+    if world.launcher == "accelerate":
+        world.total = counts.get("num_processes", (None, None))
+    else:
+        world.torch_nodes = counts.get("num_nodes", (None, None))
+        world.torch_procs = counts.get("num_gpus", counts.get("num_accelerators", (None, None)))
+    if index >= len(words) or words[index].text is None:
+        return None
+    return _entry(words, index, command, world)
+
+
 def _entry(words: list[Word], index: int, command: Command, world: _World) -> Launch | None:
     script = words[index].text
     if script is None or not script.endswith(".py"):
@@ -284,6 +381,9 @@ def _entry(words: list[Word], index: int, command: Command, world: _World) -> La
     launch = Launch(command, "runner" if runner else "script", words[index], script=script)
     _world_size(launch, world)
     arguments = words[index + 1:]
+    if world.local_rank and runner:
+        launch.problems.append((words[index].span, f"run_recipe.py: Unknown option: {world.local_rank} (the launcher "
+                                                   "passes it to the script; run_recipe.py rejects it)"))
     if runner:
         _runner_arguments(launch, arguments)
     else:
@@ -319,9 +419,23 @@ def _setup(words: list[Word], index: int, command: Command, world: _World) -> La
 
 
 def _world_size(launch: Launch, world: _World) -> None:
-    """Processes started: the torch launcher's nodes x processes per node; else srun's tasks;
-    else setup_experiment.py's nodes x GPUs per node."""
-    if world.torch:
+    """Processes started: accelerate's total; deepspeed's or the torch launcher's nodes x
+    processes per node; else srun's tasks; else setup_experiment.py's nodes x GPUs per node."""
+    launch.world_unknown = world.unknown
+    if world.unknown is not None:
+        return
+    if world.launcher == "accelerate":
+        parts = [(world.total[0], world.total[1], "processes")]
+        if world.total[1] is None:
+            launch.world_unknown = launch.entry_word.span  # from accelerate's config file
+            return
+    elif world.launcher == "deepspeed":
+        parts = [(world.torch_nodes[0], world.torch_nodes[1], "nodes"),
+                 (world.torch_procs[0], world.torch_procs[1], "GPUs per node")]
+        if any(span is None for _, span, _ in parts):
+            launch.world_unknown = launch.entry_word.span  # from the hostfile
+            return
+    elif world.torch:
         nodes, node_span = world.torch_nodes
         procs, proc_span = world.torch_procs
         if node_span is None:
@@ -346,6 +460,8 @@ def _world_size(launch: Launch, world: _World) -> None:
     else:
         return
     if any(value is None for value, _, _ in parts):
+        # a count written but not a count mblint reads (``--nnodes=1:4``, 5,000 digits): unknown
+        launch.world_unknown = next((span for value, span, _ in parts if value is None and span is not None), None)
         return
     if not any(span is not None for _, span, _ in parts):
         return  # all defaults: nothing in the script says how many processes run
@@ -367,15 +483,20 @@ def _runner_arguments(launch: Launch, words: list[Word]) -> None:
     index = 0
     while index < len(words):
         word = words[index]
-        if word.text is None:
+        key = _override_key(word)
+        if key is not None:  # ``KEY=$VALUE``: that field is unknown, the others stay known
+            trailing.append(Setting(f"{key.lstrip('+')}=", word.span, unknown=True))
+            index += 1
+            continue
+        name = word.lead.partition("=")[0]
+        if word.text is None and not ("=" in word.prefix and (name in RUNNER_VALUED or name in flags)):
             launch.unknown_arguments += 1
             launch.unknown_overrides.append((word.span, len(trailing)))
             index += 1
             continue
-        name = word.text.partition("=")[0]
         if name in RUNNER_VALUED or name in flags:
             name, value, span, index = _option(words, index, set(RUNNER_VALUED) | set(flags))
-            if index - 1 < len(words) and words[index - 1] is word and "=" not in word.text:
+            if index - 1 < len(words) and words[index - 1] is word and "=" not in word.lead:
                 launch.problems.append((span, f"run_recipe.py: argument {name}: expected one argument"))
                 continue
             if name in RUNNER_VALUED:
@@ -431,6 +552,19 @@ def _runner_arguments(launch: Launch, words: list[Word]) -> None:
         launch.recipe_span = launch.recipe_span
 
 
+_KEY = re.compile(r"^(~|\+\+|\+)?[A-Za-z_][\w]*(\.[\w\-]+)*$")
+
+
+def _override_key(word: Word) -> str | None:
+    """The key of a ``KEY=VALUE`` word whose value only is unknown. An unquoted ``KEY=$V``
+    could split into more words if ``V`` held a blank; a value such as a size or a path does
+    not, and taking it for one value is what keeps the other overrides known."""
+    if word.text is not None or "=" not in word.prefix:
+        return None
+    key = word.prefix.partition("=")[0]
+    return key if _KEY.match(key) and not key.startswith("~") else None
+
+
 def _runner_selection(launch: Launch, what: str, value: str | None, span: Span) -> None:
     if value is None:
         launch.unanalysed.append((span, f"--{what}: its value is unknown"))
@@ -478,6 +612,11 @@ def _script_arguments(launch: Launch, words: list[Word]) -> None:
     while index < len(words):
         word = words[index]
         text = word.text
+        key = _override_key(word)
+        if key is not None:
+            launch.settings.append(Setting(f"{key.lstrip('+')}=", word.span, unknown=True))
+            index += 1
+            continue
         if text is None:
             launch.unknown_arguments += 1
             launch.unknown_overrides.append((word.span, len(launch.settings)))
@@ -495,6 +634,6 @@ def _script_arguments(launch: Launch, words: list[Word]) -> None:
                     not words[index].text.startswith("-") and "=" not in words[index].text:
                 index += 1  # the option's value
             continue
-        if eq and re.match(r"^(~|\+\+|\+)?[A-Za-z_][\w]*(\.[\w\-]+)*$", name):
+        if eq and _KEY.match(name):
             launch.settings.append(Setting(text, word.span))
         index += 1

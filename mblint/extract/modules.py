@@ -85,14 +85,15 @@ class ModuleSource:
 SOURCE_OVERLAY: dict[Path, str] = {}
 
 
-def read_source(path: Path, limit: int = MAX_SOURCE_BYTES) -> str:
+def read_source(path: Path, limit: int = MAX_SOURCE_BYTES, kind: str = "Python source") -> str:
+    """The text of a source file; ``kind`` names what it should be (a binary file is not)."""
     if SOURCE_OVERLAY:
         text = SOURCE_OVERLAY.get(path.resolve())
         if text is not None:
             return text
     data = read_regular_file(path, limit)
     if b"\x00" in data:
-        raise SourceError(path, "file is binary (contains NUL bytes), not Python source")
+        raise SourceError(path, f"file is binary (contains NUL bytes), not {kind}")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

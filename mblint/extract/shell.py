@@ -16,17 +16,28 @@ tree for the rest of the file.
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 MAX_SCRIPT_BYTES = 500_000
 MAX_WORDS = 20_000  # words expanded per script, all commands together
-MAX_VALUE_CHARS = 100_000  # a variable longer than this becomes unknown
+MAX_CHARS = 1_000_000  # characters of words and variable values made per script, all together
+MAX_STEPS = 200_000  # statements read per script, function calls and command strings included
+MAX_ENV_COPIES = 2_000_000  # variables copied per script for branches and functions, all together
+MAX_VALUE_CHARS = 10_000  # a variable longer than this becomes unknown
+MAX_DEPTH = 100  # nesting of statements, expansions, function calls and command strings
+MAX_DIGITS = 18  # a number with more digits is unknown (bash's arithmetic is 64-bit)
 
 # A character of an expanded word: (text or None when unknown, (line, column) or None, splits).
 # ``splits``: the character came from an unquoted expansion, so blanks in it separate words.
 Char = tuple
+
+
+UNKNOWN_PART = "\ue000"  # a private-use character: unknown text inside a command string
 
 
 class _Unknown:
@@ -49,13 +60,24 @@ class Span:
 class Word:
     """One argument of a command after expansion. ``text`` None: unknown. ``many``: an
     unknown unquoted expansion, which may stand for any number of words. ``span``: where the
-    word's text was written (inside a variable's assignment when it came from one)."""
+    word's text was written (inside a variable's assignment when it came from one).
+    ``prefix``: of an unknown word, its known text before the first unknown character
+    (``--nnodes=`` of ``--nnodes=$NNODES``)."""
 
     text: str | None
     span: Span
     many: bool = False
     used_at: Span | None = None  # where the word appears on the command line, when elsewhere
     positions: tuple | None = field(default=None, repr=False)  # (line, column) or None per character
+    prefix: str = ""
+    # Of an unknown word: its text with ``UNKNOWN_PART`` for each unknown stretch (``positions``
+    # then follow it), for a shell that reads the word as commands (``bash -c "$CMD"``).
+    template: str | None = field(default=None, repr=False)
+
+    @property
+    def lead(self) -> str:
+        """The text, or the known start of an unknown word."""
+        return self.text if self.text is not None else self.prefix
 
 
 @dataclass
@@ -63,7 +85,6 @@ class Command:
     words: list[Word]
     span: Span
     in_loop: bool = False
-    env: dict = field(default_factory=dict, repr=False)  # the variables in force at the command
 
 
 @dataclass
@@ -80,7 +101,47 @@ class Script:
     commands: list[Command]
     directives: list[Directive]
     errors: list[tuple[int, int, str]]  # (line, column, message) of parts that did not parse
-    truncated: bool = False
+    limits: list[tuple[int, int, str]] = field(default_factory=list)  # (line, column, message): not read whole
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.limits)
+
+
+class _Budget:
+    """The work one script may cost, shared by the readers of its command strings, heredocs
+    and function calls; the first limit hit stops the reading, and says where."""
+
+    def __init__(self) -> None:
+        self.words = 0
+        self.chars = 0
+        self.steps = 0
+        self.copies = 0
+        self.limits: list[tuple[int, int, str]] = []
+
+    @property
+    def exhausted(self) -> bool:
+        return bool(self.limits)
+
+    def spend(self, what: str, amount: int, where: tuple[int, int]) -> bool:
+        """Spend ``amount``; False (and the limit recorded) once the budget is over."""
+        total = getattr(self, what) + amount
+        setattr(self, what, total)
+        bound, name = _BOUNDS[what]
+        if total > bound:
+            self.stop(where, name.format(bound))
+            return False
+        return not self.limits
+
+    def stop(self, where: tuple[int, int], limit: str) -> None:
+        if not self.limits:
+            self.limits.append((where[0], where[1], f"{limit} reached: the script is not read from here on"))
+
+
+_BOUNDS = {"words": (MAX_WORDS, "word limit ({:,} words per script)"),
+           "chars": (MAX_CHARS, "character limit ({:,} characters of words and values per script)"),
+           "steps": (MAX_STEPS, "step limit ({:,} statements per script)"),
+           "copies": (MAX_ENV_COPIES, "variable copy limit ({:,} per script)")}
 
 
 class ShellParseError(ValueError):
@@ -100,8 +161,9 @@ def parse_script(text: str, script_dir: str | None = None) -> Script:
     directives = _sbatch_directives(text)
     env = _slurm_environment(directives)
     reader.visit(tree.root_node, env, in_loop=False)
+    reader.finish()
     errors = _error_nodes(tree.root_node, reader)
-    return Script(reader.commands, directives, errors, reader.truncated)
+    return Script(reader.commands, directives, errors, reader.budget.limits)
 
 
 # ----- #SBATCH ------------------------------------------------------------------------------
@@ -156,7 +218,7 @@ def _slurm_environment(directives: list[Directive]) -> dict:
                  "--ntasks-per-node": ("SLURM_NTASKS_PER_NODE",), "--gpus-per-node": ("SLURM_GPUS_PER_NODE",),
                  "-n": ("SLURM_NTASKS",), "--ntasks": ("SLURM_NTASKS",)}.get(directive.name, ())
         for name in names:
-            if value.isdigit():
+            if _is_number(value):
                 env[name] = _literal(value, directive.span, value_offset=len(directive_text(directive)) - len(value))
     return env
 
@@ -175,20 +237,35 @@ def _literal(value: str, span: Span, value_offset: int = 0) -> list:
 
 
 class _Reader:
-    def __init__(self, data: bytes, script_dir: str | None = None) -> None:
+    def __init__(self, data: bytes, script_dir: str | None = None, budget: _Budget | None = None,
+                 depth: int = 0) -> None:
         self.data = data
         self.script_dir = script_dir
         self.lines = data.split(b"\n")
+        self.line_starts = list(itertools.accumulate((len(line) + 1 for line in self.lines[:-1]), initial=0))
+        self.columns: dict[int, list | None] = {}  # per row: None when ASCII, else the column of each byte
         self.commands: list[Command] = []
-        self.words = 0
-        self.truncated = False
+        self.budget = budget or _Budget()
+        self.depth = depth  # of the statement, expansion or command string being read
+        self.positional: list | None = None  # "$@" of the function being called; None: unknown
+        self.functions: dict[str, Any] = {}  # name -> body
+        self.calling: list[str] = []
+        self.uncalled: list[tuple[int, str, list[Command]]] = []  # (place, name, commands) read at definition
+        self.fields = False  # expanding a command's arguments: a quoted "$@" is one word per argument
 
     # positions
 
     def position(self, row: int, byte_column: int) -> tuple[int, int]:
         """1-based line and character column of a tree-sitter point."""
-        line = self.lines[row] if row < len(self.lines) else b""
-        return row + 1, len(line[:byte_column].decode("utf-8", "replace")) + 1
+        columns = self.columns.get(row, _ABSENT)
+        if columns is _ABSENT:
+            line = self.lines[row] if row < len(self.lines) else b""
+            columns = None if line.isascii() else list(itertools.accumulate((not 0x80 <= b < 0xC0 for b in line),
+                                                                            initial=0))
+            self.columns[row] = columns
+        if columns is None:
+            return row + 1, byte_column + 1
+        return row + 1, columns[min(byte_column, len(columns) - 1)] + 1
 
     def span(self, node: Any) -> Span:
         line, column = self.position(*node.start_point)
@@ -198,10 +275,28 @@ class _Reader:
     def text(self, node: Any) -> str:
         return node.text.decode("utf-8", "surrogateescape")
 
+    def deeper(self, node: Any) -> bool:
+        """Enter one more level of nesting; False (and the limit recorded) past ``MAX_DEPTH``."""
+        if self.depth >= MAX_DEPTH:
+            self.budget.stop(self.position(*node.start_point), f"nesting limit ({MAX_DEPTH} levels)")
+            return False
+        self.depth += 1
+        return True
+
     # statements
 
     def visit(self, node: Any, env: dict, in_loop: bool) -> None:
+        if not self.budget.spend("steps", 1, self.position(*node.start_point)) or not self.deeper(node):
+            return
+        try:
+            self.statement(node, env, in_loop)
+        finally:
+            self.depth -= 1
+
+    def statement(self, node: Any, env: dict, in_loop: bool) -> None:
         kind = node.type
+        if kind == "redirected_statement" and self.heredoc(node, env, in_loop):
+            return
         if kind in ("program", "compound_statement", "subshell", "do_group", "redirected_statement", "list",
                     "pipeline", "negated_command", "else_clause", "elif_clause"):
             for child in node.named_children:
@@ -230,15 +325,48 @@ class _Reader:
             branches = [child for child in node.named_children if child.type == "case_item"]
             self.branches(branches, env, in_loop, exhaustive=False)
         elif kind == "function_definition":
-            inner = dict(env)
-            for name in _assigned_names(node, self):
-                env[name] = UNKNOWN_VALUE  # the function may run at any point after this
-            body = node.child_by_field_name("body")
-            if body is not None:
-                self.visit(body, inner, in_loop)
+            self.define(node, env, in_loop)
         elif kind == "case_item":
             for child in node.named_children[1:]:
                 self.visit(child, env, in_loop)
+
+    def define(self, node: Any, env: dict, in_loop: bool) -> None:
+        """A function is read where it is called, with the call's arguments as ``"$@"``; one
+        that is never called is read as it is defined, its arguments unknown."""
+        name_node = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        for name in _assigned_names(node, self):
+            env[name] = UNKNOWN_VALUE  # the function may run at any point after this
+        if name_node is None or body is None or not self.copied(env, node):
+            return
+        name = self.text(name_node)
+        self.functions[name] = body
+        before = len(self.commands)
+        self.visit(body, dict(env), in_loop)
+        self.uncalled.append((before, name, self.commands[before:]))
+        del self.commands[before:]
+
+    def call(self, name: str, words: list[Word], env: dict, in_loop: bool, node: Any) -> None:
+        if name in self.calling:  # recursion: what it would run is unknown
+            return
+        self.uncalled = [entry for entry in self.uncalled if entry[1] != name]
+        saved = self.positional
+        self.positional = None if any(w.many for w in words[1:]) else [_chars_of(w) for w in words[1:]]
+        self.calling.append(name)
+        try:
+            self.visit(self.functions[name], env, in_loop)
+        finally:
+            self.calling.pop()
+            self.positional = saved
+
+    def finish(self) -> None:
+        """The commands of functions never called, where they were defined."""
+        for place, _, commands in reversed(self.uncalled):
+            self.commands[place:place] = commands
+        self.uncalled = []
+
+    def copied(self, env: dict, node: Any) -> bool:
+        return self.budget.spend("copies", len(env), self.position(*node.start_point))
 
     def assign(self, node: Any, env: dict) -> None:
         name_node = node.child_by_field_name("name")
@@ -257,28 +385,19 @@ class _Reader:
             value = UNKNOWN_VALUE
         else:
             value = self.expand(value_node, env, quoted=True)
-            if any(ch[0] is None for ch in value) or len(value) > MAX_VALUE_CHARS:
+            if len(value) > MAX_VALUE_CHARS or all(ch[0] is None for ch in value) and value:
                 value = UNKNOWN_VALUE
         if appending:
             before = env.get(name, [])
             value = UNKNOWN_VALUE if before is UNKNOWN_VALUE or value is UNKNOWN_VALUE else list(before) + value
+            if value is not UNKNOWN_VALUE and len(value) > MAX_VALUE_CHARS:
+                value = UNKNOWN_VALUE
+        if value is not UNKNOWN_VALUE and not self.budget.spend("chars", len(value), self.position(*node.start_point)):
+            value = UNKNOWN_VALUE
         env[name] = value
 
     def command(self, node: Any, env: dict, in_loop: bool) -> None:
-        name = node.child_by_field_name("name")
-        if name is None:
-            return
-        words: list[Word] = []
-        for child in node.children:
-            if child.type in ("variable_assignment", "file_redirect", "herestring_redirect", "heredoc_redirect"):
-                continue
-            if not child.is_named or child.type == "comment":
-                continue
-            target = child.named_children[0] if child.type == "command_name" and child.named_children else child
-            words.extend(self.words_of(target, env))
-            if self.words > MAX_WORDS:
-                self.truncated = True
-                return
+        words = self.command_words(node, env)
         if not words:
             return
         first = words[0].text
@@ -291,32 +410,86 @@ class _Reader:
             for word in words[1:]:
                 if word.text and not word.text.startswith("-"):
                     env[word.text] = UNKNOWN_VALUE
-        if first in ("bash", "sh") and len(words) >= 3 and words[1].text == "-c" and words[2].text is not None:
-            self.command_string(words[2], env, in_loop)
+        if first in self.functions:
+            self.call(first, words, env, in_loop, node)
             return
-        self.commands.append(Command(words, self.span(node), in_loop, dict(env)))
+        if first == "eval" and len(words) > 1:
+            joined = _joined(words[1:])
+            if joined.text is not None or joined.template is not None:
+                self.command_string(joined, env, in_loop, [])
+                return
+        inner = _shell_string(words)
+        if inner is not None:
+            index, string = inner
+            self.command_string(string, env, in_loop, words[:index])
+            return
+        self.commands.append(Command(words, self.span(node), in_loop))
 
-    def command_string(self, word: Word, env: dict, in_loop: bool) -> None:
-        """``bash -c "$CMD"``: the commands of the string, read with the variables in force
-        (a ``$`` escaped in the script is expanded by the inner shell: unknown unless known
-        here). Positions map into the string's text when it was written on one line."""
+    def command_words(self, node: Any, env: dict) -> list[Word]:
+        name = node.child_by_field_name("name")
+        if name is None:
+            return []
+        words: list[Word] = []
+        for child in node.children:
+            if child.type in ("variable_assignment", "file_redirect", "herestring_redirect", "heredoc_redirect"):
+                continue
+            if not child.is_named or child.type == "comment":
+                continue
+            target = child.named_children[0] if child.type == "command_name" and child.named_children else child
+            words.extend(self.words_of(target, env))
+            if self.budget.exhausted:
+                return []
+        return words
+
+    def heredoc(self, node: Any, env: dict, in_loop: bool) -> bool:
+        """``bash <<EOF`` (``srun bash``, ``bash -s``...): the document is the script the shell
+        runs, expanded first by this shell unless its delimiter is quoted. True when read so."""
+        commands = [child for child in node.named_children if child.type == "command"]
+        redirects = [child for child in node.named_children if child.type == "heredoc_redirect"]
+        if len(commands) != 1 or len(redirects) != 1:
+            return False
+        words = self.command_words(commands[0], env)
+        shell = _shell_at(words)
+        body = next((child for child in redirects[0].named_children if child.type == "heredoc_body"), None)
+        start = next((child for child in redirects[0].named_children if child.type == "heredoc_start"), None)
+        if shell is None or body is None or start is None:
+            return False
+        if any(quote in self.text(start) for quote in "'\"\\"):
+            line, column = self.position(*body.start_point)
+            chars = _positioned(self.text(body), line, column, splits=False)
+        else:
+            chars = self.quoted_parts(body, env, body.start_byte, body.end_byte)
+        if not self.budget.spend("chars", len(chars), self.position(*body.start_point)):
+            return True
+        document = _word(chars, self.span(body), many=False)
+        self.command_string(document, env, in_loop, words[:shell])
+        return True
+
+    def command_string(self, word: Word, env: dict, in_loop: bool, prefix: list[Word]) -> None:
+        """``bash -c "$CMD"``, ``eval "$CMD"``, a heredoc: the commands of the string, read with
+        the variables in force (a ``$`` escaped in the script is expanded by the inner shell:
+        unknown unless known here), each after ``prefix`` (``srun ... bash -c``: ``srun ...``).
+        Positions map into the string's text when it was written on one line."""
         import tree_sitter
         import tree_sitter_bash
 
-        data = word.text.encode("utf-8", "surrogateescape")
-        inner = _Reader(data, self.script_dir)
-        inner.words = self.words
+        source = word.text if word.text is not None else word.template
+        if source is None or not self.deeper_string(word):
+            return
+        data = source.encode("utf-8", "surrogateescape")
+        inner = _Reader(data, self.script_dir, self.budget, self.depth + 1)
+        inner.functions = self.functions
+        inner.positional = self.positional
         tree = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language())).parse(data)
-        inner.visit(tree.root_node, dict(env), in_loop)
-        self.words = inner.words
-        self.truncated = self.truncated or inner.truncated
-        starts = [0] + [i + 1 for i, ch in enumerate(word.text) if ch == "\n"]
+        inner.visit(tree.root_node, env, in_loop)
+        inner.finish()
+        starts = [0] + [i + 1 for i, ch in enumerate(source) if ch == "\n"]
         positions = word.positions or ()
 
         def moved(span: Span) -> Span:
             """The inner span's place in the script: where its first and last characters were
             written, when both are known and on one line."""
-            if len(positions) != len(word.text) or span.line > len(starts) or span.end_line > len(starts):
+            if len(positions) != len(source) or span.line > len(starts) or span.end_line > len(starts):
                 return word.span
             first_offset = starts[span.line - 1] + span.column - 1
             last_offset = starts[span.end_line - 1] + span.end_column - 2
@@ -333,8 +506,16 @@ class _Reader:
             return Span(first[0], first[1], last[0], last[1] + 1)
 
         for command in inner.commands:
-            words = [Word(w.text, moved(w.span), w.many, word.used_at) for w in command.words]
-            self.commands.append(Command(words, moved(command.span), in_loop, command.env))
+            words = [_unknown_parts(Word(w.text, moved(w.span), w.many, word.used_at, prefix=w.prefix))
+                     for w in command.words]
+            self.commands.append(Command(prefix + words, moved(command.span), in_loop))
+
+    def deeper_string(self, word: Word) -> bool:
+        if self.depth + 1 >= MAX_DEPTH:
+            where = (word.span.line, word.span.column)
+            self.budget.stop(where, f"nesting limit ({MAX_DEPTH} levels)")
+            return False
+        return True
 
     def if_statement(self, node: Any, env: dict, in_loop: bool) -> None:
         condition = node.child_by_field_name("condition")
@@ -358,23 +539,29 @@ class _Reader:
                 first = rest[0]
                 if first.type == "else_clause":
                     self.visit(first, env, in_loop)
-                else:  # elif: the same question again
-                    self.if_statement(first, env, in_loop)
+                elif self.deeper(first):  # elif: the same question again
+                    try:
+                        self.if_statement(first, env, in_loop)
+                    finally:
+                        self.depth -= 1
             return
         groups = [body] + [[clause] for clause in rest]
-        self.branches(groups, env, in_loop, exhaustive=any(c.type == "else_clause" for c in rest))
+        self.branches(groups, env, in_loop, exhaustive=any(c.type == "else_clause" for c in rest), node=node)
 
-    def branches(self, groups: list, env: dict, in_loop: bool, exhaustive: bool) -> None:
+    def branches(self, groups: list, env: dict, in_loop: bool, exhaustive: bool, node: Any = None) -> None:
         """Each branch from the same state; afterwards a variable keeps a value only when every
         way through (taking no branch too, unless one always runs) leaves it the same."""
         results = []
         for group in groups:
+            members = group if isinstance(group, list) else [group]
+            if not self.copied(env, node if node is not None else members[0]):
+                return
             inner = dict(env)
-            for child in group if isinstance(group, list) else [group]:
+            for child in members:
                 self.visit(child, inner, in_loop)
             results.append(inner)
         if not exhaustive:
-            results.append(dict(env))
+            results.append(env)
         names = set().union(*(r.keys() for r in results)) if results else set()
         for name in names:
             values = [r.get(name, _ABSENT) for r in results]
@@ -386,7 +573,6 @@ class _Reader:
                     env[name] = first
             else:
                 env[name] = UNKNOWN_VALUE
-
     def loop(self, node: Any, env: dict) -> None:
         for name in _assigned_names(node, self):
             env[name] = UNKNOWN_VALUE
@@ -430,12 +616,26 @@ class _Reader:
     # words
 
     def words_of(self, node: Any, env: dict) -> list[Word]:
-        chars = self.expand(node, env, quoted=False)
+        self.fields = True
+        try:
+            chars = self.expand(node, env, quoted=False)
+        finally:
+            self.fields = False
         words = _split(chars, self.span(node))
-        self.words += len(words)
+        where = self.position(*node.start_point)
+        if not (self.budget.spend("words", len(words), where) and self.budget.spend("chars", len(chars), where)):
+            return []
         return words
 
     def expand(self, node: Any, env: dict, quoted: bool) -> list:
+        if self.budget.exhausted or not self.deeper(node):
+            return [(None, None, not quoted)]
+        try:
+            return self.expansion(node, env, quoted)
+        finally:
+            self.depth -= 1
+
+    def expansion(self, node: Any, env: dict, quoted: bool) -> list:
         kind = node.type
         if kind in ("word", "number", "variable_name", "extglob_pattern", "test_operator", "regex"):
             return self.literal(node, unescape=not quoted)
@@ -446,23 +646,8 @@ class _Reader:
         if kind == "ansi_c_string":
             return [(None, None, False)]
         if kind in ("string", "translated_string"):
-            chars: list = []
-            cursor = node.start_byte + (2 if kind == "translated_string" else 1)
-            for child in node.named_children:
-                if child.start_byte > cursor:  # text tree-sitter gives no node (blanks between expansions)
-                    chars.extend(self.literal_bytes(cursor, child.start_byte))
-                first = child.children[0] if child.children else None
-                if first is not None and first.text[:1].isspace():  # tree-sitter puts blanks before `$` in its token
-                    blank = len(first.text) - len(first.text.lstrip())
-                    chars.extend(self.literal_bytes(child.start_byte, child.start_byte + blank))
-                if child.type == "string_content":
-                    chars.extend(self.literal(child, unescape=True, in_quotes=True))
-                else:
-                    chars.extend((c, p, False) for c, p, _ in self.expand(child, env, quoted=True))
-                cursor = max(cursor, child.end_byte)
-            if node.end_byte - 1 > cursor:
-                chars.extend(self.literal_bytes(cursor, node.end_byte - 1))
-            return chars
+            return self.quoted_parts(node, env, node.start_byte + (2 if kind == "translated_string" else 1),
+                                     node.end_byte - 1)
         if kind == "concatenation":
             out: list = []
             for child in node.children:
@@ -484,10 +669,30 @@ class _Reader:
             return [(ch, (line, column), False) for ch in self.script_dir]
         return [(None, None, not quoted)]  # command and process substitution, brace expansion...
 
+    def quoted_parts(self, node: Any, env: dict, start: int, end: int) -> list:
+        """The characters of a double-quoted string (or a heredoc) from byte ``start`` to
+        ``end``: its text and its expansions, which are not split into words."""
+        chars: list = []
+        cursor = start
+        for child in node.named_children:
+            if child.start_byte > cursor:  # text tree-sitter gives no node (blanks between expansions)
+                chars.extend(self.literal_bytes(cursor, child.start_byte))
+            first = child.children[0] if child.children else None
+            if first is not None and first.text[:1].isspace():  # tree-sitter puts blanks before `$` in its token
+                blank = len(first.text) - len(first.text.lstrip())
+                chars.extend(self.literal_bytes(child.start_byte, child.start_byte + blank))
+            if child.type in ("string_content", "heredoc_content"):
+                chars.extend(self.literal(child, unescape=True, in_quotes=True))
+            else:
+                chars.extend((c, p, s and c is None) for c, p, s in self.expand(child, env, quoted=True))
+            cursor = max(cursor, child.end_byte)
+        if end > cursor:
+            chars.extend(self.literal_bytes(cursor, end))
+        return chars
+
     def literal_bytes(self, start: int, end: int) -> list:
-        row = self.data.count(b"\n", 0, start)
-        line_start = self.data.rfind(b"\n", 0, start) + 1
-        line, column = self.position(row, start - line_start)
+        row = bisect.bisect_right(self.line_starts, start) - 1
+        line, column = self.position(row, start - self.line_starts[row])
         return _positioned(self.data[start:end].decode("utf-8", "surrogateescape"), line, column, splits=False)
 
     def literal(self, node: Any, unescape: bool, in_quotes: bool = False) -> list:
@@ -514,6 +719,8 @@ class _Reader:
         return out
 
     def variable(self, name: str, env: dict, quoted: bool, default: Any) -> list:
+        if name in ("@", "*") or name.isdecimal() and name != "0" or name == "#":
+            return self.arguments(name, quoted)
         value = env.get(name, _ABSENT)
         if value is _ABSENT and "*" in env:
             value = UNKNOWN_VALUE  # after `source`, anything may be set
@@ -524,6 +731,25 @@ class _Reader:
         if value is UNKNOWN_VALUE:
             return [(None, None, not quoted)]
         return [(c, p, not quoted) for c, p, _ in value]
+
+    def arguments(self, name: str, quoted: bool) -> list:
+        """``$1``, ``$#``, ``$*`` and ``$@`` of the function being called (unknown elsewhere);
+        a quoted ``"$@"`` among a command's arguments gives one word per argument."""
+        arguments = self.positional
+        if arguments is None:
+            return [(None, None, not quoted or name == "@")]
+        if name == "#":
+            return [(ch, None, False) for ch in str(len(arguments))]
+        if name.isdecimal():
+            index = int(name) - 1 if len(name) < 4 else len(arguments)
+            chosen = arguments[index] if index < len(arguments) else []
+            return [(c, p, not quoted) for c, p, _ in chosen]
+        chars: list = []
+        for position, argument in enumerate(arguments):
+            if position:
+                chars.append((_BREAK, None, False) if name == "@" and quoted and self.fields else (" ", None, not quoted))
+            chars.extend((c, p, not quoted) for c, p, _ in argument)
+        return chars
 
     def braced(self, node: Any, env: dict, quoted: bool) -> list:
         children = node.children
@@ -566,7 +792,7 @@ class _Reader:
         kind = node.type
         if kind == "number":
             text = self.text(node)
-            return int(text) if text.isdigit() else None
+            return int(text) if _is_number(text) else None
         if kind in ("variable_name", "simple_expansion", "expansion"):
             name = self.text(node.named_children[0]) if kind == "simple_expansion" and node.named_children else self.text(node)
             if kind == "expansion":
@@ -576,7 +802,9 @@ class _Reader:
             if any(ch[0] is None for ch in chars):
                 return None
             text = "".join(ch[0] for ch in chars).strip()
-            return int(text) if re.fullmatch(r"-?\d+", text) else (0 if not text else None)
+            if not text:
+                return 0
+            return int(text) if _is_number(text.removeprefix("-")) else None
         if kind == "parenthesized_expression" and len(node.named_children) == 1:
             return self.evaluate(node.named_children[0], env, depth + 1)
         if kind == "binary_expression" and len(node.children) == 3:
@@ -592,22 +820,24 @@ class _Reader:
         return None
 
 
-def command_string(word: Word, env: dict, script_dir: str | None = None) -> list[Command]:
-    """The commands of a ``bash -c`` string (see ``_Reader.command_string``)."""
-    if word.text is None:
-        return []
-    reader = _Reader(b"", script_dir)
-    reader.command_string(word, env, in_loop=False)
-    return reader.commands
+def _is_number(text: str) -> bool:
+    """ASCII digits, at most ``MAX_DIGITS`` of them (``'²'.isdigit()`` is true; a 5,000-digit
+    number is beyond bash's 64-bit arithmetic and Python's int conversion limit)."""
+    return 0 < len(text) <= MAX_DIGITS and text.isascii() and text.isdigit()
 
 
 def _arithmetic(operator: str, left: int, right: int) -> int | None:
+    result = _operation(operator, left, right)
+    return result if result is not None and abs(result) < 2**63 else None  # bash wraps at 64 bits: unknown
+
+
+def _operation(operator: str, left: int, right: int) -> int | None:
     if operator == "+":
         return left + right
     if operator == "-":
         return left - right
     if operator == "*":
-        return left * right if abs(left * right) < 10**18 else None
+        return left * right
     if operator in ("/", "%"):
         if right == 0:
             return None
@@ -617,6 +847,8 @@ def _arithmetic(operator: str, left: int, right: int) -> int | None:
 
 
 _ABSENT = object()
+_BREAK = object()  # between two arguments of a quoted "$@" among a command's arguments
+SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
 _SOURCE = r'"?\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)"?'
 # The script's own folder: $(dirname "$0"), $(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)...
 _SCRIPT_DIR = re.compile(r'\$\(\s*(?:cd\s+(?:--\s+)?"?\$\(\s*dirname\s+' + _SOURCE + r'\s*\)"?\s*(?:[&>]+\s*/dev/null\s*)?'
@@ -667,6 +899,10 @@ def _split(chars: list, fallback: Span) -> list[Word]:
     started = False
     for ch in chars:
         text, _, splits = ch
+        if text is _BREAK:
+            words.append(_word(current, fallback, unknown_unquoted))
+            current, started, unknown_unquoted = [], True, False
+            continue
         if text is None:
             current.append(ch)
             started = True
@@ -689,8 +925,12 @@ def _split(chars: list, fallback: Span) -> list[Word]:
 
 
 def _word(chars: list, fallback: Span, many: bool) -> Word:
-    if any(ch[0] is None for ch in chars):
-        return Word(None, fallback, many=many)
+    known = next((index for index, ch in enumerate(chars) if ch[0] is None), None)
+    if known is not None:
+        parts = [ch for index, ch in enumerate(chars) if ch[0] is not None or index == 0 or chars[index - 1][0] is not None]
+        template = "".join(UNKNOWN_PART if ch[0] is None else ch[0] for ch in parts)
+        return Word(None, fallback, many=many, prefix="".join(ch[0] for ch in chars[:known]), template=template,
+                    positions=tuple(ch[1] for ch in parts))
     text = "".join(ch[0] for ch in chars)
     positions = [ch[1] for ch in chars]
     span = fallback
@@ -706,6 +946,69 @@ def _word(chars: list, fallback: Span, many: bool) -> Word:
         span = Span(first[0], first[1], last[0], last[1] + 1)
     used_at = fallback if span != fallback else None
     return Word(text, span, used_at=used_at, positions=tuple(positions))
+
+
+def _chars_of(word: Word) -> list:
+    """A word's characters, as a function's argument: unknown where its text is."""
+    if word.text is None:
+        if word.template is None:
+            return [(None, None, False)]
+        positions = word.positions or [None] * len(word.template)
+        return [(None if ch == UNKNOWN_PART else ch, position, False) for ch, position in zip(word.template, positions)]
+    positions = word.positions if word.positions and len(word.positions) == len(word.text) else [None] * len(word.text)
+    return [(ch, position, False) for ch, position in zip(word.text, positions)]
+
+
+def _joined(words: list[Word]) -> Word:
+    """The words ``eval`` joins with blanks, as one string."""
+    chars: list = []
+    for index, word in enumerate(words):
+        if index:
+            chars.append((" ", None, False))
+        chars.extend(_chars_of(word))
+    joined = _word(chars, words[0].span, many=False)
+    joined.span = words[0].span
+    return joined
+
+
+def _unknown_parts(word: Word) -> Word:
+    """A word of a command string holding text unknown outside it: unknown, and it may be
+    any number of words (the inner shell splits what it stands for)."""
+    if word.text is not None and UNKNOWN_PART in word.text:
+        return Word(None, word.span, many=True, used_at=word.used_at, prefix=word.text.partition(UNKNOWN_PART)[0])
+    if word.text is None and UNKNOWN_PART in word.prefix:
+        return Word(None, word.span, many=True, used_at=word.used_at, prefix=word.prefix.partition(UNKNOWN_PART)[0])
+    return word
+
+
+def _shell_at(words: list[Word]) -> int | None:
+    """The index of a shell reading its commands from its input (``bash``, ``srun bash -s``),
+    the words before it a prefix; None when the command is no such shell."""
+    for index, word in enumerate(words):
+        if word.text is not None and posixpath.basename(word.text) in SHELLS:
+            rest = words[index + 1:]
+            if all(w.text is not None and w.text.startswith("-") and "c" not in w.text[1:] for w in rest):
+                return index
+            return None
+    return None
+
+
+def _shell_string(words: list[Word]) -> tuple[int, Word] | None:
+    """``bash -c STRING`` (``-lc``, ``-l -c``) anywhere in the command (``srun ... bash -c``):
+    the shell's index and the string, when it is known."""
+    for index, word in enumerate(words):
+        if word.text is None or posixpath.basename(word.text) not in SHELLS:
+            continue
+        position = index + 1
+        while position < len(words) and (words[position].text or "").startswith("-"):
+            option = words[position].text
+            position += 1
+            if not option.startswith("--") and "c" in option[1:]:
+                if position < len(words) and (words[position].text or words[position].template) is not None:
+                    return index, words[position]
+                return None
+        return None
+    return None
 
 
 def _error_nodes(root: Any, reader: _Reader) -> list[tuple[int, int, str]]:
