@@ -65,6 +65,9 @@ class Finding:
     fixes: tuple[FixIntent, ...] = ()
     suppressed: bool = False
     extra: dict = field(default_factory=dict)
+    problem: str = ""
+    """The fault the finding reports when another rule may report it too (mblint/arbitration.py);
+    used while the job's findings are gathered, not kept in caches or output."""
 
     @property
     def applicable_fixes(self) -> tuple[FixIntent, ...]:

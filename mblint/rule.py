@@ -9,6 +9,7 @@ from dataclasses import replace
 from itertools import chain, repeat
 from typing import Any, Callable, ClassVar, Iterable, Sequence
 
+from mblint.arbitration import most_specific, superseded_by
 from mblint.findings import Finding, FixIntent, Related, Severity
 from mblint.model import ABSENT, NOT_PLAIN_TYPES, EffectiveConfig, Origin, Unknown, is_known, is_node
 
@@ -38,6 +39,9 @@ class Rule:
     "field:NAME" (a config class has the field), "class:NAME", "check:NAME" (the code runs
     the check, mblint.schema.facts.SOURCE_CHECKS)."""
     tags: ClassVar[tuple[str, ...]] = ()
+    supersedes: ClassVar[tuple[str, ...]] = ()
+    """Ids of the rules whose finding this rule's finding replaces when both name the same
+    ``problem`` on one job: this rule says it more precisely (mblint/arbitration.py)."""
     fixable: ClassVar[bool] = False
     valid: ClassVar[Sequence[Any]] = ()
     invalid: ClassVar[Sequence[Any]] = ()
@@ -81,6 +85,9 @@ class Rule:
         for section in DOC_SECTIONS:
             if f"## {section}" not in (cls.doc or ""):
                 found.append(f"documentation lacks the section '## {section}'")
+        for other in cls.supersedes:
+            if not _ID.match(other) or other == cls.id:
+                found.append(f"supersedes {other!r}, which is not another rule's id")
         if cls.precondition is not None and not getattr(cls.precondition, "is_precondition", False):
             found.append(f"precondition {cls.precondition!r} is not a @precondition function")
         return found
@@ -112,13 +119,16 @@ class RuleContext:
         fixes: Sequence[FixIntent] = (),
         related_messages: dict[str, str] | None = None,
         location: Origin | None = None,
+        problem: str = "",
     ) -> Finding:
         """A finding on ``cfg``. The primary location is ``location`` when given, else
         ``primary``'s last origin, else the line the first fix edits (its field's last origin,
         when the recipe itself or a linted override file wrote it), else the field among
         ``fields`` set last in program order, else the recipe function. The last origins of
         ``fields`` elsewhere are related, and so is the assignment of a local variable a shown
-        place took its value from (``Origin.through``)."""
+        place took its value from (``Origin.through``). ``problem`` names the fault when
+        another rule may report it too (one of the names in mblint/rulekit.py): of two findings
+        of one problem on a job, the engine keeps the more specific rule's (``Rule.supersedes``)."""
         lasts = [cfg.last_origin(path) for path in fields]
         target = _fix_target(fixes)
         if location is None:
@@ -142,6 +152,7 @@ class RuleContext:
             fields=tuple(fields),
             recipe=cfg.recipe.label,
             fixes=tuple(_keeping_intent(cfg, fix, self.editable_paths) for fix in fixes),
+            problem=problem,
         )
 
 
@@ -185,18 +196,22 @@ class RuleCalls:
         self.pairs = pairs
         self.checks = tuple(rule.check for rule, _ in pairs)
         self.contexts = tuple(ctx for _, ctx in pairs)
+        self.superseded = superseded_by(rule for rule, _ in pairs)
 
     def run(self, cfg: EffectiveConfig, findings: list[Finding], notes: list[str]) -> None:
         """Each rule's findings on ``cfg`` appended to ``findings`` in rule order. A rule that
         raises adds a message to ``notes`` instead (the engine reports it as an error: a crash
         must never turn a failing run into a passing one) and the others still run: then the rules are run again
-        one by one (they only read ``cfg``), the findings of the first attempt dropped."""
+        one by one (they only read ``cfg``), the findings of the first attempt dropped. Of two
+        findings of one problem, the more specific rule's is kept (mblint/arbitration.py)."""
         start = len(findings)
         try:
             findings.extend(chain.from_iterable(filter(None, map(_call, self.checks, repeat(cfg), self.contexts))))
         except Exception:  # noqa: BLE001 - see the loop below
             del findings[start:]
             self.run_one_by_one(cfg, findings, notes)
+        if self.superseded:
+            findings[start:] = most_specific(findings[start:], self.superseded)
 
     def run_one_by_one(self, cfg: EffectiveConfig, findings: list[Finding], notes: list[str]) -> None:
         add_findings = findings.extend

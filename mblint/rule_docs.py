@@ -27,6 +27,9 @@ def rule_page(rule) -> str:
     if getattr(rule, "requires", ()):
         lines.append(f"- Requires (of the release's schema): {', '.join(rule.requires)}")
     lines.append(f"- Fix: {fix}")
+    if getattr(rule, "supersedes", ()):
+        lines.append(f"- Replaces the finding of {', '.join(rule.supersedes)} on the same problem "
+                     "(when both rules are selected)")
     if rule.tags:
         lines.append(f"- Tags: {', '.join(rule.tags)}")
     lines += ["", _demoted(rule.doc.strip()), ""]

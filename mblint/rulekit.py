@@ -54,7 +54,8 @@ from mblint.suggestions import suggest
 from mblint.testing import Example
 
 __all__ = [
-    "HF_PROVIDER_LABEL",
+    "HF_PROVIDER_LABEL", "NAME_GPUS_BELOW_LAYOUT", "SEQ_LENGTHS_DIFFER", "UNPADDED_PACKS_UNDER_GRAPHS",
+    "WORLD_NOT_DIVISIBLE_BY_DENSE_GRID",
     "ABSENT", "BRIDGE_GPT_DATASET", "COLLATE_DATASET_TYPES_06", "GRAPH_DEPRECATED_NAMES_06", "GRAPH_MODULE_NAMES",
     "RECOMPUTE_MODULES", "SET_KINDS", "SFT_DATASETS_03", "SFT_DATASETS_06", "SFT_DATASET_TYPES_06", "SPECS_03",
     "SPECS_06", "UNKNOWN", "Alignment", "CudaGraphs", "EffectiveConfig", "Example", "Finding", "FixIntent",
@@ -628,6 +629,17 @@ def canonical_seq_datasets(cfg: EffectiveConfig) -> tuple[str, ...]:
     if not sft_dataset_family(cfg):
         return (BRIDGE_GPT_DATASET, "FinetuningDatasetConfig")
     return (BRIDGE_GPT_DATASET, "GPTSFTDatasetConfig", *COLLATE_DATASET_TYPES_06)
+# --- problems more than one rule reports ---------------------------------------------------
+# A finding that may repeat another rule's names its fault with ``ctx.report(..., problem=...)``;
+# of two findings of one problem on a job the engine keeps the one of the rule that
+# ``supersedes`` the other (mblint/arbitration.py). The names are the faults, not rule ids.
+
+NAME_GPUS_BELOW_LAYOUT = "the GPU count in the recipe name is below the layout's minimum GPU count"
+WORLD_NOT_DIVISIBLE_BY_DENSE_GRID = "the world size is not divisible by TP*PP*CP"
+SEQ_LENGTHS_DIFFER = "model.seq_length and the dataset's seq_length differ"
+UNPADDED_PACKS_UNDER_GRAPHS = "offline packing under CUDA graphs without pad_to_max_length"
+
+
 # --- context parallelism, parallel grids and world size (rules/cp, rules/parallel) ---
 
 # Dataset classes ConfigContainer.validate() treats as fine-tuning data for the CP>1 checks
@@ -647,8 +659,9 @@ def sft_dataset_family(cfg: EffectiveConfig) -> bool:
 
 
 def seq_length_disagrees(cfg: EffectiveConfig) -> bool:
-    """True when model.seq_length and the dataset's seq_length, which validate() asserts equal
-    (SQ001), are both known and differ: advice computed from either would rest on an error."""
+    """True when model.seq_length and the dataset's seq_length, which validate() asserts equal,
+    are both known and differ: advice computed from either rests on an error
+    (``SEQ_LENGTHS_DIFFER``)."""
     if dataset_is(cfg, *canonical_seq_datasets(cfg)) is not True:
         return False
     model_seq, data_seq = value(cfg, "model.seq_length"), value(cfg, "dataset.seq_length")

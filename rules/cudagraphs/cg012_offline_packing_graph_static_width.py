@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from mblint.rulekit import (
+    UNPADDED_PACKS_UNDER_GRAPHS,
     Example,
     FixIntent,
     Rule,
@@ -24,6 +25,7 @@ class OfflinePackingGraphStaticWidth(Rule):
     fixable = True
     requires = ("field:enable_offline_packing",)
     tags = ("cuda-graphs", "packing")
+    supersedes = ("MO003",)
     doc = """## What it does
 Flags offline packing (`dataset.enable_offline_packing = True`) with training CUDA graphs
 (full-iteration capture or `cuda_graph_impl = "transformer_engine"`) when the dataset does not pad
@@ -106,4 +108,5 @@ TE graphs and dataset.dataset_kwargs={} fails with that message.
             fixes=[FixIntent("set", "dataset.dataset_kwargs.pad_to_max_length"
                              if cfg.type_of("dataset") == "GPTSFTDatasetConfig" else "dataset.pad_to_max_length",
                              True, safe=False, description="pad every packed row to the maximum length")],
+            problem=UNPADDED_PACKS_UNDER_GRAPHS,
         )

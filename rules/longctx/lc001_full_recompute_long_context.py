@@ -1,6 +1,16 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, int_values, known, parallel, seq_length_disagrees, value
+from mblint.rulekit import (
+    SEQ_LENGTHS_DIFFER,
+    Example,
+    Rule,
+    Severity,
+    int_values,
+    known,
+    parallel,
+    seq_length_disagrees,
+    value,
+)
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 LONG = 32768
@@ -16,8 +26,9 @@ class FullRecomputeLongContext(Rule):
 Flags `model.recompute_granularity == "full"` with `model.seq_length >= {LONG}` while
 `model.context_parallel_size` is 1: a long context run with neither of the guidance's first
 tools (context parallelism, selective recompute). A recipe that sized context parallelism has
-been tuned for its context and chose full recompute with it: no advice then. Silent too when
-`model.seq_length` differs from `dataset.seq_length` (SQ001's error: the length is not settled).
+been tuned for its context and chose full recompute with it: no advice then. When
+`model.seq_length` differs from `dataset.seq_length` the length is not settled: SQ001's error
+replaces this finding when both rules are selected.
 
 ## Why it matters
 Megatron-Bridge's long-context guidance: "Prefer selective recompute: recompute modules such
@@ -59,11 +70,11 @@ use full only when selective does not fit); docs/training/activation-recomputati
         # a tuned long-context recipe: CP sized, full recompute chosen with it (GLM-5 SFT 128k's pattern)
         "cfg = _sft_common()\n" + MODEL + "cfg.model.seq_length = 131072\ncfg.dataset.seq_length = 131072\n"
         "cfg.model.context_parallel_size = 32\ncfg.model.recompute_granularity = 'full'",
-        # seq_length is SQ001's error (the dataset says 8192)
-        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 131072\ncfg.dataset.seq_length = 8192\n"
-        "cfg.model.recompute_granularity = 'full'",
     ]
     invalid = [
+        # the dataset says 8192: with SQ001 selected, its finding replaces this one
+        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 131072\ncfg.dataset.seq_length = 8192\n"
+        "cfg.model.recompute_granularity = 'full'  # error",
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 131072\ncfg.dataset.seq_length = 131072\ncfg.model.recompute_granularity = 'full'  # error",
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.recompute_granularity = 'full'\n"
                 "cfg.model.seq_length = 65536  # error\ncfg.dataset.seq_length = 65536", version="0.3"),
@@ -74,9 +85,10 @@ use full only when selective does not fit); docs/training/activation-recomputati
         seq = cfg.value("model.seq_length")
         if granularity != "full" or not known(granularity) or not int_values(seq) or seq < LONG:
             return
-        if parallel(cfg).cp != 1 or seq_length_disagrees(cfg):
-            return  # context parallelism already sized (a tuned long-context recipe), or seq_length is SQ001's error
+        if parallel(cfg).cp != 1:
+            return  # context parallelism already sized: a tuned long-context recipe
         message = (f"model.recompute_granularity is 'full' at model.seq_length {seq} (>= {LONG}); Megatron-Bridge's "
                    f"long-context guidance prefers selective recompute of small modules (moe_act, layernorm, mlp, "
                    f"mla_up_proj) before full-layer recompute")
-        yield ctx.report(cfg, message, ["model.recompute_granularity", "model.seq_length"])
+        yield ctx.report(cfg, message, ["model.recompute_granularity", "model.seq_length"],
+                         problem=SEQ_LENGTHS_DIFFER if seq_length_disagrees(cfg) else "")

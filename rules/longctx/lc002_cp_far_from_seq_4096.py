@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 
-from mblint.rulekit import Example, Rule, Severity, int_values, parallel, seq_length_disagrees
+from mblint.rulekit import SEQ_LENGTHS_DIFFER, Example, Rule, Severity, int_values, parallel, seq_length_disagrees
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 SHARD = 4096
@@ -32,8 +32,8 @@ least 1), and flags `model.context_parallel_size` more than {FACTOR}x below or a
 long context (`seq_length >= {LONG}`, the guidance's scope; shorter contexts use CP for other
 reasons, e.g. to match a MoE layout). Not reported: a CP below the target when the world size
 (`--world-size` or the recipe's name) leaves no room for twice the CP at the same TP and PP
-(the advice would ask for GPUs the recipe does not have), and a `seq_length` that is SQ001's
-error. The world size must be known for a "below" finding.
+(the advice would ask for GPUs the recipe does not have). A `seq_length` that differs from the
+dataset's is SQ001's error, whose finding replaces this one when both rules are selected. The world size must be known for a "below" finding.
 
 ## Why it matters
 Megatron-Bridge's long-context guidance: "Start from a 4K shard target: a good first guess is
@@ -79,10 +79,11 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md ("Decision by Sequence Lengt
         # no world size: the advice could ask for GPUs the recipe does not have (0.3.1 Gemma 3 1B at 32k)
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 32768\ncfg.dataset.seq_length = 32768\n"
                 "cfg.model.context_parallel_size = 1", version="0.3"),
-        # seq_length is SQ001's error (the dataset says 8192; Nemotron Nano v2's provider default)
-        "cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 131072\ncfg.dataset.seq_length = 8192",
     ]
     invalid = [
+        # the dataset says 8192 (Nemotron Nano v2's provider default): with SQ001 selected, its finding replaces this one
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 131072\ncfg.dataset.seq_length = 8192\n"
+                "cfg.model.context_parallel_size = 2  # error", world_size=64),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 131072\ncfg.dataset.seq_length = 131072\n"
                 "cfg.model.context_parallel_size = 2  # error", world_size=64),
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.seq_length = 32768\ncfg.dataset.seq_length = 32768\ncfg.model.context_parallel_size = 64  # error",
@@ -97,7 +98,7 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md ("Decision by Sequence Lengt
     def check(self, cfg, ctx):
         cp = parallel(cfg).cp
         seq = cfg.value("model.seq_length")
-        if not int_values(cp, seq) or cp <= 0 or seq < LONG or seq_length_disagrees(cfg):
+        if not int_values(cp, seq) or cp <= 0 or seq < LONG:
             return
         raw = seq / SHARD
         target = 1 if raw <= 1 else 2 ** round(math.log2(raw))
@@ -109,4 +110,5 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md ("Decision by Sequence Lengt
             return
         message = (f"model.context_parallel_size is {cp}, {ratio:g}x {side} the rule of thumb CP ~= seq_length/{SHARD} = "
                    f"{seq}/{SHARD} -> {target} (Megatron-Bridge long-context guidance)")
-        yield ctx.report(cfg, message, ["model.context_parallel_size", "model.seq_length"])
+        yield ctx.report(cfg, message, ["model.context_parallel_size", "model.seq_length"],
+                         problem=SEQ_LENGTHS_DIFFER if seq_length_disagrees(cfg) else "")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from mblint.rulekit import (
+    UNPADDED_PACKS_UNDER_GRAPHS,
     Example,
     FixIntent,
     Rule,
@@ -12,7 +13,6 @@ from mblint.rulekit import (
     offline_packing,
     offline_packing_known_on,
     pad_to_max_length,
-    knows_field,
     specs_path,
     value,
 )
@@ -45,8 +45,9 @@ are ragged whatever the pack size (reported at the padding setting); with it,
 conservative assumption; the library default was not verified). Only where the rows must be
 equal: with CUDA graphs, or in a release that does not pad uneven HybridEP inputs itself
 (0.3.x; 0.6.x turns `moe_hybridep_pad_uneven_dispatch_inputs` on for eager packed runs: schema
-check `hybridep_eager_packing_pads_uneven_inputs`). With CUDA graphs in 0.6.x a missing
-`pad_to_max_length` is CG012's error.
+check `hybridep_eager_packing_pads_uneven_inputs`). With training CUDA graphs in 0.6.x a missing
+`pad_to_max_length` is also CG012's error, whose finding replaces this one when both rules
+are selected.
 
 ## Why it matters
 HybridEP dispatches fixed-size token chunks; Megatron-Bridge's HybridEP packing recipes pad each
@@ -129,7 +130,7 @@ docs/training/packed-sequences.md (HybridEP section). Unverified at runtime: war
         if not cfg.origins(pad_field) and pad_field.startswith("dataset.dataset_kwargs."):
             pad_field = "dataset.dataset_kwargs"  # the dict was replaced without the key
             said = "dataset.dataset_kwargs has no pad_to_max_length"
-        if pad is False and not (graphs_on and knows_field(cfg, "enable_offline_packing")):  # with graphs CG012 reports it
+        if pad is False:
             yield ctx.report(
                 cfg, f"offline packing with HybridEP, but {said}: packed rows keep their own "
                      f"lengths (ragged) whatever {specs}.packed_sequence_size is; HybridEP wants a fixed width the "
@@ -137,7 +138,8 @@ docs/training/packed-sequences.md (HybridEP section). Unverified at runtime: war
                 [pad_field, "model.moe_flex_dispatcher_backend"], primary=pad_field,
                 fixes=[FixIntent("set", "dataset.dataset_kwargs.pad_to_max_length"
                                  if pad_field.startswith("dataset.dataset_kwargs") else pad_field, True, safe=False,
-                                 description="pad each packed row to packed_sequence_size")])
+                                 description="pad each packed row to packed_sequence_size")],
+                problem=UNPADDED_PACKS_UNDER_GRAPHS if graphs_on else "")
             return
         if pad is not True:
             return

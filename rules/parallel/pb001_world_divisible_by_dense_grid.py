@@ -1,6 +1,17 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, dist_train, int_values, min_gpus, non_dividing_factor, parallel
+from mblint.rulekit import (
+    NAME_GPUS_BELOW_LAYOUT,
+    WORLD_NOT_DIVISIBLE_BY_DENSE_GRID,
+    Example,
+    Rule,
+    Severity,
+    dist_train,
+    int_values,
+    min_gpus,
+    non_dividing_factor,
+    parallel,
+)
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
 FIELDS = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size"]
@@ -13,6 +24,7 @@ class WorldDivisibleByDenseGrid(Rule):
     other_severities = (Severity.WARNING,)
     summary = "The world size must be divisible by TP * PP * CP."
     tags = ("parallelism", "world-size")
+    supersedes = ("PB002",)
     doc = """## What it does
 With a known world size W (`--world-size`, a `# mblint: world-size=N` comment, or the recipe
 name's `_<N>gpu_` part), flags W not divisible by
@@ -53,9 +65,6 @@ megatron/core/parallel_state.py:815-823; skills/mbridge-perf-parallelism-strateg
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 8", world_size=16,
                 version="0.3"),
     ]
-    valid.append(  # the name's 8 GPUs cannot hold TP=16 at all: PB011's finding, not a second one here
-        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 16",
-                function="llama3_8b_pretrain_8gpu_h100_bf16_config"))
     invalid = [
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 4\n"
                 "cfg.model.context_parallel_size = 4  # error", world_size=8),
@@ -63,6 +72,9 @@ megatron/core/parallel_state.py:815-823; skills/mbridge-perf-parallelism-strateg
                 world_size=8, version="0.3"),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 16  # error",
                 function="llama3_8b_pretrain_24gpu_h100_bf16_config"),
+        # the name's 8 GPUs cannot hold TP=16 at all: with PB011 selected, its finding replaces this one
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.tensor_model_parallel_size = 16  # error",
+                function="llama3_8b_pretrain_8gpu_h100_bf16_config"),
     ]
 
     def check(self, cfg, ctx):
@@ -74,12 +86,12 @@ megatron/core/parallel_state.py:815-823; skills/mbridge-perf-parallelism-strateg
         if size <= 0 or world % size == 0:
             return
         need = min_gpus(par)
-        if ctx.world_size_from_name and isinstance(need, int) and need > world:
-            return  # PB011 reports the name's GPU count as too small for the layout: one problem, one finding
+        below_layout = ctx.world_size_from_name and isinstance(need, int) and need > world
         source = " (from the recipe name)" if ctx.world_size_from_name else ""
         message = (f"world size {world}{source} is not divisible by TP*PP*CP = "
                    f"{par.tp}*{par.pp}*{par.cp} = {size} (the data-parallel size would be {world}/{size})")
         # the factor that alone does not divide the world size is the edit to point at
         culprit = non_dividing_factor(cfg, world, list(zip(FIELDS, (par.tp, par.pp, par.cp))))
         yield ctx.report(cfg, message, FIELDS, primary=culprit,
-                         severity=Severity.WARNING if ctx.world_size_from_name else None)
+                         severity=Severity.WARNING if ctx.world_size_from_name else None,
+                         problem=NAME_GPUS_BELOW_LAYOUT if below_layout else WORLD_NOT_DIVISIBLE_BY_DENSE_GRID)

@@ -1,6 +1,16 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, int_values, min_gpus, non_dividing_factor, parallel
+from mblint.rulekit import (
+    NAME_GPUS_BELOW_LAYOUT,
+    WORLD_NOT_DIVISIBLE_BY_DENSE_GRID,
+    Example,
+    Rule,
+    Severity,
+    int_values,
+    min_gpus,
+    non_dividing_factor,
+    parallel,
+)
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("Qwen/Qwen3-30B-A3B").to_megatron_provider(load_weights=False)\n'
 FIELDS = ["model.expert_tensor_parallel_size", "model.expert_model_parallel_size", "model.pipeline_model_parallel_size"]
@@ -17,8 +27,8 @@ class WorldDivisibleByExpertGrid(Rule):
 With a known world size W, flags W not divisible by
 `expert_tensor_parallel_size * expert_model_parallel_size * pipeline_model_parallel_size`
 (ETP defaults to 1 when EP > 1 and ETP is None, as Megatron-Bridge sets it; otherwise to
-TP). When the expert grid divides the dense grid, PB001 already reports the problem and this
-rule stays silent. A world size taken from the recipe name only gives a warning.
+TP). When the expert grid divides a dense grid that does not divide W, the dense grid is the
+problem (PB001's finding replaces this one when both rules are selected). A world size taken from the recipe name only gives a warning.
 
 ## Why it matters
 The expert data-parallel size is `W / (ETP*EP*PP)`; Megatron-Core's
@@ -50,11 +60,12 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md ("DP size is always implicit
                 world_size=8),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.expert_model_parallel_size = 4", world_size=8,
                 version="0.3"),
-        # the name's 64 GPUs cannot hold EP=64 x PP=8 at all: PB011's finding, not a second one here
-        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 8\n"
-                "cfg.model.expert_model_parallel_size = 64", function="deepseek_v3_pretrain_64gpu_h100_bf16_config"),
     ]
     invalid = [
+        # the name's 64 GPUs cannot hold EP=64 x PP=8 at all: with PB011 selected, its finding replaces this one
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.pipeline_model_parallel_size = 8\n"
+                "cfg.model.expert_model_parallel_size = 64  # error",
+                function="deepseek_v3_pretrain_64gpu_h100_bf16_config"),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.expert_model_parallel_size = 16  # error",
                 world_size=8),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.expert_model_parallel_size = 4\n"
@@ -73,11 +84,13 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md ("DP size is always implicit
         dense = par.tp * par.pp * par.cp
         if expert <= 0 or world % expert == 0:
             return
-        if dense > 0 and world % dense != 0 and dense % expert == 0:
-            return  # PB001 reports it
         need = min_gpus(par)
         if ctx.world_size_from_name and isinstance(need, int) and need > world:
-            return  # PB011 reports the name's GPU count as too small for the layout: one problem, one finding
+            problem = NAME_GPUS_BELOW_LAYOUT
+        elif dense > 0 and world % dense != 0 and dense % expert == 0:
+            problem = WORLD_NOT_DIVISIBLE_BY_DENSE_GRID  # the dense grid's size is what does not divide
+        else:
+            problem = ""
         source = " (from the recipe name)" if ctx.world_size_from_name else ""
         message = (f"world size {world}{source} is not divisible by ETP*EP*PP = "
                    f"{par.etp}*{par.ep}*{par.pp} = {expert} (the expert data-parallel size would be {world}/{expert})")
@@ -86,4 +99,4 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md ("DP size is always implicit
                  "model.pipeline_model_parallel_size": par.pp}
         culprit = non_dividing_factor(cfg, world, [(p, sizes[p]) for p in FIELDS if p in sizes])
         yield ctx.report(cfg, message, FIELDS, primary=culprit,
-                         severity=Severity.WARNING if ctx.world_size_from_name else None)
+                         severity=Severity.WARNING if ctx.world_size_from_name else None, problem=problem)

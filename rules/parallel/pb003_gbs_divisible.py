@@ -104,7 +104,7 @@ megatron/bridge/training/initialize.py:115-122; 0.3.1 megatron/bridge/training/c
             return
         dense = par.tp * par.pp * par.cp
         if dense <= 0 or world % dense != 0:
-            return  # PB001
+            return  # no whole data-parallel size: get_data_parallel_size() asserts before batch sizes are read
         dp = world // dense
         gbs = cfg.value("train.global_batch_size")
         mbs = cfg.value("train.micro_batch_size")
@@ -157,7 +157,7 @@ megatron/bridge/training/initialize.py:115-122; 0.3.1 megatron/bridge/training/c
                 return None
             size = par.tp * par.pp * ecp
             if world % size != 0:
-                return None  # CP010
+                return None  # no whole evaluation data-parallel size to divide by
             edp = world // size
             fields[-1] = "dist.eval_context_parallel_size"
         unit = embs * edp

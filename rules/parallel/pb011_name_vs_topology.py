@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, min_gpus, parallel
+from mblint.rulekit import NAME_GPUS_BELOW_LAYOUT, Example, Rule, Severity, min_gpus, parallel
 
 MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("Qwen/Qwen3-30B-A3B").to_megatron_provider(load_weights=False)\n'
 FIELDS = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size",
@@ -13,6 +13,7 @@ class NameVsTopology(Rule):
     severity = Severity.WARNING
     summary = "The GPU count in the recipe name is below the layout's minimum PP * max(TP*CP, EP*ETP)."
     tags = ("parallelism", "world-size", "naming")
+    supersedes = ("PB001", "PB002")
     doc = """## What it does
 For a recipe whose name carries a GPU count (`<model>_<task>_<N>gpu_<hw>_<precision>_config`),
 flags N below the minimum GPU count of its layout, `PP * max(TP*CP, EP*ETP)`. (With an
@@ -70,4 +71,4 @@ Megatron-Bridge src/megatron/bridge/recipes/utils/naming.py and scripts/training
             return
         message = (f"the recipe name says {ctx.world_size} GPUs, but its layout needs at least "
                    f"PP*max(TP*CP, EP*ETP) = {par.pp}*max({par.tp}*{par.cp}, {par.ep}*{par.etp}) = {need}")
-        yield ctx.report(cfg, message, FIELDS)
+        yield ctx.report(cfg, message, FIELDS, problem=NAME_GPUS_BELOW_LAYOUT)

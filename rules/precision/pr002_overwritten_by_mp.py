@@ -178,7 +178,7 @@ model_parallel_config.py:237,376 (pipeline_dtype/autocast_dtype None = not chose
                            f"set it on {mp_path} instead")
                 fields = [path, mp_path]
                 # Under a recipe name, cfg.mixed_precision is a str in the recipe: setting an
-                # attribute on it would raise AttributeError (PR003).
+                # attribute on it would raise AttributeError.
                 fixes = [] if cfg.mixed_precision_name else [
                     FixIntent("set", mp_path, value, safe=False, description=f"set {mp_path} = {format_value(value)} instead")]
                 yield ctx.report(cfg, message, fields, primary=path, fixes=fixes)

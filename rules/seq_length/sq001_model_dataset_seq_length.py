@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from mblint.rulekit import (
+    SEQ_LENGTHS_DIFFER,
     Example,
     FixIntent,
     Rule,
@@ -20,6 +21,7 @@ class ModelDatasetSeqLengthEqual(Rule):
     summary = "model.seq_length must equal dataset.seq_length."
     fixable = True
     tags = ("seq-length",)
+    supersedes = ("LC001", "LC002")
     doc = """## What it does
 For the dataset configs Megatron-Bridge checks (GPTDatasetConfig and its subclasses, the SFT
 dataset configs), flags `model.seq_length != dataset.seq_length`.
@@ -81,6 +83,7 @@ GPTSFTDatasetConfig, DirectHFSFTDatasetConfig, EnergonDatasetConfig, MockVLMSFTD
             primary=_odd_one(model_seq, data_seq),
             fixes=[FixIntent("set", "model.seq_length", data_seq,
                              description=f"set model.seq_length to dataset.seq_length = {data_seq}")],
+            problem=SEQ_LENGTHS_DIFFER,
         )
 
 

@@ -85,7 +85,7 @@ datasets, SQ001).
             ["dataset.seq_length", *align.fields],
             fixes=[FixIntent("set", "dataset.seq_length", target, safe=False,
                              description=f"set dataset.seq_length to {target}"),
-                   # validate() also requires model.seq_length == dataset.seq_length (SQ001)
+                   # validate() also requires model.seq_length == dataset.seq_length for these datasets
                    *([FixIntent("set", "model.seq_length", target, safe=False,
                                 description=f"set model.seq_length to {target}")]
                      if cfg.type_of("model") is not None else [])],
