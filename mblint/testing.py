@@ -149,9 +149,14 @@ def _write_example(example: Example, workdir: Path) -> tuple[Path, Path | None]:
     return recipe_file, yaml_file
 
 
+class ExampleNotResolved(AssertionError):
+    """The example's recipe gave no configuration (a syntax error, a misspelt builder): its
+    rule was never asked, so it proves nothing, valid or invalid."""
+
+
 def run_example(rule_class, example: Example, workdir: Path, search_paths: Sequence[Path]) -> ExampleRun:
     """Write the example to ``workdir``, lint it with only ``rule_class`` selected, and return
-    that rule's findings."""
+    that rule's findings. Raises ``ExampleNotResolved`` when no configuration was resolved."""
     from mblint.engine import CheckOptions, Engine
     from mblint.plugins import LoadedPlugins
 
@@ -168,8 +173,12 @@ def run_example(rule_class, example: Example, workdir: Path, search_paths: Seque
     engine = Engine(options, LoadedPlugins(rules=[rule_class]))
     engine.display_root = workdir
     report = engine.check_paths(paths)
+    notes = report.notes + [str(e) for e in report.errors]
+    if not report.resolved:
+        reasons = notes + [f"{f.rule_id} {f.message}" for f in report.findings if f.rule_id != rule_class.id]
+        raise ExampleNotResolved(f"{rule_class.id}'s example resolved no configuration: {reasons}")
     findings = [f for f in report.findings if f.rule_id == rule_class.id]
-    return ExampleRun(findings, recipe_file, yaml_file, expected, report.notes + [str(e) for e in report.errors])
+    return ExampleRun(findings, recipe_file, yaml_file, expected, notes)
 
 
 def stated_outcome_problems(rule_class, example: Example, workdir: Path, search_paths: Sequence[Path]) -> list[str]:

@@ -109,3 +109,43 @@ def test_the_built_in_pack_imports_only_the_rule_kit_from_mblint():
                 imported.update(alias.name for alias in node.names)
     assert {module for module in imported if module.split(".")[0] == "mblint"} == {"mblint.rulekit"}
     assert not {module for module in imported if module.split(".")[0] in ("rules", "mblint_rules")}
+
+
+# A pack whose rule takes the id of a built-in rule.
+DUPLICATE_ID_PACK = '''from mblint.rulekit import Rule, Severity, hookimpl
+
+
+class MyPackedBatch(Rule):
+    id = "PK001"
+    name = "my-packed-batch"
+    severity = Severity.INFO
+    summary = "A second rule under a taken id."
+    doc = "".join(f"## {section}\\nx\\n" for section in
+                  ("What it does", "Why it matters", "Example", "Fix", "Versions", "Sources"))
+
+    def check(self, cfg, ctx):
+        yield ctx.report(cfg, "the second PK001 ran")
+
+
+@hookimpl
+def mblint_rules():
+    return [MyPackedBatch]
+'''
+
+
+def test_a_rule_id_defined_twice_is_an_error_and_the_second_rule_is_skipped(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    install_module(site, "mblint_zz_duplicate_pack", DUPLICATE_ID_PACK)
+    (tmp_path / "recipe.py").write_text(RECIPE)
+
+    listed = run_mblint(site, tmp_path, "rules")
+    errors = [line for line in listed.stderr.splitlines() if line.startswith("mblint: error: ")]
+    assert errors == ["mblint: error: rule id PK001 is defined twice (OfflinePackingRequiresMbs1, MyPackedBatch); "
+                      "the second is skipped"], listed.stderr
+    assert listed.returncode == 2
+    assert "my-packed-batch" not in listed.stdout and [line.split()[0] for line in listed.stdout.splitlines()
+                                                       if line.startswith("PK001")] == ["PK001"]
+
+    result = run_mblint(site, tmp_path, "check", "recipe.py", "--no-cache")
+    assert "the second PK001 ran" not in result.stdout and result.returncode == 2

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections import Counter
 
 import pytest
 
 from mblint.engine import ENGINE_RULES
 from mblint.findings import Severity
 from mblint.plugins import load_plugins
-from mblint.testing import Example, run_example, stated_outcome_problems
+from mblint.testing import Example, ExampleNotResolved, run_example, stated_outcome_problems
 
 PLUGINS = load_plugins()
 RULES = [r for r in PLUGINS.rules if r not in ENGINE_RULES]
@@ -66,3 +67,25 @@ def test_valid_example_is_silent(rule, example, mb_roots, tmp_path):
 @pytest.mark.parametrize("rule,example", [case for case in _cases("invalid") if case.values[1].states_outcome])
 def test_invalid_example_gives_the_message_and_fix_it_states(rule, example, mb_roots, tmp_path):
     assert stated_outcome_problems(rule, example, tmp_path, [mb_roots[example.version]]) == []
+
+
+def _collected(test) -> Counter:
+    """How many cases of each rule the parametrized ``test`` was given."""
+    mark = next(mark for mark in test.pytestmark if mark.name == "parametrize")
+    return Counter(param.values[0].id for param in mark.args[1])
+
+
+def test_every_example_of_every_loaded_rule_is_collected():
+    """A rule of any loaded pack whose examples the tests above never receive would pass
+    unchecked: each valid and each invalid example of each rule is one case."""
+    rules = load_plugins().rules
+    assert rules
+    assert _collected(test_valid_example_is_silent) == Counter({rule.id: len(rule.valid) for rule in rules})
+    assert _collected(test_invalid_example_fires) == Counter({rule.id: len(rule.invalid) for rule in rules})
+
+
+@pytest.mark.parametrize("code", ["cfg = _pretrian_common()", "cfg = _pretrain_common(\ncfg.train.x = 1"],
+                         ids=["misspelt builder", "syntax error"])
+def test_an_example_that_resolves_no_configuration_proves_nothing(code, mb_roots, tmp_path):
+    with pytest.raises(ExampleNotResolved):
+        run_example(RULES[0], Example(code), tmp_path, [mb_roots["0.6"]])
