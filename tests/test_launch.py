@@ -340,7 +340,7 @@ def test_an_unknown_argument_may_override_anything(tmp_path, mb06):
     on fields written before an unknown argument is not reported (LA002 says so); one whose
     fields are all written after it stands."""
     script = tmp_path / "go.sh"
-    script.write_text('EXTRA=(model.recompute_method=uniform model.recompute_num_layers=1)\n'
+    script.write_text('EXTRA=(model.recompute_method=uniform $(cluster_overrides))\n'
                       'torchrun --nproc_per_node=8 run_recipe.py --recipe llama32_1b_pretrain_config \\\n'
                       '    model.recompute_granularity=full "${EXTRA[@]}" train.micro_batchsize=1 '
                       'train.global_batch_size=12\n')

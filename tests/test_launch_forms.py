@@ -146,3 +146,21 @@ def test_function_arguments_and_positional_parameters():
     assert [[w.text for w in c.words] for c in script.commands] == [["torchrun", None]]
     script = parse_script('f() { f "$@"; }\nf 1\n')  # recursion is not followed
     assert script.commands == [] and not script.limits
+
+
+def test_literal_arrays_are_expanded_as_bash_expands_them(tmp_path, mb06):
+    """The array of the test above, written literally: its overrides apply (recompute_method
+    and recompute_num_layers are set, so RC001 is silent) and the findings on what it does not
+    set stand: 12 % (MBS 1 x DP 8) = 4, PB003 (Megatron-LM's global batch check)."""
+    script = tmp_path / "go.sh"
+    script.write_text('EXTRA=(model.recompute_method=uniform model.recompute_num_layers=1)\n'
+                      'torchrun --nproc_per_node=8 run_recipe.py --recipe llama32_1b_pretrain_config \\\n'
+                      '    model.recompute_granularity=full "${EXTRA[@]}" train.micro_batchsize=1 '
+                      'train.global_batch_size=12\n')
+    report = lint([script], mb06, tmp_path)
+    assert sorted((f.rule_id, f.location.line) for f in report.findings) == [("OT001", 3), ("PB003", 3)]
+    script = parse_script('A=(a "b c")\nA+=(d)\necho "${A[@]}" ${A[*]} ${#A[@]} $A "${A[1]}" "x${A[@]}y"\n'
+                          'unset "A[0]"\necho "${A[@]}" "${FROM_ENV[@]}"\nmapfile -t B < f\necho "${B[@]}"\n')
+    assert [[w.text for w in c.words] for c in script.commands] == [
+        ["echo", "a", "b c", "d", "a", "b", "c", "d", "3", "a", "b c", "xa", "b c", "dy"],
+        ["echo", None, None], ["mapfile", "-t", "B"], ["echo", None]]

@@ -314,7 +314,11 @@ class _Reader:
                     env.setdefault(self.text(child), UNKNOWN_VALUE)
         elif kind == "unset_command":
             for child in node.named_children:
-                env.pop(self.text(child), None)
+                name = self.text(child).strip("'\"")
+                if "[" in name:  # unset 'A[1]': the array's elements are no longer known
+                    env[name.partition("[")[0]] = UNKNOWN_VALUE
+                else:
+                    env.pop(name, None)
         elif kind == "command":
             self.command(node, env, in_loop)
         elif kind == "if_statement":
@@ -382,19 +386,30 @@ class _Reader:
         if value_node is None:
             value: Any = []
         elif value_node.type == "array":
-            value = UNKNOWN_VALUE
+            value = self.array(value_node, env)
         else:
             value = self.expand(value_node, env, quoted=True)
             if len(value) > MAX_VALUE_CHARS or all(ch[0] is None for ch in value) and value:
                 value = UNKNOWN_VALUE
         if appending:
-            before = env.get(name, [])
-            value = UNKNOWN_VALUE if before is UNKNOWN_VALUE or value is UNKNOWN_VALUE else list(before) + value
-            if value is not UNKNOWN_VALUE and len(value) > MAX_VALUE_CHARS:
-                value = UNKNOWN_VALUE
-        if value is not UNKNOWN_VALUE and not self.budget.spend("chars", len(value), self.position(*node.start_point)):
+            value = _appended(env.get(name, []), value)
+        size = _size(value)
+        if size > MAX_VALUE_CHARS or not self.budget.spend("chars", size, self.position(*node.start_point)):
             value = UNKNOWN_VALUE
         env[name] = value
+
+    def array(self, node: Any, env: dict) -> Any:
+        """``(a "b c" $X)``: its elements, split and expanded as a command's arguments are; unknown
+        when an element may be any number of words."""
+        elements: list = []
+        for child in node.named_children:
+            if child.type == "comment":
+                continue
+            words = self.words_of(child, env)
+            if self.budget.exhausted or any(word.many for word in words):
+                return UNKNOWN_VALUE
+            elements.extend(_chars_of(word) for word in words)
+        return _Array(elements)
 
     def command(self, node: Any, env: dict, in_loop: bool) -> None:
         words = self.command_words(node, env)
@@ -406,7 +421,7 @@ class _Reader:
                 env[key] = UNKNOWN_VALUE
             env["*"] = UNKNOWN_VALUE  # variables the sourced file may set
             return
-        if first == "read":
+        if first in ("read", "mapfile", "readarray"):
             for word in words[1:]:
                 if word.text and not word.text.startswith("-"):
                     env[word.text] = UNKNOWN_VALUE
@@ -730,6 +745,8 @@ class _Reader:
             return [(None, None, not quoted)]
         if value is UNKNOWN_VALUE:
             return [(None, None, not quoted)]
+        if isinstance(value, _Array):  # $A is ${A[0]}
+            value = value.elements[0] if value.elements else []
         return [(c, p, not quoted) for c, p, _ in value]
 
     def arguments(self, name: str, quoted: bool) -> list:
@@ -755,6 +772,9 @@ class _Reader:
         children = node.children
         names = [c for c in children if c.type == "variable_name"]
         inner = [c for c in children if c.type not in ("${", "}")]
+        if inner and inner[-1].type == "subscript" and (len(inner) == 1 or len(inner) == 2 and
+                                                        self.text(inner[0]) == "#"):
+            return self.subscripted(inner[-1], env, quoted, count=len(inner) == 2)
         if len(names) != 1 or inner[0] is not names[0]:
             return [(None, None, not quoted)]  # ${#X}, ${!X}, ${X[...]}, special parameters
         name = self.text(names[0])
@@ -774,11 +794,42 @@ class _Reader:
             return [(None, None, not quoted)]
         if value is UNKNOWN_VALUE:
             return [(None, None, not quoted)]
+        if isinstance(value, _Array):
+            value = value.elements[0] if value.elements else []
         if value is _ABSENT or (operator.startswith(":") and not value):
             if operator in (":=", "="):
                 env[name] = [(c, p, True) for c, p, _ in default]
             return default
         return [(c, p, not quoted) for c, p, _ in value]
+
+    def subscripted(self, node: Any, env: dict, quoted: bool, count: bool) -> list:
+        """``${A[@]}``, ``${A[*]}``, ``${A[1]}`` and their counts ``${#A[@]}``, ``${#A[1]}``; a
+        quoted ``"${A[@]}"`` among a command's arguments gives one word per element."""
+        base = node.child_by_field_name("name")
+        index_node = node.child_by_field_name("index")
+        index = self.text(index_node) if index_node is not None else ""
+        value = env.get(self.text(base), UNKNOWN_VALUE) if base is not None else UNKNOWN_VALUE  # absent: from the environment
+        every = index in ("@", "*")
+        if value is UNKNOWN_VALUE or not (every or _is_number(index)):
+            return [(None, None, not quoted or (index == "@" and not count))]
+        elements = value.elements if isinstance(value, _Array) else [value]
+        if not every:
+            position = int(index)
+            elements = [elements[position]] if position < len(elements) else []
+        if count:
+            if every:
+                return [(ch, None, False) for ch in str(len(elements))]
+            element = elements[0] if elements else []
+            if any(ch[0] is None for ch in element):
+                return [(None, None, False)]
+            return [(ch, None, False) for ch in str(len(element))]
+        separator = (_BREAK, None, False) if index == "@" and quoted and self.fields else (" ", None, not quoted)
+        chars: list = []
+        for position, element in enumerate(elements):
+            if position:
+                chars.append(separator)
+            chars.extend((c, p, not quoted) for c, p, _ in element)
+        return chars
 
     def arithmetic(self, node: Any, env: dict) -> int | None:
         expressions = node.named_children
@@ -855,9 +906,39 @@ _SCRIPT_DIR = re.compile(r'\$\(\s*(?:cd\s+(?:--\s+)?"?\$\(\s*dirname\s+' + _SOUR
                          r'(?:&&|;)\s*pwd(?:\s+-P)?|dirname\s+' + _SOURCE + r')\s*\)$')
 
 
+class _Array:
+    """A shell array's elements, each a list of characters."""
+
+    __slots__ = ("elements",)
+
+    def __init__(self, elements: list) -> None:
+        self.elements = elements
+
+
+def _appended(before: Any, value: Any) -> Any:
+    """``X+=value`` and ``A+=(values)``: a string appended to a string, elements to an array
+    (a string before them is its first element); anything else is unknown."""
+    if before is UNKNOWN_VALUE or value is UNKNOWN_VALUE:
+        return UNKNOWN_VALUE
+    if isinstance(value, _Array):
+        first = before.elements if isinstance(before, _Array) else [before] if before else []
+        return _Array(first + value.elements)
+    if isinstance(before, _Array):
+        return UNKNOWN_VALUE  # appends to the first element: rare enough not to follow
+    return list(before) + value
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, _Array):
+        return sum(len(element) for element in value.elements) + len(value.elements)
+    return 0 if value is UNKNOWN_VALUE else len(value)
+
+
 def _same(a: Any, b: Any) -> bool:
     if a is b:
         return True
+    if isinstance(a, _Array) and isinstance(b, _Array):
+        return len(a.elements) == len(b.elements) and all(map(_same, a.elements, b.elements))
     if isinstance(a, list) and isinstance(b, list):
         return [c[0] for c in a] == [c[0] for c in b] and [c[1] for c in a] == [c[1] for c in b]
     return False
