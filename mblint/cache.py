@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mblint import __version__
-from mblint.paths import read_json
+from mblint.paths import open_regular, read_json, read_regular
 
 try:  # the function hashlib.blake2b is, without hashlib loading OpenSSL at start-up
     from _blake2 import blake2b
@@ -51,15 +51,15 @@ def content_hash(path: Path, memo: dict | None = None) -> str | None:
     if memo is not None and key in memo:
         return memo[key]
     try:  # never a FIFO or a device (a dependency replaced by one since it was recorded)
-        handle = os.open(key, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(handle, "rb", closefd=True) as stream:
-            if not stat.S_ISREG(os.fstat(handle).st_mode):
-                raise OSError("not a regular file")
+        handle = open_regular(key)
+        try:
             hasher = blake2b(digest_size=16)
-            for chunk in iter(lambda: stream.read(1 << 20), b""):  # a huge imported file: bounded memory
+            for chunk in iter(lambda: os.read(handle, 1 << 20), b""):  # a huge imported file: bounded memory
                 hasher.update(chunk)
             digest = hasher.hexdigest()
-    except OSError:
+        finally:
+            os.close(handle)
+    except (OSError, ValueError):
         digest = None
     if memo is not None:
         memo[key] = digest
@@ -230,8 +230,8 @@ def is_cache_dir(folder: Path) -> bool:
     shared cache) holds other things and is never removed."""
     try:
         entries = list(os.scandir(folder))
-        ours = (folder / ".gitignore").read_text(encoding="utf-8") == GITIGNORE_TEXT
-    except (OSError, UnicodeDecodeError):
+        ours = read_regular(folder / ".gitignore", len(GITIGNORE_TEXT.encode()) + 1) == GITIGNORE_TEXT.encode()
+    except (OSError, ValueError):
         return False
     return ours and all(entry.name == ".gitignore" or (entry.is_dir(follow_symlinks=False)
                                                        and _VERSION_FOLDER.match(entry.name))

@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-from mblint.paths import absolute
+from mblint.paths import absolute, read_head
 
 PYTHON_SUFFIXES = (".py",)
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -159,11 +159,8 @@ def _shell_shebang(path: Path) -> bool:
     from mblint.launch import is_shell_script
 
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return False
-        with open(path, "rb") as handle:
-            head = handle.read(128)
-    except OSError:
+        head = read_head(path, 128, follow_links=False)  # a link is never a launch script
+    except (OSError, ValueError):
         return False
     return head.startswith(b"#!") and is_shell_script(path, head)
 

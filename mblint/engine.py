@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from mblint.discover import YAML_SUFFIXES, discover
 from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit
 from mblint.findings import TRANSFER_REDUCERS, Finding, Severity
-from mblint.hf_config import HF_CONFIG_MISSING
+from mblint.hf_config import HF_CONFIG_MISSING, HF_CONFIG_UNUSABLE, unusable_config_notes
 from mblint.schema import load_schema
 from mblint.model import EffectiveConfig, Origin
 from mblint.paths import Confinement, confinement_for
@@ -708,6 +708,7 @@ class Engine:
         missing = sorted({note[len(HF_CONFIG_MISSING):] for note in cfg.notes if note.startswith(HF_CONFIG_MISSING)})
         if missing:
             report.notes.append(f"{HF_CONFIG_MISSING}{cfg.recipe.label}: {', '.join(missing)}")
+        report.notes.extend(sorted({note for note in cfg.notes if note.startswith(HF_CONFIG_UNUSABLE)}))
         self.run_rules(cfg, text, report)
         return cfg
 
@@ -1042,6 +1043,7 @@ def _well_formed(finding: Finding) -> bool:
 def summarise_missing_hf_configs(report: Report) -> None:
     """One note for every recipe whose model's config.json was not at hand (each recipe
     leaves one): how many, which models, and how to provide them."""
+    report.notes = unusable_config_notes(report.notes)
     marked = [note for note in report.notes if note.startswith(HF_CONFIG_MISSING)]
     if not marked:
         return

@@ -27,8 +27,18 @@ from json.decoder import scanstring
 from pathlib import Path
 from typing import Iterable
 
+from mblint.paths import FileTooLarge, NotRegularFile, read_regular
+
 MAX_CONFIG_BYTES = 1 << 20
 HF_CONFIG_MISSING = "hf-config-missing: "  # the note a recipe leaves per model whose config.json is not at hand
+HF_CONFIG_UNUSABLE = "hf-config-unusable: "  # the note a recipe leaves per config.json it cannot use, with why
+OUTSIDE = "not read: outside the project, its search paths and the Hugging Face cache"
+# Sizes of the architecture that transformers and Megatron-Core take as counts: a value below 1
+# (or not an integer) builds no model, whatever the parallel layout (transformers'
+# PretrainedConfig keeps what config.json says; Megatron-Core divides and loops by them).
+# (Expert counts are left out: a dense model's config may write 0 experts.)
+COUNTS = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size", "intermediate_size",
+          "vocab_size", "head_dim")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
@@ -66,14 +76,18 @@ def hub_cache_dirs(environ: dict | None = None) -> list[Path]:
 
 
 def find_config(model: str, revision: str | None = None, config_folders: Iterable[Path] = (),
-                environ: dict | None = None, watched: list | None = None) -> Path | None:
+                environ: dict | None = None, watched: list | None = None, allows=None) -> Path | None:
     """The config.json ``from_hf_pretrained(model, revision=revision)`` would read, or None.
-    ``watched`` collects the files whose appearance or change would change the answer."""
+    ``watched`` collects the files whose appearance or change would change the answer.
+    ``allows(path)``: whether a local model folder may be read (the run's confinement: the
+    project and its search paths); None: any. HFConfigError for a folder it refuses."""
     watched = [] if watched is None else watched
     if not isinstance(model, str) or not model or "\x00" in model:
         return None
     local = Path(model).expanduser()
-    if local.is_absolute() or model.startswith(("./", "../")):
+    if local.is_absolute() or model.startswith(("./", "../")) or model.startswith("~"):
+        if allows is not None and not allows(local):
+            raise HFConfigError(f"{model}: {OUTSIDE}")
         candidate = local / "config.json"
         watched.append(candidate)
         return candidate if _inside(candidate, local) else None
@@ -107,7 +121,7 @@ def _snapshot(repo: Path, revision: str) -> str | None:
         if not _inside(ref, repo):
             return None
         text = _read_bounded(ref, 256).decode("ascii", "replace").strip()
-    except OSError:
+    except (OSError, ValueError):
         return None
     return text if _COMMIT.match(text) else None
 
@@ -123,11 +137,14 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def _read_bounded(path: Path, limit: int) -> bytes:
-    with open(os.path.realpath(path), "rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise HFConfigError(f"{path}: larger than {limit} bytes, not read")
-    return data
+    try:
+        return read_regular(os.path.realpath(path), limit)
+    except FileTooLarge as error:
+        size = f" ({error.size:,} bytes)" if error.size is not None else ""
+        raise HFConfigError(f"{path}: too large{size}: over the {limit:,}-byte limit for a config.json, "
+                            "not read") from error
+    except NotRegularFile as error:
+        raise HFConfigError(f"{path}: cannot be read ({error})") from error
 
 
 def read_config(path: Path) -> HFConfig:
@@ -135,13 +152,24 @@ def read_config(path: Path) -> HFConfig:
     try:
         text = _read_bounded(path, MAX_CONFIG_BYTES).decode("utf-8")
         values = json.loads(text)
-    except (OSError, UnicodeDecodeError) as error:
-        raise HFConfigError(f"{path}: cannot be read ({error})") from error
+    except OSError as error:
+        raise HFConfigError(f"{path}: cannot be read ({error.strerror or error})") from error
+    except UnicodeDecodeError as error:
+        raise HFConfigError(f"{path}: not UTF-8 (byte {error.start})") from error
     except ValueError as error:
         raise HFConfigError(f"{path}: not valid JSON ({error})") from error
+    except RecursionError as error:
+        raise HFConfigError(f"{path}: not read: JSON nested too deeply") from error
     if not isinstance(values, dict):
         raise HFConfigError(f"{path}: not a JSON object")
-    return HFConfig(path, values, _key_positions(text))
+    config = HFConfig(path, values, _key_positions(text))
+    for key in COUNTS:
+        value = values.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            line, column, _, _ = config.position(key)
+            raise HFConfigError(f"{path}:{line}:{column}: {key} = {json.dumps(value)[:40]} is not a valid value "
+                                "(a count of at least 1): not used")
+    return config
 
 
 def _key_positions(text: str) -> dict[str, tuple[int, int, int, int]]:
@@ -179,3 +207,12 @@ def _span(line_starts: list[int], start: int, end: int) -> tuple[int, int, int, 
     end_line = bisect_right(line_starts, end - 1)
     return line, start - line_starts[line - 1] + 1, end_line, end - line_starts[end_line - 1] + 1
 
+
+
+def unusable_config_notes(notes: list[str]) -> list[str]:
+    """``notes`` with the recipes' ``HF_CONFIG_UNUSABLE`` notes made one note per config.json
+    (each recipe using the model leaves one), saying why it was not used."""
+    unusable = sorted({note[len(HF_CONFIG_UNUSABLE):] for note in notes if note.startswith(HF_CONFIG_UNUSABLE)})
+    kept = [note for note in notes if not note.startswith(HF_CONFIG_UNUSABLE)]
+    return kept + [f"Hugging Face config {why}; the provider class and architecture fields of the recipes "
+                   "using it are unknown and the checks that need them did not run." for why in unusable]

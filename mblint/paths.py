@@ -115,30 +115,82 @@ def _package_top(folder: str) -> str:
 MAX_JSON_BYTES = 64_000_000
 
 
-def read_regular(path, limit: int, follow_links: bool = True) -> bytes:
-    """The bytes of ``path``, a regular file (opened without blocking: a FIFO is never waited
-    on; a device such as ``/dev/zero`` is refused) of at most ``limit`` bytes, never reading
-    past ``limit``. ``follow_links=False``: a symbolic link is not opened. OSError when it
-    cannot be opened; ValueError when it is not a regular file or is larger than ``limit``."""
+class NotRegularFile(ValueError):
+    """A path that names a FIFO, socket, device or folder: never read (a FIFO would be waited on)."""
+
+    def __init__(self) -> None:
+        super().__init__("not a regular file (a FIFO, socket or device)")
+
+
+class FileTooLarge(ValueError):
+    """A file larger than the limit its reader sets; ``size`` is None when the system does
+    not report it (the file grew, or is one of ``/proc``'s)."""
+
+    def __init__(self, limit: int, size: int | None = None) -> None:
+        super().__init__(f"larger than {limit:,} bytes")
+        self.limit = limit
+        self.size = size
+
+
+def open_regular(path, follow_links: bool = True) -> int:
+    """The one way mblint opens a file it reads (a tested promise: no other module opens one):
+    a descriptor of ``path``, a regular file, opened without blocking (a FIFO named ``x.py``
+    or a link to ``/proc/self/fd/0`` is never waited on; a device such as ``/dev/zero`` is
+    refused). ``follow_links=False``: a symbolic link is not opened. Where the file may be
+    read from (the project and its search paths) is the caller's question
+    (``Confinement``). OSError when it cannot be opened; NotRegularFile."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
     handle = os.open(path, flags)
     try:
-        info = os.fstat(handle)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError("not a regular file")
-        if info.st_size > limit:
-            raise ValueError(f"larger than {limit:,} bytes")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(handle, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise NotRegularFile()
+    except BaseException:
+        os.close(handle)
+        raise
+    return handle
+
+
+def read_regular(path, limit: int, follow_links: bool = True) -> bytes:
+    """The bytes of ``path`` (opened by ``open_regular``) of at most ``limit`` bytes, never
+    reading past ``limit``. OSError when it cannot be opened or read; NotRegularFile;
+    FileTooLarge."""
+    handle = open_regular(path, follow_links)
+    try:
+        size = os.fstat(handle).st_size
+        if size > limit:
+            raise FileTooLarge(limit, size)
+        # Asked for its size only: a read of ``limit + 1`` bytes allocates that much first.
+        # A file that grew or reports no size (/proc) is read on, up to the same bound.
+        want = size + 1
+        data = _read_at_most(handle, want)
+        if len(data) == want and want <= limit:
+            data += _read_at_most(handle, limit + 1 - want)
     finally:
         os.close(handle)
-    if size > limit:
-        raise ValueError(f"larger than {limit:,} bytes")
+    if len(data) > limit:
+        raise FileTooLarge(limit)
+    return data
+
+
+def read_head(path, count: int, follow_links: bool = True) -> bytes:
+    """The first ``count`` bytes of ``path`` (fewer when it is shorter), opened by
+    ``open_regular``. OSError; NotRegularFile."""
+    handle = open_regular(path, follow_links)
+    try:
+        return _read_at_most(handle, count)
+    finally:
+        os.close(handle)
+
+
+def _read_at_most(handle: int, count: int) -> bytes:
+    """Up to ``count`` bytes, fewer only at the end of the file."""
+    chunks = []
+    while count > 0:
+        chunk = os.read(handle, min(count, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        count -= len(chunk)
     return b"".join(chunks)
 
 

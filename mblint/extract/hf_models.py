@@ -29,8 +29,9 @@ from mblint.extract.modules import module_name_guess
 from mblint.extract.positions import _with_kind
 from mblint.extract.scopes import Frame
 from mblint.extract.values import External, FuncRef, Obj
-from mblint.hf_config import HF_CONFIG_MISSING, HFConfig, HFConfigError, find_config, read_config
+from mblint.hf_config import HF_CONFIG_MISSING, HF_CONFIG_UNUSABLE, HFConfig, HFConfigError, find_config, read_config
 from mblint.model import UNKNOWN, Origin, Unknown
+from mblint.paths import read_head
 from mblint.schema import ClassSpec
 
 BRIDGE_PACKAGE = "megatron.bridge.models"
@@ -102,10 +103,11 @@ class BridgeIndex:
         self._read_modules: set[Path] = set()
         files = sorted(models_dir.rglob("*.py"))[:MAX_BRIDGE_FILES]
         for path in files:
+            if not interp.finder.allows(path):  # a committed link out of the project
+                continue
             try:
-                with open(path, "rb") as handle:
-                    head = handle.read(1 << 20)
-            except OSError:
+                head = read_head(path, 1 << 20)
+            except (OSError, ValueError):
                 continue
             if b"register_bridge" in head:
                 self._read_module(path)
@@ -238,21 +240,23 @@ class BridgeInstance:
 class HFModelsMixin:
     """Providers from HF configs. Part of ``Interpreter``."""
 
-    def hf_config_for(self, model_id: Any, revision: Any, deps: set) -> HFConfig | None:
+    def hf_config_for(self, model_id: Any, revision: Any, deps: set) -> HFConfig | str | None:
         """The config.json of ``model_id`` at ``revision``, read once per run; None when it is
-        not available. ``deps`` gets the files the answer depends on (for the result cache)."""
+        not available, why when it is there but cannot be used (outside the project, too
+        large, not JSON). ``deps`` gets the files the answer depends on (for the result cache)."""
         if not isinstance(model_id, str) or not (revision is None or isinstance(revision, str)):
             return None
         key = (model_id, revision)
         cache = self.hf_configs
         if key not in cache:
             watched: list = []
-            path = find_config(model_id, revision, self.hf_config_folders, watched=watched)
+            confinement = self.finder.confinement
             try:
+                path = find_config(model_id, revision, self.hf_config_folders, watched=watched,
+                                   allows=confinement.allows if confinement is not None else None)
                 cache[key] = (read_config(path) if path is not None else None, watched)
             except HFConfigError as error:
-                self.notes.append(str(error))
-                cache[key] = (None, watched)
+                cache[key] = (str(error), watched)
         config, watched = cache[key]
         deps.update(watched)
         return config
@@ -269,6 +273,9 @@ class HFModelsMixin:
         hand and its bridge can be followed; else None."""
         deps = frame.scope.deps
         config = self.hf_config_for(model_id, revision, deps)
+        if isinstance(config, str):
+            self.notes.append(HF_CONFIG_UNUSABLE + config)
+            return None
         if config is None:
             self.notes.append(HF_CONFIG_MISSING + (model_id if isinstance(model_id, str) else "<a model mblint cannot name>"))
             return None

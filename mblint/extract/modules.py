@@ -10,7 +10,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from mblint.paths import RealFolders, absolute
+from mblint.paths import FileTooLarge, NotRegularFile, RealFolders, absolute, read_regular
 
 
 # Larger files are not read: the biggest Megatron-Bridge module is about 170 kB, and parsing
@@ -102,45 +102,17 @@ def read_source(path: Path, limit: int = MAX_SOURCE_BYTES, kind: str = "Python s
 
 
 def read_regular_file(path: Path, limit: int = MAX_SOURCE_BYTES) -> bytes:
-    """The bytes of a regular file. Opening does not block (a FIFO named ``x.py`` would wait
-    for a writer forever) and nothing past ``limit`` is read."""
+    """The bytes of a regular file (``mblint.paths.read_regular``), its problems as
+    SourceError (SourceLimit for the size limit)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        return read_regular(path, limit)
+    except FileTooLarge as error:
+        has = f"the file has {error.size:,} bytes and is not read" if error.size is not None else "the file is not read"
+        raise SourceLimit(path, f"file size limit ({limit:,} bytes) exceeded: {has}") from error
+    except NotRegularFile as error:
+        raise SourceError(path, f"cannot read file: {error}") from error
     except OSError as error:
         raise SourceError(path, f"cannot read file: {error.strerror or error}") from error
-    try:  # unbuffered: a buffered file object adds an ioctl, an lseek and an fstat per file
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise SourceError(path, "cannot read file: not a regular file (a FIFO, socket or device)")
-        if info.st_size > limit:
-            raise SourceLimit(path, f"file size limit ({limit:,} bytes) exceeded: the file has "
-                                       f"{info.st_size:,} bytes and is not read")
-        try:
-            # Asked for its size only: a read of ``limit + 1`` bytes allocates that much first.
-            # A file that grew or reports no size (/proc) is read on, up to the same bound.
-            want = info.st_size + 1
-            data = _read_at_most(fd, want)
-            if len(data) == want and want <= limit:
-                data += _read_at_most(fd, limit + 1 - want)
-        except OSError as error:
-            raise SourceError(path, f"cannot read file: {error.strerror or error}") from error
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise SourceLimit(path, f"file size limit ({limit:,} bytes) exceeded: the file is not read")
-    return data
-
-
-def _read_at_most(fd: int, count: int) -> bytes:
-    """Up to ``count`` bytes, fewer only at the end of the file."""
-    chunks = []
-    while count > 0:
-        chunk = os.read(fd, count)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        count -= len(chunk)
-    return b"".join(chunks)
 
 
 def parse_source(path: Path, text: str, display_path: str | None = None) -> ModuleSource:
@@ -266,8 +238,12 @@ class ModuleFinder:
             raise cached
         return cached
 
+    def allows(self, path: Path) -> bool:
+        """Whether ``path`` may be read: its real path is inside the run's confinement."""
+        return self.confinement is None or self.confinement.allows(path, self.real_paths.of(path))
+
     def _parse(self, path: Path) -> "ModuleSource | SourceError":
-        if self.confinement is not None and not self.confinement.allows(path, self.real_paths.of(path)):
+        if not self.allows(path):
             return SourceError(path, OUTSIDE_PROJECT)
         try:
             text = self._texts.pop(path, None) if not SOURCE_OVERLAY else None

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
+
+from mblint.extract.modules import MAX_SOURCE_BYTES
+from mblint.paths import open_regular, read_regular
 
 BOM = "\ufeff"
 
@@ -41,9 +45,9 @@ def read_state(path: Path) -> FileState | None:
     with lone-CR line endings is edited as if they were "\n" (libcst and the edit positions
     agree on those) and written back with its own."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path, MAX_SOURCE_BYTES)
         stat = path.stat()
-    except OSError:
+    except (OSError, ValueError):
         return None
     try:
         text = data.decode("utf-8")
@@ -95,16 +99,48 @@ def write_atomic(state: FileState, text: str, allows=None) -> bool:
     in the same folder, keeping its mode, owner and group. A symbolic link is fixed through (its
     target replaced) when ``allows(target)``; a file with other hard links is not replaced
     (``NotRewritten``). Returns False when nothing would change. Raises ``ChangedOnDisk`` when
-    the file is no longer what was read, and leaves it alone."""
+    the file is no longer what was read, and leaves it alone: checked right before the rename
+    and, through the original file held open, right after it (an edit saved in between went to
+    the replaced file: it is put back)."""
     data = state.encode(text)
     if data == state.data:
         return False
     path = _target(state.path, allows)
-    _check_unchanged(state)
-    info = os.stat(path)
-    if info.st_nlink > 1:
-        raise NotRewritten(f"{state.path}: has {info.st_nlink} hard links, which replacing it would break; "
-                           "not fixed")
+    with _held(state, path) as original:
+        info = os.fstat(original)
+        if info.st_nlink > 1:
+            raise NotRewritten(f"{state.path}: has {info.st_nlink} hard links, which replacing it would break; "
+                               "not fixed")
+        _replace(path, data, info, state.path, lambda: _check_unchanged(state, path, original))
+        if _read_whole(original) != state.data:  # saved while it was being replaced
+            _replace(path, _read_whole(original), info, state.path)
+            raise ChangedOnDisk(f"{state.path}: changed on disk while mblint wrote it; "
+                                "the change is kept, not overwritten")
+    return True
+
+
+@contextlib.contextmanager
+def _held(state: FileState, path: Path) -> Iterator[int]:
+    """The file to replace, open and locked (``flock``: another mblint, or an editor that locks,
+    waits for no one: a held lock refuses the fix), checked to be what was read."""
+    try:
+        handle = open_regular(path)
+    except (OSError, ValueError) as error:
+        raise ChangedOnDisk(f"{state.path}: cannot re-read before writing: {error}") from error
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            raise ChangedOnDisk(f"{state.path}: locked by another process; not overwritten") from error
+        _check_unchanged(state, path, handle)
+        yield handle
+    finally:
+        os.close(handle)
+
+
+def _replace(path: Path, data: bytes, info: os.stat_result, shown: Path, before_rename=None) -> None:
+    """Write ``data`` to a temporary file beside ``path`` (mode, owner and group of ``info``)
+    and rename it over ``path``; ``before_rename()`` raises to leave ``path`` alone."""
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".mblint-fix", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as temp:
@@ -115,22 +151,33 @@ def write_atomic(state: FileState, text: str, allows=None) -> bool:
                 try:
                     os.fchown(temp.fileno(), info.st_uid, info.st_gid)
                 except OSError as error:
-                    raise NotRewritten(f"{state.path}: its owner and group cannot be kept ({error.strerror}); "
+                    raise NotRewritten(f"{shown}: its owner and group cannot be kept ({error.strerror}); "
                                        "not fixed") from error
         os.chmod(temp_name, info.st_mode & 0o7777)
-        _check_unchanged(state)
+        if before_rename is not None:
+            before_rename()
         os.replace(temp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         raise
-    return True
 
 
-def _check_unchanged(state: FileState) -> None:
+def _read_whole(handle: int) -> bytes:
+    chunks, offset = [], 0
+    while chunk := os.pread(handle, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _check_unchanged(state: FileState, path: Path, handle: int) -> None:
+    """The file at ``path`` is still the one ``handle`` holds (no editor renamed another
+    over it) and holds what was read."""
     try:
-        current = state.path.read_bytes()
+        named, held = os.stat(path), os.fstat(handle)
+        current = _read_whole(handle)
     except OSError as error:
         raise ChangedOnDisk(f"{state.path}: cannot re-read before writing: {error}") from error
-    if hashlib.sha256(current).hexdigest() != state.digest:
+    if (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino) or current != state.data:
         raise ChangedOnDisk(f"{state.path}: changed on disk since mblint read it; not overwritten")

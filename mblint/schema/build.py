@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from mblint.schema.extract import SourceIndex, extract_classes, extract_enums
+from mblint.paths import read_regular
+from mblint.schema.extract import MAX_MODULE_BYTES, SourceIndex, extract_classes, extract_enums
 from mblint.schema.facts import (
     allowed_values,
     bridge_used_values,
@@ -80,7 +81,7 @@ def build_schema(index: SourceIndex, bridge_version: str, core_version: str, rec
 def _module_text(index: SourceIndex, relative: str) -> str | None:
     name = "megatron." + relative.removesuffix(".py").replace("/", ".")
     module = index.modules.get(name)
-    return module.path.read_text(encoding="utf-8", errors="replace") if module is not None else None
+    return read_regular(module.path, MAX_MODULE_BYTES).decode("utf-8", "replace") if module is not None else None
 
 
 def _add_replacements(schema: dict, replacements: dict) -> None:

@@ -27,6 +27,7 @@ import tempfile
 import zlib
 from pathlib import Path
 
+from mblint.paths import read_regular
 from mblint.schema import FieldSpec, Schema, register_schema, schema_from_json
 from mblint.schema.build import (
     CONFIG_CONTAINER,
@@ -152,8 +153,6 @@ def source_files(package: Path) -> list[tuple[Path, bytes]]:
 
 def _read_source(path: Path) -> bytes:
     """A source file's bytes: empty when it is no regular file or larger than MAX_FILE_BYTES."""
-    from mblint.paths import read_regular
-
     try:
         return read_regular(path, MAX_FILE_BYTES, follow_links=False)
     except (OSError, ValueError):
@@ -184,16 +183,7 @@ def _read_cache(path: Path) -> dict | None:
     """The cached schema, or None when there is none or it cannot be trusted to be one: read
     as a regular file (never through a link), bounded before and after decompression."""
     try:
-        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        info = os.fstat(handle)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CACHE_BYTES:
-            return None
-        with os.fdopen(handle, "rb") as stream:
-            handle = -1
-            packed = stream.read(MAX_CACHE_BYTES + 1)
+        packed = read_regular(path, MAX_CACHE_BYTES, follow_links=False)
         inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
         text = inflate.decompress(packed, MAX_CACHE_JSON)
         if inflate.unconsumed_tail:
@@ -201,9 +191,6 @@ def _read_cache(path: Path) -> dict | None:
         data = json.loads(text)
     except (OSError, ValueError, zlib.error, RecursionError):
         return None
-    finally:
-        if handle >= 0:
-            os.close(handle)
     return data if isinstance(data, dict) and data.get("derive_format") == DERIVE_FORMAT else None
 
 

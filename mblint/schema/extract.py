@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from mblint.paths import read_regular
+
+MAX_MODULE_BYTES = 4_000_000  # a module of the wheels read to build a bundled schema (the largest is about 170 kB)
+
 UNKNOWN = object()
 ENUM_ROOTS = {"enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag"}
 DATACLASS_DECORATORS = {"dataclasses.dataclass", "dataclass"}
@@ -123,7 +127,7 @@ def module_name(root: Path, path: Path) -> str:
 
 
 def parse_module(name: str, path: Path) -> Module:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = ast.parse(read_regular(path, MAX_MODULE_BYTES).decode("utf-8"), filename=str(path))
     mod = Module(name=name, path=path, tree=tree, is_package=path.name == "__init__.py")
     package = name if mod.is_package else name.rpartition(".")[0]
     for node in tree.body:

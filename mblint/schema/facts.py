@@ -599,8 +599,8 @@ SOURCE_CHECKS: dict[str, tuple[str, str]] = {
 }
 
 
-def source_checks(read_text, packages: tuple[str, ...] = ("bridge", "core")) -> dict[str, str]:
-    """{check: "megatron/<file>:<line>"} of the SOURCE_CHECKS found; ``read_text(relative path
+def source_checks(text_of, packages: tuple[str, ...] = ("bridge", "core")) -> dict[str, str]:
+    """{check: "megatron/<file>:<line>"} of the SOURCE_CHECKS found; ``text_of(relative path
     below megatron/)`` gives a file's text or None."""
     import re as _re
 
@@ -610,7 +610,7 @@ def source_checks(read_text, packages: tuple[str, ...] = ("bridge", "core")) -> 
         if relative.split("/", 1)[0] not in packages:
             continue
         if relative not in texts:
-            texts[relative] = read_text(relative)
+            texts[relative] = text_of(relative)
         text = texts[relative]
         match = _re.search(pattern, text) if text else None
         if match:

@@ -1,0 +1,243 @@
+"""Hostile input, round three (issue #32), on the surfaces added since round two: config.json
+files from the Hugging Face cache or a local folder, the bridge index of a Megatron-Bridge
+tree, schema derivation from that tree, the settings, and fixes racing an editor. Each test is
+modelled on an attack that broke a promise of docs/robustness.md."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mblint.cli import main
+
+MBLINT = Path(__file__).parent.parent / "mblint"
+# meta-llama/Meta-Llama-3-8B's architecture fields, with 93 layers: PB005 fires at PP 8 when
+# this file is read.
+LLAMA_93_LAYERS = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu", "hidden_size": 4096,
+    "intermediate_size": 14336, "max_position_embeddings": 8192, "num_attention_heads": 32,
+    "num_hidden_layers": 93, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "vocab_size": 128256,
+}
+RECIPE = """from megatron.bridge import AutoBridge
+from megatron.bridge.recipes.common import _pretrain_common
+
+
+def model_config():
+    cfg = _pretrain_common()
+    cfg.model = AutoBridge.from_hf_pretrained({model!r}).to_megatron_provider(load_weights=False)
+    cfg.model.pipeline_model_parallel_size = 8
+    return cfg
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "pyproject.toml").write_text("[project]\nname = 'victim'\n")
+    monkeypatch.chdir(work)
+    return work
+
+
+def check(*args: str):
+    result = CliRunner().invoke(main, ["check", "--no-cache", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+def write_hub_config(hub: Path, repo: str, config: dict | str) -> Path:
+    """The hub cache layout huggingface_hub writes: refs/main names snapshots/<commit>."""
+    commit = "1" * 40
+    folder = hub / ("models--" + repo.replace("/", "--"))
+    (folder / "snapshots" / commit).mkdir(parents=True)
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text(commit)
+    path = folder / "snapshots" / commit / "config.json"
+    path.write_text(config if isinstance(config, str) else json.dumps(config))
+    return path
+
+
+# ----- reads stay in the project, its search paths and the Hugging Face cache ---------------
+
+
+@pytest.mark.parametrize("model", ["ABSOLUTE", "../outside", "~/outside"])
+def test_a_local_model_folder_outside_the_project_is_not_read(project, tmp_path, monkeypatch, mb06, model):
+    """Issue #32 item 2: AutoBridge.from_hf_pretrained('/abs' | '../x' | '~/x') read
+    <folder>/config.json wherever it was; its 93 layers reached PB005."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "config.json").write_text(json.dumps(LLAMA_93_LAYERS))
+    model = str(outside) if model == "ABSOLUTE" else model
+    (project / "recipe.py").write_text(RECIPE.format(model=model))
+    result = check("--search-path", str(mb06), "--select", "PB005", "recipe.py")
+    assert "PB005" not in result.stdout and "93" not in result.output
+    assert f"Hugging Face config {model}: not read: outside the project" in result.stderr
+
+
+def test_the_same_model_folder_inside_the_project_is_read(project, mb06):
+    (project / "models" / "llama").mkdir(parents=True)
+    (project / "models" / "llama" / "config.json").write_text(json.dumps(LLAMA_93_LAYERS))
+    (project / "recipe.py").write_text(RECIPE.format(model="./models/llama"))
+    result = check("--search-path", str(mb06), "--select", "PB005", "recipe.py")
+    assert "num_layers 93 is not divisible by pipeline_model_parallel_size 8" in result.stdout
+
+
+def test_the_bridge_index_never_opens_a_committed_link_out_or_waits_on_stdin(project, tmp_path):
+    """Issue #32 item 3: the bridge index opened every ``.py`` below megatron/bridge/models
+    with a plain open(): a committed link to a FIFO outside the project, or to
+    /proc/self/fd/0 while stdin is a pipe, blocked the run forever."""
+    models = project / "megatron" / "bridge" / "models"
+    (models / "conversion").mkdir(parents=True)
+    for folder in (project / "megatron" / "bridge", models, models / "conversion"):
+        (folder / "__init__.py").write_text("")
+    (models / "conversion" / "model_bridge.py").write_text("class MegatronModelBridge:\n    pass\n")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (models / "aa.py").symlink_to(fifo)
+    (models / "ab.py").symlink_to("/proc/self/fd/0")
+    hub = tmp_path / "hub"
+    write_hub_config(hub, "org/llama", LLAMA_93_LAYERS)
+    (project / "recipe.py").write_text(RECIPE.format(model="org/llama"))
+    env = {**os.environ, "HF_HUB_CACHE": str(hub)}
+    with subprocess.Popen([sys.executable, "-m", "mblint", "check", "--no-cache", "recipe.py"], cwd=project,
+                          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as run:
+        try:  # stdin stays open: a read of /proc/self/fd/0 would wait for ever
+            out, err = run.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.communicate()
+            pytest.fail("mblint waited on a FIFO or on stdin reached through a committed link")
+    assert run.returncode in (0, 1), err.decode()
+    assert b"no Megatron-Bridge model bridge" not in out  # notes only
+
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(folder))
+    return folder
+
+
+def test_an_oversized_config_json_is_said_to_be_too_large(project, hub, mb06):
+    """Issue #32 item 9: a config.json over the size limit was reported as "not available here"."""
+    from mblint.hf_config import MAX_CONFIG_BYTES
+
+    write_hub_config(hub, "org/llama", json.dumps(LLAMA_93_LAYERS) + " " * MAX_CONFIG_BYTES)
+    (project / "recipe.py").write_text(RECIPE.format(model="org/llama"))
+    result = check("--search-path", str(mb06), "--select", "PB005", "recipe.py")
+    assert "not available here" not in result.stderr
+    assert f"config.json: too large ({MAX_CONFIG_BYTES + len(json.dumps(LLAMA_93_LAYERS)):,} " \
+           f"bytes): over the {MAX_CONFIG_BYTES:,}-byte limit for a config.json, not read" in result.stderr
+
+
+@pytest.mark.parametrize("layers", [-1, 0, 2.5, "93", True])
+def test_an_invalid_layer_count_in_config_json_is_said_to_be_invalid(project, hub, mb06, layers):
+    """Issue #32 item 9: num_hidden_layers = -1 was reported as "not divisible by PP"."""
+    write_hub_config(hub, "org/llama", {**LLAMA_93_LAYERS, "num_hidden_layers": layers})
+    (project / "recipe.py").write_text(RECIPE.format(model="org/llama"))
+    result = check("--search-path", str(mb06), "recipe.py")
+    assert "PB005" not in result.stdout and "divisible" not in result.output
+    assert f"num_hidden_layers = {json.dumps(layers)} is not a valid value (a count of at least 1)" in result.stderr
+
+
+OPENERS = {"open", "fdopen", "read_text", "read_bytes", "FileIO"}
+WRITE_MODES = ("w", "a", "x")
+# mblint's own package data (the bundled schemas), never a linted file.
+PACKAGE_DATA = {("mblint/schema/__init__.py", "releases.json"), ("mblint/schema/__init__.py", "entry['file']")}
+
+
+def _reads(path: Path):
+    """The calls in ``path`` that open a file for reading (a writer passes a write mode or
+    O_WRONLY/O_CREAT flags)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if name not in OPENERS:
+            continue
+        text = ast.unparse(node)
+        arguments = [ast.unparse(argument) for argument in node.args[1:]]
+        if any(flag in text for flag in ("O_WRONLY", "O_CREAT")) or any(
+                argument.strip("'\"").startswith(WRITE_MODES) for argument in arguments):
+            continue
+        yield node.lineno, text
+
+
+def test_input_files_are_opened_only_through_the_one_way():
+    """Issue #32 item 3: every file mblint reads is opened by mblint.paths.open_regular (no
+    blocking on a FIFO, regular files only, bounded reads), so the promise of
+    docs/robustness.md holds by construction, for every surface present and future."""
+    found = []
+    for path in sorted(MBLINT.rglob("*.py")):
+        relative = path.relative_to(MBLINT.parent).as_posix()
+        if relative in ("mblint/paths.py", "mblint/testing.py"):  # the one way; the rule-example harness
+            continue
+        for line, text in _reads(path):
+            if not any(relative == module and data in text for module, data in PACKAGE_DATA):
+                found.append(f"{relative}:{line}: {text}")
+    assert found == []
+
+
+# ----- fixes never lose an edit ----------------------------------------------------------------
+
+ROBUSTNESS = Path(__file__).parent.parent / "fixtures" / "robustness"
+
+
+@pytest.mark.parametrize("when", ["before the rename", "during the rename"])
+def test_an_edit_saved_while_a_fix_is_written_is_never_lost(project, monkeypatch, when):
+    """Issue #32 item 8: a user's edit saved between mblint's last check of the file and its
+    os.replace went to the replaced file and was lost. Here the editor appends right before
+    the rename, or opened the file before it and writes just after it."""
+    import shutil
+
+    from mblint.fix import files
+
+    shutil.copytree(ROBUSTNESS / "recipes", project / "recipes")
+    target = project / "recipes" / "good.py"
+    original = target.read_text()
+    real_replace = os.replace
+    saved = "# saved by the editor\n"
+
+    def racing_replace(source, destination, *args, **kwargs):
+        if Path(destination) != target:
+            return real_replace(source, destination, *args, **kwargs)
+        with open(target, "a") as editor:
+            if when == "before the rename":
+                editor.write(saved)
+                editor.flush()
+            result = real_replace(source, destination, *args, **kwargs)
+            if when == "during the rename":
+                editor.write(saved)
+        return result
+
+    monkeypatch.setattr(files.os, "replace", racing_replace)
+    result = check("--fix", "--unsafe-fixes", "recipes/good.py")
+    assert target.read_text() == original + saved
+    assert result.exit_code == 2 and "recipes/good.py: changed on disk" in result.stderr
+    assert "Fixed" not in result.output
+    assert not list(project.rglob("*.mblint-fix"))
+
+
+def test_a_file_locked_by_another_writer_is_not_fixed(project):
+    import fcntl
+    import shutil
+
+    shutil.copytree(ROBUSTNESS / "recipes", project / "recipes")
+    target = project / "recipes" / "good.py"
+    original = target.read_text()
+    with open(target, "rb") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        result = check("--fix", "--unsafe-fixes", "recipes/good.py")
+    assert result.exit_code == 2 and "recipes/good.py: locked by another process; not overwritten" in result.stderr
+    assert target.read_text() == original
