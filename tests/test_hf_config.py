@@ -138,7 +138,7 @@ def test_links_out_and_oversized_files_are_refused(tmp_path, hub):
     assert find_config("org/linked") is None
     big = write_snapshot(hub, "org/big", LLAMA3_8B, via_blob=False)
     big.write_text(" " * (MAX_CONFIG_BYTES + 1) + "{}")
-    with pytest.raises(HFConfigError, match="larger than"):
+    with pytest.raises(HFConfigError, match="too large"):
         read_config(big)
     bad = write_snapshot(hub, "org/bad", LLAMA3_8B, via_blob=False)
     bad.write_text("{not json")
