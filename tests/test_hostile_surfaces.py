@@ -241,3 +241,66 @@ def test_a_file_locked_by_another_writer_is_not_fixed(project):
         result = check("--fix", "--unsafe-fixes", "recipes/good.py")
     assert result.exit_code == 2 and "recipes/good.py: locked by another process; not overwritten" in result.stderr
     assert target.read_text() == original
+
+
+# ----- schema derivation from the Megatron-Bridge source at hand ----------------------------------
+
+BRIDGE_TREE = {"megatron/__init__.py": "", "megatron/bridge/__init__.py": "",
+               "megatron/bridge/training/__init__.py": ""}
+CONFIG_WITH = """from dataclasses import dataclass, field
+
+{prelude}
+
+
+@dataclass(kw_only=True)
+class TrainingConfig:
+    micro_batch_size: int = 1
+    hostile: tuple = {default}
+
+
+@dataclass(kw_only=True)
+class ConfigContainer:
+    train: TrainingConfig = field(default_factory=TrainingConfig)
+"""
+RECIPES = {f"recipes/r{number}.py": "def r_config():\n    return None\n" for number in range(3)}
+
+
+def write_tree(root: Path, config: str) -> None:
+    for relative, text in {**BRIDGE_TREE, "megatron/bridge/training/config.py": config, **RECIPES}.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+
+
+def test_names_repeating_names_in_a_default_take_bounded_steps(project, monkeypatch):
+    """Issue #32 item 5: a 7 kB config.py of tuples of names, 200 wide and 9 deep
+    (N9 = (N8, N8, ...)), hung schema derivation: its evaluator had no step budget."""
+    from mblint.schema import extract
+
+    prelude = "N0 = 1\n" + "".join(f"N{level} = ({', '.join([f'N{level - 1}'] * 200)},)\n" for level in range(1, 10))
+    write_tree(project, CONFIG_WITH.format(prelude=prelude, default="N9"))
+    calls = 0
+    real = extract.ValueEvaluator.evaluate
+
+    def counted(self, *args, **kwargs):
+        nonlocal calls
+        calls += 1
+        if calls > 100_000:
+            raise AssertionError("more than 100,000 evaluation steps for one config.py")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(extract.ValueEvaluator, "evaluate", counted)
+    result = check("--format", "json", "recipes")
+    assert result.exit_code in (0, 1), result.output
+    assert json.loads(result.stdout)["schemas"][0]["source"].startswith("derived from")
+    assert calls <= 3 * extract.MAX_EVALUATION_STEPS
+
+
+def test_a_source_file_python_cannot_parse_costs_one_note_not_every_file(project):
+    """Issue #32 item 7: a config.py of 100,000 unary minus signs (MemoryError in Python's
+    parser) made every linted file an internal error."""
+    write_tree(project, "x = " + "-" * 100_000 + "1\n")
+    result = check("recipes")
+    assert result.exit_code == 0, result.output
+    assert "internal error" not in result.output
+    assert result.stderr.count("no schema derived from this Megatron-Bridge source") == 1
+    assert "megatron/bridge/training/config.py:1: cannot parse: expression nested too deeply" in result.stderr

@@ -27,6 +27,7 @@ import tempfile
 import zlib
 from pathlib import Path
 
+from mblint.extract.modules import SourceError, SourceLimit
 from mblint.paths import read_regular
 from mblint.schema import FieldSpec, Schema, register_schema, schema_from_json
 from mblint.schema.build import (
@@ -99,8 +100,8 @@ def derive_schema(source: BridgeSource, base: Schema, version: str | None = None
     if data is None:
         try:
             data = derive_json(source, base, files, parse)
-        except (RecursionError, ValueError, SyntaxError, OSError, KeyError) as error:
-            raise DeriveError(f"{type(error).__name__}: {error}") from None
+        except (RecursionError, MemoryError, ValueError, SyntaxError, OSError, KeyError) as error:
+            raise DeriveError(f"{type(error).__name__}: {error}".rstrip(": ")) from None
         if cache_dir is not None:
             _write_cache(cache_dir, digest, data)
     data["megatron_bridge_version"] = version
@@ -277,6 +278,9 @@ def _parse(name: str, path: Path, text: bytes, is_package: bool, parse=None) -> 
     if parse is not None:
         try:
             tree = parse(path)
+        except SourceError as error:  # the caller's parser read it and refused it: so would ast here
+            if error.path == path and not isinstance(error, SourceLimit):
+                raise DeriveError(f"{path}:{error.line}: {error.message}") from None
         except Exception:  # noqa: BLE001 - the caller's parser refused it: parsed here, or DeriveError
             tree = None
     if tree is None:

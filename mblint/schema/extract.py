@@ -268,15 +268,32 @@ def _c3_merge(sequences: list[list[str]]) -> list[str]:
 # --------------------------------------------------------------------------- values
 
 
+# Steps (expressions evaluated) per default: real defaults take a few dozen; names that
+# repeat names (``A = (B, B, ...)``, ``B = (C, C, ...)``) would take width ** depth.
+MAX_EVALUATION_STEPS = 10_000
+
+
 class ValueEvaluator:
-    """Evaluates default expressions that are knowable without running code."""
+    """Evaluates default expressions that are knowable without running code, each within
+    ``MAX_EVALUATION_STEPS`` (beyond, the value is unknown)."""
 
     def __init__(self, index: SourceIndex, kinds: ClassKinds):
         self.index = index
         self.kinds = kinds
+        self._steps: int | None = None  # steps taken by the evaluation under way
 
     def evaluate(self, module: str, node: ast.expr, depth: int = 0) -> Any:
-        if depth > 8:
+        if self._steps is not None:  # part of the evaluation under way: its budget
+            return self._evaluate(module, node, depth)
+        self._steps = 0
+        try:
+            return self._evaluate(module, node, depth)
+        finally:
+            self._steps = None
+
+    def _evaluate(self, module: str, node: ast.expr, depth: int) -> Any:
+        self._steps += 1
+        if depth > 8 or self._steps > MAX_EVALUATION_STEPS:
             return UNKNOWN
         method = getattr(self, f"_eval_{type(node).__name__}", None)
         return method(module, node, depth + 1) if method else UNKNOWN
@@ -317,8 +334,13 @@ class ValueEvaluator:
             return UNKNOWN
 
     def _eval_sequence(self, module, elts, depth):
-        values = [self.evaluate(module, e, depth) for e in elts]
-        return UNKNOWN if any(v is UNKNOWN for v in values) else values
+        values = []
+        for element in elts:
+            value = self.evaluate(module, element, depth)
+            if value is UNKNOWN:
+                return UNKNOWN
+            values.append(value)
+        return values
 
     def _eval_Tuple(self, module, node, depth):
         return self._eval_sequence(module, node.elts, depth)
