@@ -5,8 +5,10 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import re
 import stat
 from pathlib import Path
+from typing import Callable
 
 from mblint.paths import absolute, read_head
 
@@ -68,9 +70,8 @@ def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bo
 def is_excluded(path: Path, patterns: tuple[str, ...]) -> bool:
     text = path.as_posix()
     slashed, plain = _split_patterns(patterns)
-    for pattern in slashed:
-        if fnmatch.fnmatch(text, pattern) or fnmatch.fnmatch(text, f"*/{pattern}") or fnmatch.fnmatch(text, f"{pattern}/*"):
-            return True
+    if slashed and _whole_path_matcher(slashed)(os.path.normcase(text)):
+        return True
     folder, slash, name = text.rpartition("/")
     if name not in (".", "..") and _name_excluded(name, plain):
         return True
@@ -82,6 +83,18 @@ def _split_patterns(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[s
     """(the patterns with a slash, matched against the whole path; those without, matched
     against each path component)."""
     return tuple(p for p in patterns if "/" in p), tuple(p for p in patterns if "/" not in p)
+
+
+@functools.lru_cache(maxsize=64)
+def _whole_path_matcher(slashed: tuple[str, ...]):
+    """Matches a POSIX path that a pattern with a slash matches, below a folder (``*/p``) or
+    as a folder (``p/*``): all patterns in one expression, compiled once."""
+    return _union(form for pattern in slashed for form in (pattern, f"*/{pattern}", f"{pattern}/*"))
+
+
+def _union(patterns) -> Callable[[str], re.Match | None]:
+    """``fnmatch`` of all ``patterns`` at once (``.match`` of one compiled expression)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in patterns)).match
 
 
 @functools.lru_cache(maxsize=4096)
@@ -96,15 +109,16 @@ def _name_excluded(name: str, plain: tuple[str, ...]) -> bool:
     """One path component against the patterns without a slash; the same folder names recur
     on every path."""
     literal, wild = _literal_patterns(plain)
-    return os.path.normcase(name) in literal or any(fnmatch.fnmatch(name, pattern) for pattern in wild)
+    name = os.path.normcase(name)
+    return name in literal or (wild is not None and wild(name) is not None)
 
 
 @functools.lru_cache(maxsize=64)
-def _literal_patterns(patterns: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+def _literal_patterns(patterns: tuple[str, ...]):
     """(the patterns without ``*``, ``?`` or ``[``, which match only their own text, as
-    ``fnmatch`` compares them; the others)."""
+    ``fnmatch`` compares them; a matcher of the others, or None)."""
     wild = tuple(p for p in patterns if any(c in p for c in "*?["))
-    return frozenset(os.path.normcase(p) for p in patterns if p not in wild), wild
+    return frozenset(os.path.normcase(p) for p in patterns if p not in wild), _union(wild) if wild else None
 
 
 def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[str], cwd: str | None) -> None:

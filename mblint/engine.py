@@ -19,7 +19,7 @@ from mblint.model import EffectiveConfig, Origin
 from mblint.paths import Confinement, confinement_for
 from mblint.results import FileError, FileResult, Report
 from mblint.rule import Rule, RuleContext, RulePlan
-from mblint.suggestions import nearest_names
+from mblint.suggestions import MAX_SUGGESTED, nearest_names
 from mblint.suppress import SUPPRESSION_RULES, apply_suppressions
 
 if TYPE_CHECKING:
@@ -224,14 +224,16 @@ def selector_problem(where: str, selectors: Iterable[str], rules: Iterable[type[
     with a did-you-mean for each that selects no rule; None when every one selects some rule."""
     rules = list(rules)
     problems = []
-    for selector in selectors:
-        if selector == "ALL" or any(rule.id.startswith(selector) or rule.name == selector for rule in rules):
-            continue
+    unknown = [selector for selector in selectors
+               if selector != "ALL" and not any(rule.id.startswith(selector) or rule.name == selector for rule in rules)]
+    for selector in unknown[:MAX_SUGGESTED]:
         close = nearest_names(selector, [rule.id for rule in rules] + [rule.name for rule in rules])
         prefixes = ", ".join(sorted({rule.id.rstrip("0123456789") for rule in rules}))
         hint = (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close
                 else f" (rule ids begin with {prefixes}; see `mblint rules`)")
         problems.append(f"{selector!r} selects no rule{hint}")
+    if len(unknown) > MAX_SUGGESTED:
+        problems.append(f"and {len(unknown) - MAX_SUGGESTED:,} more selectors select no rule")
     return f"{where}: {'; '.join(problems)}" if problems else None
 
 

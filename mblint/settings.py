@@ -11,6 +11,7 @@ Command-line options override settings: ``--select`` replaces ``select``; ``--ig
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import sys
@@ -80,20 +81,14 @@ class Settings:
         return None if rel == ".." or rel.startswith("../") else rel
 
     def matches(self, path: Path, pattern: str) -> bool:
-        from mblint.discover import is_excluded
-
         rel = self.relative(path)
-        if rel is None:
-            return False
-        pattern = pattern.strip().rstrip("/")
-        if pattern.startswith("./"):
-            pattern = pattern[2:]
-        if is_excluded(Path(rel), (pattern,)):
-            return True
-        return pattern.startswith("**/") and is_excluded(Path(rel), (pattern[3:],))
+        return rel is not None and _matches(rel, _glob_forms((pattern,)))
 
     def is_excluded(self, path: Path) -> bool:
-        return any(self.matches(path, pattern) for pattern in self.exclude)
+        """``path`` matches a glob of ``exclude`` (its relative path worked out once, every glob
+        matched at once)."""
+        rel = self.relative(path) if self.exclude else None
+        return rel is not None and _matches(rel, _glob_forms(self.exclude))
 
     def ignored_for(self, path: Path) -> tuple[str, ...]:
         """Rule selectors that ``per-file-ignores`` disables for ``path``."""
@@ -139,6 +134,9 @@ class Settings:
 
 
 MAX_SETTINGS_BYTES = 1_000_000  # a pyproject.toml is a few kB
+# Entries of one list or table setting (rule selectors, globs, folders): a project names tens;
+# every file is matched against each glob and each unknown selector gets a did-you-mean.
+MAX_SETTING_ENTRIES = 1_000
 
 
 def read_settings_file(path: Path) -> Settings | None:
@@ -181,6 +179,9 @@ def parse_table(table: dict, path: Path, prefix: str = "") -> Settings:
 
 
 def _convert(value: Any, kind: str, where: str) -> Any:
+    if isinstance(value, list | dict) and len(value) > MAX_SETTING_ENTRIES:
+        raise SettingsError(f"{where} has {len(value):,} entries; at most {MAX_SETTING_ENTRIES:,} are accepted")
+
     def strs(item: Any) -> tuple[str, ...]:
         if isinstance(item, str):
             item = [item]
@@ -218,6 +219,26 @@ def _convert(value: Any, kind: str, where: str) -> Any:
     raise AssertionError(kind)
 
 
+@functools.lru_cache(maxsize=64)
+def _glob_forms(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """The discovery patterns settings globs stand for: relative to the settings' folder
+    (``./`` dropped, a trailing ``/`` too), and ``**/x`` also as ``x``."""
+    forms = []
+    for pattern in patterns:
+        pattern = pattern.strip().rstrip("/")
+        pattern = pattern[2:] if pattern.startswith("./") else pattern
+        forms.append(pattern)
+        if pattern.startswith("**/"):
+            forms.append(pattern[3:])
+    return tuple(forms)
+
+
+def _matches(rel: str, forms: tuple[str, ...]) -> bool:
+    from mblint.discover import is_excluded
+
+    return is_excluded(Path(rel), forms)
+
+
 class SettingsResolver:
     """Finds the settings for each file (nearest settings file up the tree), with caching.
     ``config`` forces one file for everything; ``isolated`` ignores settings files."""
@@ -226,7 +247,7 @@ class SettingsResolver:
         self.config = Path(config) if config else None
         self.isolated = isolated
         self._by_dir: dict[str, Settings] = {}  # real folder -> settings
-        self._by_file: dict[Path, Settings | None] = {}
+        self._by_file: dict[Path, Settings | SettingsError | None] = {}
         self._by_path: dict[tuple, Settings] = {}  # (working folder, path as given) -> settings
         self._real_folders: dict = {}  # folder as given -> its real path
         self._by_folder: dict[tuple, Settings] = {}  # folder as given -> settings of its files
@@ -323,14 +344,22 @@ class SettingsResolver:
         return real
 
     def _load(self, path: Path, required: bool = False) -> Settings | None:
+        """The settings in ``path``, read once per run (a file in error too: its error is
+        raised again for every file it governs, never read again)."""
         if path not in self._by_file:
-            if required and not path.is_file():
-                raise SettingsError(f"{path}: no such settings file")
-            settings = read_settings_file(path)
-            if settings is None and required:
-                raise SettingsError(f"{path}: no [tool.mblint] table")
+            try:
+                if required and not path.is_file():
+                    raise SettingsError(f"{path}: no such settings file")
+                settings = read_settings_file(path)
+                if settings is None and required:
+                    raise SettingsError(f"{path}: no [tool.mblint] table")
+            except SettingsError as error:
+                settings = error
             self._by_file[path] = settings
-        return self._by_file[path]
+        found = self._by_file[path]
+        if isinstance(found, SettingsError):
+            raise SettingsError(str(found))
+        return found
 
 
 def _is_file(path: str) -> bool:

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
+# Unknown names given a did-you-mean in one message (each costs an edit distance to every
+# rule id and name): the others are counted.
+MAX_SUGGESTED = 10
+
 
 def suggest(name: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
     """The choice most similar to ``name`` (difflib's ratio at least ``cutoff``), or None."""

@@ -304,3 +304,80 @@ def test_a_source_file_python_cannot_parse_costs_one_note_not_every_file(project
     assert "internal error" not in result.output
     assert result.stderr.count("no schema derived from this Megatron-Bridge source") == 1
     assert "megatron/bridge/training/config.py:1: cannot parse: expression nested too deeply" in result.stderr
+
+
+# ----- settings ----------------------------------------------------------------------------------
+
+
+def misspelt_names(count: int) -> list[str]:
+    """Names like a rule name, none a rule's: 'layers-divisible-by-pp-vpq0', ..."""
+    return [f"layers-divisible-by-pp-vpq{number}" for number in range(count)]
+
+
+def write_settings(project: Path, key: str, values: list[str]) -> None:
+    (project / "pyproject.toml").write_text(
+        f"[project]\nname = 'victim'\n\n[tool.mblint]\n{key} = {json.dumps(values)}\n")
+    (project / "recipes").mkdir(exist_ok=True)
+    for number in range(3):
+        (project / "recipes" / f"r{number}.py").write_text("def r_config():\n    return None\n")
+
+
+def test_misspelt_ignore_names_cost_a_bounded_number_of_did_you_means(project, monkeypatch):
+    """Issue #32 item 5: `ignore` with 1,000 misspelt names took 43 s (an edit distance from
+    each to every rule id and name), 3,000 several minutes."""
+    from mblint import suggestions
+
+    distances = 0
+    real = suggestions._edits
+
+    def counted(*args):
+        nonlocal distances
+        distances += 1
+        if distances > 20_000:
+            raise AssertionError("more than 20,000 edit distances for one settings file")
+        return real(*args)
+
+    monkeypatch.setattr(suggestions, "_edits", counted)
+    write_settings(project, "ignore", misspelt_names(1_000))
+    result = check("recipes")
+    assert result.exit_code == 2
+    assert "'layers-divisible-by-pp-vpq0' selects no rule (did you mean 'layers-divisible-by-pp-vpp'?)" in result.stderr
+    assert "and 990 more selectors select no rule" in result.stderr
+    assert distances <= suggestions.MAX_SUGGESTED * 2 * 200  # ids and names of ~130 rules
+    write_settings(project, "ignore", misspelt_names(3_000))
+    result = check("recipes")
+    assert "setting 'tool.mblint.ignore' has 3,000 entries; at most 1,000 are accepted" in result.stderr
+
+
+def test_a_settings_file_in_error_is_read_once_per_run(project, monkeypatch):
+    """Issue #32 item 5: `exclude` with 20,000 globs: the file was parsed again for each file
+    it governs (165 files: 119 s of TOML parsing) and each glob matched separately."""
+    from mblint import settings
+
+    reads = []
+    real = settings.read_settings_file
+    monkeypatch.setattr(settings, "read_settings_file", lambda path: reads.append(path) or real(path))
+    write_settings(project, "exclude", [f"generated{number}/*.py" for number in range(20_000)])
+    result = check("recipes")
+    assert result.exit_code == 2
+    assert "setting 'tool.mblint.exclude' has 20,000 entries; at most 1,000 are accepted" in result.stderr
+    assert len(reads) == 1
+
+
+def test_each_file_is_matched_against_all_exclude_globs_at_once(project, monkeypatch):
+    from mblint import settings
+
+    relatives = 0
+    real = settings.Settings.relative
+
+    def counted(self, path):
+        nonlocal relatives
+        relatives += 1
+        return real(self, path)
+
+    monkeypatch.setattr(settings.Settings, "relative", counted)
+    write_settings(project, "exclude", [f"generated{number}/*.py" for number in range(999)] + ["recipes/r1.py"])
+    result = check("--format", "json", "recipes")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["summary"]["files"] == 2
+    assert relatives <= 3 * 2  # once per file and use, not once per glob
