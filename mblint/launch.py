@@ -480,8 +480,8 @@ def launch_configuration(engine: "Engine", path: Path, line: int) -> tuple:
     else:
         checker.check(path, result)
     for launch, cfg in checker.collected:
-        span = launch.command.span
-        if span.line <= line <= max(span.end_line, launch.line):
+        span, called_at = launch.command.span, launch.command.called_at
+        if span.line <= line <= max(span.end_line, launch.line) or called_at and called_at.line <= line <= called_at.end_line:
             return launch, cfg
     reasons = [f.message for f in result.findings if f.location.line <= line] + [e.message for e in result.errors]
     return None, reasons[-1] if reasons else f"no launch line mblint can read at line {line}"

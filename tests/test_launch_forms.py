@@ -146,6 +146,19 @@ def test_function_arguments_and_positional_parameters():
     assert [[w.text for w in c.words] for c in script.commands] == [["torchrun", None]]
     script = parse_script('f() { f "$@"; }\nf 1\n')  # recursion is not followed
     assert script.commands == [] and not script.limits
+    script = parse_script('f() { local X=2; echo $X; }\nX=1\nf\necho $X\n')  # X is the function's own
+    assert [[w.text for w in c.words] for c in script.commands] == [["echo", "2"], ["echo", "1"]]
+    assert script.commands[0].called_at.line == 3 and script.commands[1].called_at is None
+
+
+def test_show_a_launch_run_by_a_function_at_its_call(forms_report, mb06):
+    from integration_support import run
+
+    root, _ = forms_report
+    result = run(["show", "function.sh:4", "--search-path", str(mb06), "--format", "json"], root)
+    assert result.exit_code == 0, result.stderr
+    fields = __import__("json").loads(result.stdout)["fields"]
+    assert fields["model.tensor_model_parallel_size"]["value"] == 3
 
 
 def test_literal_arrays_are_expanded_as_bash_expands_them(tmp_path, mb06):

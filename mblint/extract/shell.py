@@ -85,6 +85,7 @@ class Command:
     words: list[Word]
     span: Span
     in_loop: bool = False
+    called_at: Span | None = None  # the call of the shell function that runs it
 
 
 @dataclass
@@ -250,7 +251,8 @@ class _Reader:
         self.positional: list | None = None  # "$@" of the function being called; None: unknown
         self.functions: dict[str, Any] = {}  # name -> body
         self.calling: list[str] = []
-        self.uncalled: list[tuple[int, str, list[Command]]] = []  # (place, name, commands) read at definition
+        self.uncalled: dict[str, tuple[int, list[Command]]] = {}  # name -> (place, commands) read at definition
+        self.frames: list[dict] = []  # per function call: the variables it declared local, with their values before
         self.fields = False  # expanding a command's arguments: a quoted "$@" is one word per argument
 
     # positions
@@ -307,6 +309,12 @@ class _Reader:
             for child in node.named_children:
                 self.visit(child, env, in_loop)
         elif kind == "declaration_command":
+            if self.frames and node.children and self.text(node.children[0]) in ("local", "declare", "typeset"):
+                frame = self.frames[-1]
+                for child in node.named_children:
+                    target = child.child_by_field_name("name") if child.type == "variable_assignment" else child
+                    if target is not None and target.type == "variable_name":
+                        frame.setdefault(self.text(target), env.get(self.text(target), _ABSENT))
             for child in node.named_children:
                 if child.type == "variable_assignment":
                     self.assign(child, env)
@@ -347,27 +355,36 @@ class _Reader:
         self.functions[name] = body
         before = len(self.commands)
         self.visit(body, dict(env), in_loop)
-        self.uncalled.append((before, name, self.commands[before:]))
+        self.uncalled[name] = (before, self.commands[before:])
         del self.commands[before:]
 
     def call(self, name: str, words: list[Word], env: dict, in_loop: bool, node: Any) -> None:
         if name in self.calling:  # recursion: what it would run is unknown
             return
-        self.uncalled = [entry for entry in self.uncalled if entry[1] != name]
+        self.uncalled.pop(name, None)
         saved = self.positional
         self.positional = None if any(w.many for w in words[1:]) else [_chars_of(w) for w in words[1:]]
         self.calling.append(name)
+        self.frames.append({})
+        before = len(self.commands)
         try:
             self.visit(self.functions[name], env, in_loop)
         finally:
             self.calling.pop()
             self.positional = saved
+            for variable, value in self.frames.pop().items():  # a function's local variables end with it
+                if value is _ABSENT:
+                    env.pop(variable, None)
+                else:
+                    env[variable] = value
+        for command in self.commands[before:]:
+            command.called_at = command.called_at or self.span(node)
 
     def finish(self) -> None:
         """The commands of functions never called, where they were defined."""
-        for place, _, commands in reversed(self.uncalled):
+        for place, commands in sorted(self.uncalled.values(), key=lambda entry: entry[0], reverse=True):
             self.commands[place:place] = commands
-        self.uncalled = []
+        self.uncalled = {}
 
     def copied(self, env: dict, node: Any) -> bool:
         return self.budget.spend("copies", len(env), self.position(*node.start_point))
@@ -411,8 +428,8 @@ class _Reader:
             elements.extend(_chars_of(word) for word in words)
         return _Array(elements)
 
-    def command(self, node: Any, env: dict, in_loop: bool) -> None:
-        words = self.command_words(node, env)
+    def command(self, node: Any, env: dict, in_loop: bool, words: list[Word] | None = None) -> None:
+        words = self.command_words(node, env) if words is None else words
         if not words:
             return
         first = words[0].text
@@ -463,12 +480,15 @@ class _Reader:
         redirects = [child for child in node.named_children if child.type == "heredoc_redirect"]
         if len(commands) != 1 or len(redirects) != 1:
             return False
-        words = self.command_words(commands[0], env)
-        shell = _shell_at(words)
         body = next((child for child in redirects[0].named_children if child.type == "heredoc_body"), None)
         start = next((child for child in redirects[0].named_children if child.type == "heredoc_start"), None)
-        if shell is None or body is None or start is None:
+        if body is None or start is None:
             return False
+        words = self.command_words(commands[0], env)
+        shell = _shell_at(words)
+        if shell is None:  # ``cat <<EOF``: the command as any other, its words read once
+            self.command(commands[0], env, in_loop, words)
+            return True
         if any(quote in self.text(start) for quote in "'\"\\"):
             line, column = self.position(*body.start_point)
             chars = _positioned(self.text(body), line, column, splits=False)
