@@ -179,7 +179,9 @@ def _recipe_file(engine, recipe: str) -> str:
     """The file of ``--recipe PATH_OR_MODULE::FUNCTION``, when no path is given to lint."""
     if "::" not in recipe:
         raise click.UsageError(f"--recipe {recipe!r}: expected PATH_OR_MODULE::FUNCTION")
-    target = engine.find_recipe(recipe, Path.cwd() / "__init__.py")
+    from mblint.readers.overrides import find_recipe
+
+    target = find_recipe(engine, recipe, Path.cwd() / "__init__.py")
     if target is None:
         raise click.UsageError(f"--recipe {recipe!r}: {recipe.rsplit('::', 1)[0]} not found")
     return str(target[0])
@@ -377,7 +379,7 @@ def _show_launch(path: Path, line: int, search_paths, version, output_format, sh
     """The configuration the launch line at ``line`` produces (recipe, override files, command
     line, what the runner does itself) and the world size it fixes."""
     from mblint.engine import CheckOptions, Engine
-    from mblint.launch import launch_configuration
+    from mblint.readers.launch import launch_configuration
     from mblint.report import printable
 
     engine = Engine(CheckOptions(search_paths=tuple(Path(p) for p in search_paths), version=version))
@@ -414,11 +416,10 @@ def _echo_fields(cfg, show_all: bool) -> None:
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text")
 def list_rules(output_format) -> None:
     """List the available rules."""
-    from mblint.engine import ENGINE_RULES
     from mblint.plugins import load_plugins
 
     loaded = load_plugins()
-    rules = sorted(list(ENGINE_RULES) + loaded.rules, key=lambda r: r.id)
+    rules = sorted(loaded.rules, key=lambda r: r.id)
     if output_format == "json":
         click.echo(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity.label,
                                 "other_severities": [s.label for s in r.other_severities], "summary": r.summary,
@@ -437,10 +438,9 @@ def list_rules(output_format) -> None:
 @click.argument("rule_id")
 def show_rule(rule_id) -> None:
     """Print one rule's documentation."""
-    from mblint.engine import ENGINE_RULES
     from mblint.plugins import load_plugins
 
-    for rule in list(ENGINE_RULES) + load_plugins().rules:
+    for rule in load_plugins().rules:
         if rule.id == rule_id.upper() or rule.name == rule_id:
             click.echo(f"# {rule.id} {rule.name}\n\nSeverity: {rule.severity_label()}. {rule.summary}\n")
             click.echo(rule.doc.strip())

@@ -170,7 +170,7 @@ def _add(path: Path, found: Discovered, seen: set[str], explicit: bool, status: 
 def _shell_shebang(path: Path) -> bool:
     """A regular file whose first line is a shell's ``#!`` line. A symbolic link is not looked
     into: its target may be outside the project (it is linted where it is, by its suffix)."""
-    from mblint.launch import is_shell_script
+    from mblint.readers.launch import is_shell_script
 
     try:
         head = read_head(path, 128, follow_links=False)  # a link is never a launch script

@@ -1,8 +1,9 @@
-"""discover -> extract -> resolve -> rules -> findings."""
+"""The orchestrator: discover the files, hand each to the reader of its kind (mblint.readers),
+which finds its jobs; resolve each job's configuration, run the rules on it, and collect the
+findings (one per problem and place), served from the result cache when it can."""
 
 from __future__ import annotations
 
-import ast
 import gc
 import os
 import re
@@ -11,174 +12,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from mblint.discover import YAML_SUFFIXES, discover
-from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit
-from mblint.findings import TRANSFER_REDUCERS, Finding, Severity
+from mblint.extract.modules import SourceError, SourceLimit
+from mblint.findings import Finding, Severity
 from mblint.hf_config import HF_CONFIG_MISSING, HF_CONFIG_UNUSABLE, unusable_config_notes
 from mblint.schema import load_schema
 from mblint.model import EffectiveConfig, Origin
 from mblint.paths import Confinement, confinement_for
-from mblint.results import FileError, FileResult, Report
+from mblint.results import FileError, FileResult, Report, decoded_result
 from mblint.rule import Rule, RuleContext, RulePlan
 from mblint.suggestions import MAX_SUGGESTED, nearest_names
-from mblint.suppress import SUPPRESSION_RULES, apply_suppressions
+from mblint.suppress import apply_suppressions
 
 if TYPE_CHECKING:
     from mblint.plugins import LoadedPlugins
 
 WORLD_SIZE_COMMENT = r"#\s*mblint:\s*world[-_]size\s*=\s*(\d+)"  # compiled by re when a file mentions mblint
 WORLD_SIZE_NAME = re.compile(r"_(\d+)gpus?_")
-
-
-class SyntaxErrorRule(Rule):
-    id = "SY001"
-    name = "syntax-error"
-    severity = Severity.ERROR
-    summary = "A file mblint must read cannot be parsed (Python, YAML, encoding or binary content)."
-    doc = """## What it does
-Reports a Python or YAML file that cannot be read or parsed, at the position of the problem.
-
-## Why it matters
-Nothing in the file can be checked, and Megatron-Bridge would fail on it too.
-
-## Example
-`cfg.train.micro_batch_size = = 1`
-
-## Fix
-Correct the syntax. No automatic fix.
-
-## Versions
-All.
-
-## Sources
-Python's parser; ruamel.yaml.
-"""
-
-
-class ResolverLimitRule(Rule):
-    id = "SY002"
-    name = "resolver-limit"
-    severity = Severity.INFO
-    summary = "mblint stopped interpreting a recipe (step, depth or recursion limit); its values are unknown."
-    doc = """## What it does
-Says that a recipe was too large, too deep or recursive to interpret within mblint's bounds.
-
-## Why it matters
-The affected values are unknown, so rules say nothing about them.
-
-## Example
-A helper that calls itself without end.
-
-## Fix
-None needed; simplify the recipe if you want it checked.
-
-## Versions
-All.
-
-## Sources
-mblint's interpreter limits.
-"""
-
-
-class UnreachableRecipeCodeRule(Rule):
-    id = "SY006"
-    name = "unreachable-recipe-code"
-    severity = Severity.WARNING
-    summary = "Statements after a return (or raise) in a recipe function never run; their settings have no effect."
-    doc = """## What it does
-Reports the first statement that follows a `return` or `raise` in the same block of a recipe
-function (the function's body, or the body of an `if`/`for`/`with`/`try` inside it).
-
-## Why it matters
-Python never runs them, so whatever they set (a mixed-precision recipe, a parallel size) is not
-part of the configuration the recipe returns; mblint, like Python, ignores them. A shipped
-Megatron-Bridge 0.6.2 recipe sets its mixed precision after `return cfg`.
-
-## Example
-```python
-def my_recipe_config():
-    cfg = _pretrain_common()
-    return cfg
-    cfg.mixed_precision = "bf16_mixed"   # never runs
-```
-
-## Fix
-Move the statements above the `return`, or delete them. Not automatic.
-
-## Versions
-All.
-
-## Sources
-The Python language reference (a `return` leaves the function); 0.6.2
-megatron/bridge/recipes/ (a recipe with statements after `return cfg`).
-"""
-    valid = ["cfg = _pretrain_common()"]
-    invalid = ["cfg = _pretrain_common()\nreturn cfg\ncfg.train.micro_batch_size = 2  # error"]
-
-
-# statements holding blocks of the same code (a nested def or class is code of its own)
-_BLOCK_STATEMENTS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
-                     *([ast.TryStar] if hasattr(ast, "TryStar") else []))
-
-
-def unreachable_statements(function: ast.FunctionDef) -> list[ast.stmt]:
-    """The first statement after a ``return``/``raise`` in each block of ``function`` (nested
-    functions and classes are their own code and are not entered)."""
-    found: list[ast.stmt] = []
-    blocks = [function.body]
-    while blocks:
-        block = blocks.pop()
-        for index, stmt in enumerate(block):
-            if isinstance(stmt, (ast.Return, ast.Raise)) and index + 1 < len(block):
-                found.append(block[index + 1])
-                break
-            if isinstance(stmt, _BLOCK_STATEMENTS):
-                blocks.extend(inner for inner in (stmt.body, getattr(stmt, "orelse", None),
-                                                  getattr(stmt, "finalbody", None)) if inner)
-                blocks.extend(handler.body for handler in getattr(stmt, "handlers", ()))
-    return sorted(found, key=lambda stmt: (stmt.lineno, stmt.col_offset))
-
-
-class NotAnalysedRule(Rule):
-    id = "SY005"
-    name = "not-analysed"
-    severity = Severity.WARNING
-    summary = "A configuration mblint was given could not be analysed (an unpaired override file, a recipe it cannot read)."
-    doc = """## What it does
-Reports a configuration that mblint was asked to lint but could not analyse, and says how to
-make it analysable:
-
-- a YAML file that looks like a Megatron-Bridge override file (its top-level keys are sections
-  of `ConfigContainer`: `train`, `model`, ...) but is paired with no recipe;
-- a recipe whose configuration comes from an import mblint could not read (Megatron-Bridge
-  not on the path of the interpreter running mblint, as under pre-commit);
-- a builder called only from an `if __name__ == "__main__":` block, which mblint never runs.
-
-## Why it matters
-A file nobody checked must not pass as checked: without this finding, a pre-commit hook that
-resolves nothing would report success.
-
-## Example
-`conf/finetune.yaml` holding `train: {micro_batch_size: 2}` with no pairing.
-
-## Fix
-Pair the override file (`# mblint: recipe=recipes/llama.py::llama3_8b_sft_config`, `pairing`
-in settings, or `--recipe`); give the folder holding Megatron-Bridge's `megatron/` with
-`--search-path` or `search-paths`. No automatic fix. Ignore the rule (`ignore = ["SY005"]`) to
-accept that these files are not checked.
-
-## Versions
-All.
-
-## Sources
-mblint's pairing and import resolution.
-"""
-
-
-from mblint.launch import LAUNCH_RULES  # noqa: E402 - LA001/LA002 live beside the launch reader
-
-ENGINE_RULES: tuple[type[Rule], ...] = (
-    (SyntaxErrorRule, ResolverLimitRule, NotAnalysedRule, UnreachableRecipeCodeRule) + SUPPRESSION_RULES
-    + LAUNCH_RULES)
 
 
 @dataclass(eq=False, repr=False)
@@ -274,7 +123,7 @@ class Engine:
             plugins = load_plugins()
         self._plugins = plugins
         self.catalogued_rules = catalogued
-        self._all_rules = list(ENGINE_RULES) + list(plugins.rules)
+        self._all_rules = list(plugins.rules)
         options = self.options
         for option, selectors in (("--select", options.select), ("--extend-select", options.extend_select),
                                   ("--ignore", options.ignore)):
@@ -289,6 +138,7 @@ class Engine:
         self._config_rules: dict = {}  # tuple of enabled rules -> plans by configuration kind
         self._plans_rules: list | None = None
         self._plans: dict = {}
+        self._rules_by_id: tuple = (None, {})
 
     def load_rule_classes(self) -> None:
         """The real rule classes, before any file is checked."""
@@ -425,8 +275,21 @@ class Engine:
         root = self.options.cache_root or cache.project_root(self.display_root)
         return cache.cache_folder(root, self.options.cache_dir) / "schema"
 
-    def rule_enabled(self, rule: type[Rule]) -> bool:
-        return rule in self.rules
+    def rule_in_force(self, rule_id: str):
+        """The enabled rule ``rule_id`` for the file being read (its settings applied), or None."""
+        rules = self.rules
+        if self._rules_by_id[0] is not rules:
+            self._rules_by_id = (rules, {rule.id: rule for rule in rules})
+        return self._rules_by_id[1].get(rule_id)
+
+    def report_at(self, rule_id: str, origin: Origin, message: str, result: FileResult, recipe: str = "",
+                  severity: Severity | None = None) -> None:
+        """A finding of the rule ``rule_id`` that a reader reports while reading (a syntax error, a
+        launch line), when the rule is enabled; ``severity``: one of its other severities."""
+        rule = self.rule_in_force(rule_id)
+        if rule is not None:
+            result.findings.append(Finding(rule.id, rule.name, rule.severity if severity is None else severity,
+                                           message, origin, recipe=recipe))
 
     def check_paths(self, paths: list[str]) -> Report:
         """Lint ``paths``. The cyclic garbage collector is paused meanwhile: the run allocates
@@ -475,7 +338,7 @@ class Engine:
         for path in files:
             cached = cache.get(path, self.settings_source(path)) if cache else None
             if cached is not None:
-                result = _decoded(cached, seen)
+                result = decoded_result(cached, seen)
                 if result is None:  # a damaged entry: checked again, and the entry rewritten
                     cache.miss()
                     pending.append(path)
@@ -547,24 +410,22 @@ class Engine:
         return cache.ResultCache(folder, key)
 
     def rules_fingerprint(self, folder: Path) -> str:
-        """Of every rule: the engine's own, and the plugins' from the plugin catalog in
-        ``folder`` when it is current (then no rule pack is imported unless a file must be
-        checked), else from the loaded rule classes."""
+        """Of every rule, from the plugin catalog in ``folder`` when it is current (then no
+        rule pack is imported unless a file must be checked), else from the loaded rule classes."""
         from mblint import cache, catalog
 
-        engine_rules = cache.rules_fingerprint(list(ENGINE_RULES))
         if self._plugins is None:
             catalogued = catalog.load_catalog(folder)
             if catalogued is not None:
                 self.use_plugins(catalogued, catalogued=True)
-                return engine_rules + catalogued.fingerprint
+                return catalogued.fingerprint
             self.use_plugins(None)
             plugin_rules = cache.rules_fingerprint(self.plugins.rules)
             catalog.save_catalog(folder, self.plugins, plugin_rules)
-            return engine_rules + plugin_rules
+            return plugin_rules
         if self.catalogued_rules:
-            return engine_rules + self.plugins.fingerprint
-        return engine_rules + cache.rules_fingerprint(self.plugins.rules)
+            return self.plugins.fingerprint
+        return cache.rules_fingerprint(self.plugins.rules)
 
     def check_files(self, paths: list[Path]):
         """(path, FileResult, dependencies) for each file, in worker processes when there is
@@ -572,14 +433,17 @@ class Engine:
         if paths:
             self.load_rule_classes()
         known = self._known_sizes
-        sizes = {path: known[path] if path in known else _size(path) for path in paths} if self.options.jobs != 1 else {}
-        jobs = self.options.jobs if self.options.jobs is not None else _default_jobs(sizes)
-        units = _work_groups(paths, jobs, sizes) if jobs > 1 else []
+        from mblint import workers
+
+        sizes = ({path: known[path] if path in known else workers.file_size(path) for path in paths}
+                 if self.options.jobs != 1 else {})
+        jobs = self.options.jobs if self.options.jobs is not None else workers.default_jobs(sizes)
+        units = workers.work_groups(paths, jobs, sizes) if jobs > 1 else []
         if len(units) <= 1:
             for path in paths:
                 yield (path, *self.check_file_guarded(path))
             return
-        yield from _check_in_workers(self, paths, units, min(jobs, len(units)))
+        yield from workers.check_in_workers(self, paths, units, min(jobs, len(units)))
 
     def prepare_resolver(self, paths: list[Path]) -> None:
         """Before the workers are forked: import the resolver and load the schema that the
@@ -607,13 +471,7 @@ class Engine:
     def check_file(self, path: Path) -> tuple[FileResult, set[Path]]:
         self.load_rule_classes()
         result = FileResult()
-        if path.suffix == ".py":
-            self.check_python(path, result)
-            deps = self._deps(path) if self.options.use_cache else set()  # they only key the cache
-        elif path.suffix in YAML_SUFFIXES:
-            deps = self.check_yaml(path, result)
-        else:
-            deps = self.launch_checker().check(path, result)
+        deps = self.reader_for(path).read(path, result)
         settings = self.settings_for(path)
         if settings is not None and settings.source is not None:
             deps = deps | {Path(settings.source)}
@@ -632,7 +490,7 @@ class Engine:
                 return False
         return _directive_free(path)
 
-    def _deps(self, path: Path) -> set[Path]:
+    def dependencies(self, path: Path) -> set[Path]:
         try:
             interp = self.project.interpreter_for(path)
             deps = interp.dependencies(interp.finder.real_paths.of(path))
@@ -654,38 +512,6 @@ class Engine:
 
     # ----- python ------------------------------------------------------------------------
 
-    def check_python(self, path: Path, report: FileResult) -> None:
-        self.enter_file(path)
-        try:
-            functions = self.project.recipe_functions(path)
-        except SourceError as error:
-            self.syntax_finding(error, report)
-            return
-        from mblint.extract.limits import MAX_FILE_STEPS, MAX_RECIPES_PER_FILE
-
-        interp = self.project.interpreter_for(path)
-        text = interp.finder.load(path).mblint_text
-        report.schemas.append(self.project.schema_record(path))
-        if self.options.recipe_function:
-            report.recipes += 1
-            self.check_recipe(path, self.options.recipe_function, text, report, dotlist=self.options.dotlist)
-            return
-        steps = 0
-        analysed: set[str] = set()
-        for index, node in enumerate(functions):
-            if index == MAX_RECIPES_PER_FILE or steps > MAX_FILE_STEPS:
-                limit = (f"recipe limit ({MAX_RECIPES_PER_FILE} per file)" if index == MAX_RECIPES_PER_FILE
-                         else f"step limit ({MAX_FILE_STEPS:,} steps per file)")
-                self.limit_finding(path, node, f"{limit} reached: {len(functions) - index} recipes from "
-                                               f"{node.name} on are not checked", report)
-                return
-            report.recipes += 1
-            self.report_unreachable(path, node, report)
-            if self.check_recipe(path, node.name, text, report, dotlist=self.options.dotlist) is not None:
-                analysed.add(node.name)
-            steps += interp.steps
-        self.report_main_only_calls(path, analysed, report)
-
     def check_recipe(self, path: Path, function: str, text: str, report: FileResult,
                      overrides: Iterable = (), dotlist: tuple[str, ...] = ()) -> EffectiveConfig | None:
         try:
@@ -696,11 +522,13 @@ class Engine:
         except LookupError:
             report.errors.append(FileError(self.project_display(path), f"paired recipe function {function!r} not found"))
             return None
+        from mblint.readers.python import explain_unresolved, report_limits
+
         interp = self.project.interpreter_for(path)
-        self.report_limits(interp.limits, path, function, report)
+        report_limits(self, interp.limits, path, function, report)
         if graph is None:
             if not interp.limits:
-                self.explain_unresolved(path, function, report)
+                explain_unresolved(self, path, function, report)
             return None
         overrides = tuple(overrides)
         if (overrides or dotlist) and not self.apply_overrides(graph, overrides, dotlist, report):
@@ -753,7 +581,7 @@ class Engine:
             chosen = plans[key] = RulePlan([
                 (rule, RuleContext(rule, world_size, source, editable_paths=editable))
                 for rule in (rule_class() for rule_class in self.rules
-                             if rule_class not in ENGINE_RULES and rule_class.applies_to(load_schema(line)))])
+                             if rule_class.checks_configurations and rule_class.applies_to(load_schema(line)))])
         return chosen
 
     def _plans_for_rules(self) -> dict:
@@ -795,205 +623,47 @@ class Engine:
             self._world_size_comments[recipe_path] = int(match.group(1)) if match else None
         return self._world_size_comments[recipe_path]
 
-    def explain_unresolved(self, path: Path, function: str, report: FileResult) -> None:
-        """SY005 on the ``def`` line of a recipe left unresolved because it uses an import
-        mblint could not read (naming the import and how to provide it)."""
-        from mblint.unanalysed import unread_imports, unread_message
-
-        node = self._function_node(path, function)
-        if node is None:
-            return
-        interp = self.project.interpreter_for(path)
-        tree = interp.finder.load(path).tree
-        unread = unread_imports(tree, node, path, interp.finder, interp.schema)
-        if unread:
-            self.not_analysed_finding(path, node.lineno, node.col_offset + 1, len(f"def {node.name}"),
-                                      unread_message(function, unread), report, recipe=function)
-
-    def report_main_only_calls(self, path: Path, analysed: set[str], report: FileResult) -> None:
-        """SY005 at each call of a configuration builder that only the module's
-        ``if __name__ == "__main__":`` block makes."""
-        from mblint.unanalysed import main_only_calls, main_only_message
-
-        tree = self.project.interpreter_for(path).finder.load(path).tree
-        for found in main_only_calls(tree, analysed):
-            call = found.call
-            width = (call.end_col_offset - call.col_offset) if call.end_lineno == call.lineno else len(found.function)
-            self.not_analysed_finding(path, call.lineno, call.col_offset + 1, width, main_only_message(found), report)
-
     def not_analysed_finding(self, path: Path, line: int, column: int, width: int, message: str,
                              report: FileResult, recipe: str | None = None) -> None:
         display = self.project_display(path)
         report.not_analysed.append([display, message])
-        if self.rule_enabled(NotAnalysedRule):
-            rule = NotAnalysedRule
-            origin = Origin(display, line, column, line, column + max(width, 1))
-            report.findings.append(Finding(rule.id, rule.name, rule.severity, message, origin,
-                                           recipe=f"{display}::{recipe}" if recipe else ""))
-
-    def report_limits(self, limits: list[str], path: Path, function: str, report: FileResult) -> None:
-        """One SY002 per recipe that hit a limit, on its ``def`` line, naming the first limit."""
-        if not limits:
-            return
-        node = self._function_node(path, function)
-        more = f" (and {len(limits) - 1} more)" if len(limits) > 1 else ""
-        self.limit_finding(path, node, f"{function}: {limits[0]}{more}", report, recipe=function)
-
-    def report_unreachable(self, path: Path, node: ast.FunctionDef, report: FileResult) -> None:
-        """SY006 on the first statement after a return/raise in each block of a recipe function."""
-        if not self.rule_enabled(UnreachableRecipeCodeRule):
-            return
-        display = self.project_display(path)
-        rule = UnreachableRecipeCodeRule
-        for stmt in unreachable_statements(node):
-            end_line = getattr(stmt, "end_lineno", None) or stmt.lineno
-            end_column = (getattr(stmt, "end_col_offset", None) or stmt.col_offset) + 1
-            origin = Origin(display, stmt.lineno, stmt.col_offset + 1, end_line, end_column)
-            message = (f"{node.name}: this statement (and any after it in its block) follows a return or raise and "
-                       f"never runs; what it sets is not part of the configuration")
-            report.findings.append(Finding(rule.id, rule.name, rule.severity, message, origin,
-                                           recipe=f"{display}::{node.name}"))
-
-    def limit_finding(self, path: Path, node, message: str, report: FileResult, recipe: str | None = None) -> None:
-        if not self.rule_enabled(ResolverLimitRule):
-            return
-        display = self.project_display(path)
-        line, column = (node.lineno, node.col_offset + 1) if node is not None else (1, 1)
-        end = column + len(f"def {node.name}") if node is not None else column + 1
-        origin = Origin(display, line, column, line, end)
-        report.findings.append(Finding(ResolverLimitRule.id, ResolverLimitRule.name, ResolverLimitRule.severity,
-                                       message, origin, recipe=f"{display}::{recipe}" if recipe else ""))
-
-    def _function_node(self, path: Path, function: str):
-        try:
-            tree = self.project.interpreter_for(path).finder.load(path).tree
-        except SourceError:
-            return None
-        return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
+        origin = Origin(display, line, column, line, column + max(width, 1))
+        self.report_at("SY005", origin, message, report, recipe=f"{display}::{recipe}" if recipe else "")
 
     def syntax_finding(self, error: SourceError, report: FileResult) -> None:
         """SY001 for a file that cannot be read or parsed; SY002 when mblint's own limits
         stopped it from reading the file whole."""
-        rule = ResolverLimitRule if isinstance(error, SourceLimit) else SyntaxErrorRule
-        if not self.rule_enabled(rule):
-            return
         display = self.project_display(error.path)
         origin = Origin(display, error.line, error.column, error.line, error.column + 1)
-        report.findings.append(Finding(rule.id, rule.name, rule.severity, error.message, origin))
+        self.report_at("SY002" if isinstance(error, SourceLimit) else "SY001", origin, error.message, report)
 
-    # ----- launch scripts ------------------------------------------------------------------
+    # ----- readers -------------------------------------------------------------------------
 
-    def launch_checker(self):
-        if getattr(self, "_launch_checker", None) is None:
-            from mblint.launch import LaunchChecker
+    def reader_for(self, path: Path):
+        """The reader of ``path``'s kind: Python module, override file, or launch script."""
+        if path.suffix == ".py":
+            from mblint.readers.python import PythonReader
 
-            self._launch_checker = LaunchChecker(self)
-        return self._launch_checker
+            kind, make = "python", PythonReader
+        elif path.suffix in YAML_SUFFIXES:
+            from mblint.readers.overrides import OverridesReader
 
-    # ----- yaml --------------------------------------------------------------------------
-
-    def check_yaml(self, path: Path, report: FileResult) -> set[Path]:
-        """Lint an override file with the recipe it is paired with; returns the files the
-        result depends on. A file paired with no recipe is reported as not analysed."""
-        from mblint.overrides import load_yaml
-        from mblint.pairing import Unpaired, pairing
-
-        self.enter_file(path)
-        try:
-            if not self.confinement.allows(path):
-                raise SourceError(path, OUTSIDE_PROJECT)
-            document = load_yaml(path)
-        except SourceError as error:
-            self.syntax_finding(error, report)
-            return set()
-        paired = pairing(path, document, self.options.recipe, self.settings_for(path))
-        if isinstance(paired, Unpaired):
-            checker = self.launch_checker()
-            by_entry = checker.check_yaml_by_entry(path, report)  # a training script loading it
-            if by_entry is not None:
-                return by_entry
-            commands = checker.check_yaml_commands(path, report)  # launch lines kept in the YAML
-            if commands is not None:
-                return commands
-            self.unpaired(path, paired, report)
-            return set()
-        where, separator, function = paired.recipe.rpartition("::")
-        if separator and (not where or not function.isidentifier()):
-            report.errors.append(FileError(str(path), f"malformed pairing {paired.recipe!r}: expected "
-                                                      "recipe=PATH_OR_MODULE::FUNCTION"))
-            return set()
-        target = self.find_recipe(paired.recipe, path)
-        if target is None:
-            report.errors.append(FileError(str(path), f"paired recipe {paired.recipe!r} not found"))
-            return set()
-        if not self.confinement.allows(target[0]):
-            report.errors.append(FileError(str(path), f"paired recipe {paired.recipe!r} is outside the project and "
-                                                      "its search paths: not read"))
-            return set()
-        recipe_path, function = target
-        try:
-            text = self.project.interpreter_for(recipe_path).finder.load(recipe_path).mblint_text
-        except SourceError as error:
-            self.syntax_finding(error, report)
-            return set()
-        report.recipes += 1
-        before = len(report.findings)
-        self.check_recipe(recipe_path, function, text, report, overrides=[path], dotlist=self.options.dotlist)
-        self.leave_out_recipe_own_findings(recipe_path, function, text, path, report, before)
-        return self._deps(recipe_path) | {recipe_path.resolve()}
-
-    def leave_out_recipe_own_findings(self, recipe_path: Path, function: str, text: str, override: Path,
-                                      report: FileResult, start: int) -> None:
-        """The findings from ``start`` on that the recipe has without the override file are
-        not caused by it: they are counted in a note instead of reported on the override's run
-        (linting the recipe reports them at their own lines)."""
-        added = report.findings[start:]
-        if not added:
-            return
-        try:
-            graph = self.project.resolve_graph(recipe_path, function)
-        except (SourceError, LookupError):
-            return
-        if graph is None:
-            return
-        alone = graph.build()
-        own: list[Finding] = []
-        world_size, source = self.world_size_for(alone, text)
-        self.config_rules(alone.schema_version, world_size, source).calls(alone).run(alone, own, [])
-        causes = {(f.rule_id, f.fields, f.message) for f in own}
-        kept = [f for f in added if (f.rule_id, f.fields, f.message) not in causes]
-        if len(kept) == len(added):
-            return
-        report.findings[start:] = kept
-        left = len(added) - len(kept)
-        report.notes.append(f"{left} finding{'s' if left != 1 else ''} of {self.project_display(recipe_path)}::{function} "
-                            f"{'are' if left != 1 else 'is'} the recipe's own, not caused by "
-                            f"{self.project_display(override)}: lint the recipe to see {'them' if left != 1 else 'it'}")
-
-    def unpaired(self, path: Path, unpaired, report: FileResult) -> None:
-        """An override file paired with no recipe is a SY005 finding on its first section;
-        any other YAML file is only counted as not analysed."""
-        message = unpaired.message()
-        if unpaired.looks_like_override:
-            self.not_analysed_finding(path, unpaired.line, 1, len(unpaired.override_keys[0]), message, report)
+            kind, make = "overrides", OverridesReader
         else:
-            report.not_analysed.append([self.project_display(path), message])
+            return self.launch_reader()
+        readers = self.__dict__.setdefault("_readers", {})
+        if kind not in readers:
+            readers[kind] = make(self)
+        return readers[kind]
 
-    def find_recipe(self, pairing: str, near: Path) -> tuple[Path, str] | None:
-        """``path::function``, ``module::function``, or a recipe name that
-        ``megatron.bridge.recipes`` exports (``llama32_1b_peft_config``)."""
-        if "::" not in pairing:
-            interp = self.project.interpreter_for(near)
-            found = self.launch_checker().lookup(interp).find(pairing.strip())
-            return (found[0], found[1]) if found else None
-        where, function = pairing.rsplit("::", 1)
-        candidates = [Path(where), near.parent / where]
-        for candidate in candidates:
-            if candidate.is_file():
-                return candidate, function
-        interp = self.project.interpreter_for(near)
-        found = interp.finder.find(where)
-        return (found, function) if found else None
+    def launch_reader(self):
+        """The launch reader, shared by the readers of launch scripts and override files
+        (which may hold launch lines): it keeps the recipe look-ups it made."""
+        if getattr(self, "_launch_reader", None) is None:
+            from mblint.readers.launch import LaunchReader
+
+            self._launch_reader = LaunchReader(self)
+        return self._launch_reader
 
 
 class _ExplicitFiles:
@@ -1017,29 +687,6 @@ def _directive_free(path: Path) -> bool:
         return b"mblint" not in read_regular(path, MAX_SOURCE_BYTES)
     except (OSError, ValueError):
         return False
-
-
-def _decoded(cached: dict, seen: set) -> FileResult | None:
-    """The result a cache entry holds, or None when the entry is damaged (a severity out of
-    range, a wrong type, a missing key): a cache folder may come from an untrusted checkout.
-    ``seen`` is left as it was for a damaged entry."""
-    before = set(seen)
-    try:
-        result = FileResult.from_dict(cached, seen)
-        if not all(isinstance(n, str) for n in result.notes) or not all(map(_well_formed, result.findings)):
-            raise TypeError("not a result")
-        return result
-    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
-        seen.clear()
-        seen.update(before)
-        return None
-
-
-def _well_formed(finding: Finding) -> bool:
-    places = (finding.location, *(related.origin for related in finding.related))
-    return (isinstance(finding.message, str) and isinstance(finding.recipe, str)
-            and all(isinstance(place.path, str) and all(type(number) is int for number in
-                    (place.line, place.column, place.end_line, place.end_column)) for place in places))
 
 
 def summarise_missing_hf_configs(report: Report) -> None:
@@ -1090,120 +737,3 @@ def _place(finding: Finding) -> tuple:
     return (finding.rule_id, location.path, location.line, location.column, finding.fields)
 
 
-# Source bytes that keep a worker busy long enough to pay for starting it and sending its
-# answers back (about 30 ms of work; a fork and the transfer cost about 10-15 ms).
-BYTES_PER_WORKER = 100_000
-
-
-def _default_jobs(sizes: dict[Path, int]) -> int:
-    """One worker per ``BYTES_PER_WORKER`` of source to check (``sizes``: bytes per file);
-    never more than the cores."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if cores <= 1 or len(sizes) <= 1:
-        return 1
-    return min(cores, max(1, sum(sizes.values()) // BYTES_PER_WORKER))
-
-
-def _check_in_workers(engine: Engine, paths: list[Path], groups: list[list[Path]], jobs: int):
-    import pickle
-
-    from mblint import workers
-
-    if not workers.can_fork():
-        for path in paths:
-            yield (path, *engine.check_file_guarded(path))
-        return
-
-    def check_unit(unit: list[str]) -> bytes:
-        return dumps_for_transfer([(raw, *engine.check_file_guarded(Path(raw))) for raw in unit])
-
-    def check_unit_here(unit: list[str]) -> list[tuple[str, FileResult, set[Path]]]:
-        return [(raw, *engine.check_file_guarded(Path(raw))) for raw in unit]
-
-    units = [[str(p) for p in group] for group in groups]
-    engine.prepare_resolver(paths)
-    results = {}
-    for _, answers in workers.run_units(check_unit, units, jobs, check_unit_here):
-        if isinstance(answers, bytes):  # from a worker
-            answers = pickle.loads(answers)
-        for raw, result, deps in answers:
-            results[raw] = (result, deps)
-    for path in paths:  # in the given order, as a single process would report them
-        yield (path, *results[str(path)])
-
-
-def _file_result_reduced(result: FileResult) -> tuple:
-    return FileResult, (result.findings, result.errors, result.notes, result.recipes, result.resolved,
-                        result.directive_free, result.not_analysed, result.schemas)
-
-
-def _file_error_reduced(error: FileError) -> tuple:
-    return FileError, (error.path, error.message, error.line, error.column)
-
-
-_TRANSFER_TABLE: dict | None = None
-
-
-def dumps_for_transfer(value: Any) -> bytes:
-    """``value`` (file results, the findings in them) pickled for another process of the same
-    run, each part rebuilt from a tuple of its values (see ``TRANSFER_REDUCERS``)."""
-    import copyreg
-    import io
-    import pickle
-
-    global _TRANSFER_TABLE
-    if _TRANSFER_TABLE is None:
-        _TRANSFER_TABLE = {**copyreg.dispatch_table, **TRANSFER_REDUCERS, FileResult: _file_result_reduced,
-                           FileError: _file_error_reduced}
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _TRANSFER_TABLE
-    pickler.dump(value)
-    return buffer.getvalue()
-
-
-def _work_groups(paths: list[Path], jobs: int, sizes: dict[Path, int]) -> list[list[Path]]:
-    """Work units for the workers. Files are grouped by model family (``_family_groups``), whose
-    recipes read the same modules: one worker then parses and interprets those once; a group
-    much bigger than an even share is cut in contiguous pieces. Biggest first, by bytes, so
-    that the work left at the end is small and both workers finish together."""
-    share = max(1, sum(sizes.values()) // max(1, jobs * 4))
-    units = []
-    for group in _family_groups(paths):
-        weight = sum(sizes[p] for p in group)
-        pieces = max(1, min(len(group), round(weight / share))) if weight > 2 * share else 1
-        step = -(-len(group) // pieces)
-        units.extend(group[i:i + step] for i in range(0, len(group), step))
-    return sorted(units, key=lambda unit: -sum(sizes[p] for p in unit))
-
-
-def _family_groups(paths: list[Path]) -> list[list[Path]]:
-    """Files grouped by the name of their folder one level below the top folders under the
-    folder common to all of them: ``recipes/llama/...`` and ``perf_recipes/llama/...`` are one
-    family (performance recipes call the family's base recipes). A file less deep is grouped
-    by its top folder."""
-    cwd = os.getcwd()
-    absolute = {path: os.path.normpath(os.path.join(cwd, path)) for path in paths}
-    try:
-        common = os.path.commonpath(list(absolute.values()))
-    except ValueError:  # different drives
-        common = ""
-    groups: dict[tuple, list[Path]] = {}
-    for path in sorted(paths, key=str):
-        parts = _below(absolute[path], common).split(os.sep) if common else [absolute[path]]
-        groups.setdefault((parts[1],) if len(parts) > 2 else tuple(parts[:len(parts) - 1]), []).append(path)
-    return list(groups.values())
-
-
-def _below(path: str, folder: str) -> str:
-    """``path`` relative to ``folder``, a folder that holds it (both absolute, normalised)."""
-    if path == folder:
-        return "."
-    return path[len(folder.rstrip(os.sep)) + 1:]
-
-
-def _size(path: Path) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0

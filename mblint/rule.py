@@ -45,6 +45,9 @@ class Rule:
     fixable: ClassVar[bool] = False
     valid: ClassVar[Sequence[Any]] = ()
     invalid: ClassVar[Sequence[Any]] = ()
+    checks_configurations: ClassVar[bool] = True
+    """False for a rule whose findings a reader reports while reading a file (a syntax error, a
+    launch line the runner rejects, an unused suppression): it has no ``check`` to run."""
     precondition: ClassVar[Callable[[EffectiveConfig], bool] | None] = None
     """A shared test of the configuration, one of the ``@precondition`` functions of
     mblint/rulekit.py, that is False only where ``check`` certainly reports nothing (it returns

@@ -66,10 +66,9 @@ def pages(rules: list) -> dict[str, str]:
 
 
 def all_rules() -> list:
-    from mblint.engine import ENGINE_RULES
     from mblint.plugins import load_plugins
 
-    return list(ENGINE_RULES) + load_plugins().rules
+    return load_plugins().rules
 
 
 def write(folder: Path, rules: list) -> None:

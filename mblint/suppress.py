@@ -15,7 +15,7 @@ import tokenize
 from pathlib import Path
 from typing import Any, Iterable, Protocol
 
-from mblint.findings import Finding, Severity
+from mblint.findings import Finding
 from mblint.model import Origin
 from mblint.results import Report
 from mblint.rule import Rule
@@ -26,72 +26,11 @@ DIRECTIVE = r"#\s*mblint\s*:\s*(?P<body>.*?)\s*$"
 YAML_COMMENT = r"(?:^|\s)(#\s*mblint\s*:.*?)\s*$"
 KNOWN_OTHER = r"^(world[-_]size\s*=\s*\d+|recipe\s*=\s*\S+)\s*$"
 IGNORE = r"^(?P<kind>ignore-file|ignore)(?P<after>.*)$"
+UNUSED_SUPPRESSION = "SY003"
+INVALID_SUPPRESSION = "SY004"
 COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
             ast.With, ast.AsyncWith, ast.Try) + ((ast.Match,) if hasattr(ast, "Match") else ()) + (
             (ast.TryStar,) if hasattr(ast, "TryStar") else ())
-
-
-class UnusedSuppressionRule(Rule):
-    id = "SY003"
-    name = "unused-suppression"
-    severity = Severity.WARNING
-    summary = "A `# mblint: ignore[...]` comment names a rule that reported nothing there."
-    tags = ("suppression",)
-    doc = """## What it does
-Reports a `# mblint: ignore[ID]` or `# mblint: ignore-file[ID]` comment, or one rule id in it,
-that suppressed no finding in this run (like ruff's RUF100 for unused `noqa`). Ids of rules
-that are not enabled for the file are not reported.
-
-## Why it matters
-Stale suppressions hide the next real problem on that line and mislead readers.
-
-## Example
-```python
-cfg.train.micro_batch_size = 1  # mblint: ignore[PK001] packed run
-```
-
-## Fix
-Delete the comment, or the unused id from it.
-
-## Versions
-All.
-
-## Sources
-ruff's unused-noqa (RUF100).
-"""
-
-
-class InvalidSuppressionRule(Rule):
-    id = "SY004"
-    name = "invalid-suppression"
-    severity = Severity.WARNING
-    summary = "A `# mblint:` comment cannot be understood (misspelt directive, missing or unknown rule ids)."
-    tags = ("suppression",)
-    doc = """## What it does
-Reports a `# mblint:` comment that is not one of `ignore[ID, ...]`, `ignore-file`,
-`ignore-file[ID, ...]`, `world-size=N` or `recipe=PATH::FUNCTION`, or that names a rule
-id no loaded rule has.
-
-## Why it matters
-A malformed suppression suppresses nothing, silently.
-
-## Example
-```python
-cfg.train.micro_batch_size = 2  # mblint: ignroe[PK001]
-```
-
-## Fix
-Correct the comment: `# mblint: ignore[PK001] reason`.
-
-## Versions
-All.
-
-## Sources
-mblint's suppression syntax.
-"""
-
-
-SUPPRESSION_RULES: tuple[type[Rule], ...] = (UnusedSuppressionRule, InvalidSuppressionRule)
 
 
 class Directive:
@@ -308,12 +247,12 @@ def apply_suppressions(engine: CheckedFiles, report: Report, checked: Iterable[P
         file = directives_for(display)
         if not file.invalid and not file.directives:
             continue  # nothing to report about suppressions in this file
-        enabled = {rule.id for rule in engine.rules_for(path)}
+        enabled = {rule.id: rule for rule in engine.rules_for(path)}
         new: list[Finding] = []
-        if InvalidSuppressionRule.id in enabled:
+        if INVALID_SUPPRESSION in enabled:
             for line, column, end, message in file.invalid:
-                new.append(_finding(InvalidSuppressionRule, message, display, line, column, end))
-        if UnusedSuppressionRule.id in enabled:
+                new.append(_finding(enabled[INVALID_SUPPRESSION], message, display, line, column, end))
+        if UNUSED_SUPPRESSION in enabled:
             for directive in file.directives:
                 unused = [c for c in directive.codes if c not in directive.used and aliases.get(c, c) in enabled]
                 if unused:
@@ -322,7 +261,7 @@ def apply_suppressions(engine: CheckedFiles, report: Report, checked: Iterable[P
                                f"{'in this file' if directive.file_level else 'here'}; remove "
                                f"{'it' if len(unused) == len(directive.codes) else 'the unused ids'} "
                                f"from '# mblint: {what}[...]'")
-                    new.append(_finding(UnusedSuppressionRule, message, display, directive.line,
+                    new.append(_finding(enabled[UNUSED_SUPPRESSION], message, display, directive.line,
                                         directive.column, directive.end_column))
         settings = engine.settings_for(path)
         for finding in new:

@@ -46,7 +46,11 @@ class Example:
     which is never applied) and, for a ``yaml`` example, the override file ``fixed_yaml`` it
     leaves. ``unsafe`` states which of the two flags that takes: True, the fix is unsafe
     (``--fix`` alone leaves both texts unchanged); False, ``--fix`` alone does it; None, not
-    stated. The test suite checks what is stated."""
+    stated. The test suite checks what is stated.
+
+    A ``launch`` example is a launch script (its lines, shell syntax) that is linted instead of
+    the recipe; its recipes are those Megatron-Bridge's runner finds on the search path, and a
+    ``# error`` marker is a shell comment on the launch line."""
 
     code: str
     version: str = "0.6"
@@ -58,6 +62,7 @@ class Example:
     fixed: str | None = None
     fixed_yaml: str | None = None
     unsafe: bool | None = None
+    launch: str | None = None
 
     @property
     def states_outcome(self) -> bool:
@@ -128,19 +133,23 @@ def fixed_texts(rule_class, example: Example, workdir: Path, search_paths: Seque
     if fixed_body.endswith("    return cfg\n"):
         fixed_body = fixed_body[:-len("    return cfg\n")]
     fixed_yaml = None
-    if yaml_file is not None:
+    if example.yaml is not None:
         fixed_yaml = run.texts.get(yaml_file, yaml_file.read_text(encoding="utf-8")).split("\n", 1)[1]
     return textwrap.dedent(fixed_body).strip("\n"), fixed_yaml
 
 
 def _write_example(example: Example, workdir: Path) -> tuple[Path, Path | None]:
     """The example's recipe file and, with ``yaml``, its override file (whose first line names
-    the recipe), written to ``workdir``."""
+    the recipe) or, with ``launch``, its launch script, written to ``workdir``."""
     import textwrap
 
     workdir.mkdir(parents=True, exist_ok=True)
     recipe_file = workdir / "example_recipe.py"
     recipe_file.write_text(example_source(example), encoding="utf-8")
+    if example.launch is not None:
+        launch_file = workdir / "example_launch.sh"
+        launch_file.write_text(textwrap.dedent(example.launch).lstrip("\n"), encoding="utf-8")
+        return recipe_file, launch_file
     if example.yaml is None:
         return recipe_file, None
     yaml_file = workdir / "example_override.yaml"
@@ -156,7 +165,8 @@ class ExampleNotResolved(AssertionError):
 
 def run_example(rule_class, example: Example, workdir: Path, search_paths: Sequence[Path]) -> ExampleRun:
     """Write the example to ``workdir``, lint it with only ``rule_class`` selected, and return
-    that rule's findings. Raises ``ExampleNotResolved`` when no configuration was resolved."""
+    that rule's findings. Raises ``ExampleNotResolved`` when no configuration was resolved
+    (unless a rule that checks no configuration fired: what it reports stopped the reading)."""
     from mblint.engine import CheckOptions, Engine
     from mblint.plugins import LoadedPlugins
 
@@ -174,10 +184,12 @@ def run_example(rule_class, example: Example, workdir: Path, search_paths: Seque
     engine.display_root = workdir
     report = engine.check_paths(paths)
     notes = report.notes + [str(e) for e in report.errors]
-    if not report.resolved:
+    findings = [f for f in report.findings if f.rule_id == rule_class.id]
+    # A rule a reader reports (a syntax error, a rejected launch line) says by its finding why
+    # nothing was resolved; any other example must resolve.
+    if not report.resolved and (rule_class.checks_configurations or not findings):
         reasons = notes + [f"{f.rule_id} {f.message}" for f in report.findings if f.rule_id != rule_class.id]
         raise ExampleNotResolved(f"{rule_class.id}'s example resolved no configuration: {reasons}")
-    findings = [f for f in report.findings if f.rule_id == rule_class.id]
     return ExampleRun(findings, recipe_file, yaml_file, expected, notes)
 
 

@@ -11,9 +11,14 @@ failed or died is computed here.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from mblint.findings import TRANSFER_REDUCERS
+from mblint.results import FileError, FileResult
 
 _work: Callable[[Any], Any] | None = None
 _units: list = []
@@ -72,3 +77,123 @@ def _adopt(work: Callable[[Any], Any], units: list) -> None:
 
 def _answer(index: int) -> Any:
     return _work(_units[index])
+
+
+# ----- files shared among the workers of a run ------------------------------------------------
+
+# Source bytes that keep a worker busy long enough to pay for starting it and sending its
+# answers back (about 30 ms of work; a fork and the transfer cost about 10-15 ms).
+BYTES_PER_WORKER = 100_000
+
+
+def default_jobs(sizes: dict[Path, int]) -> int:
+    """One worker per ``BYTES_PER_WORKER`` of source to check (``sizes``: bytes per file);
+    never more than the cores."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if cores <= 1 or len(sizes) <= 1:
+        return 1
+    return min(cores, max(1, sum(sizes.values()) // BYTES_PER_WORKER))
+
+
+def check_in_workers(engine: Any, paths: list[Path], groups: list[list[Path]], jobs: int):
+    import pickle
+
+    if not can_fork():
+        for path in paths:
+            yield (path, *engine.check_file_guarded(path))
+        return
+
+    def check_unit(unit: list[str]) -> bytes:
+        return dumps_for_transfer([(raw, *engine.check_file_guarded(Path(raw))) for raw in unit])
+
+    def check_unit_here(unit: list[str]) -> list[tuple[str, FileResult, set[Path]]]:
+        return [(raw, *engine.check_file_guarded(Path(raw))) for raw in unit]
+
+    units = [[str(p) for p in group] for group in groups]
+    engine.prepare_resolver(paths)
+    results = {}
+    for _, answers in run_units(check_unit, units, jobs, check_unit_here):
+        if isinstance(answers, bytes):  # from a worker
+            answers = pickle.loads(answers)
+        for raw, result, deps in answers:
+            results[raw] = (result, deps)
+    for path in paths:  # in the given order, as a single process would report them
+        yield (path, *results[str(path)])
+
+
+def _file_result_reduced(result: FileResult) -> tuple:
+    return FileResult, (result.findings, result.errors, result.notes, result.recipes, result.resolved,
+                        result.directive_free, result.not_analysed, result.schemas)
+
+
+def _file_error_reduced(error: FileError) -> tuple:
+    return FileError, (error.path, error.message, error.line, error.column)
+
+
+_TRANSFER_TABLE: dict | None = None
+
+
+def dumps_for_transfer(value: Any) -> bytes:
+    """``value`` (file results, the findings in them) pickled for another process of the same
+    run, each part rebuilt from a tuple of its values (see ``TRANSFER_REDUCERS``)."""
+    import copyreg
+    import io
+    import pickle
+
+    global _TRANSFER_TABLE
+    if _TRANSFER_TABLE is None:
+        _TRANSFER_TABLE = {**copyreg.dispatch_table, **TRANSFER_REDUCERS, FileResult: _file_result_reduced,
+                           FileError: _file_error_reduced}
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _TRANSFER_TABLE
+    pickler.dump(value)
+    return buffer.getvalue()
+
+
+def work_groups(paths: list[Path], jobs: int, sizes: dict[Path, int]) -> list[list[Path]]:
+    """Work units for the workers. Files are grouped by model family (``_family_groups``), whose
+    recipes read the same modules: one worker then parses and interprets those once; a group
+    much bigger than an even share is cut in contiguous pieces. Biggest first, by bytes, so
+    that the work left at the end is small and both workers finish together."""
+    share = max(1, sum(sizes.values()) // max(1, jobs * 4))
+    units = []
+    for group in _family_groups(paths):
+        weight = sum(sizes[p] for p in group)
+        pieces = max(1, min(len(group), round(weight / share))) if weight > 2 * share else 1
+        step = -(-len(group) // pieces)
+        units.extend(group[i:i + step] for i in range(0, len(group), step))
+    return sorted(units, key=lambda unit: -sum(sizes[p] for p in unit))
+
+
+def _family_groups(paths: list[Path]) -> list[list[Path]]:
+    """Files grouped by the name of their folder one level below the top folders under the
+    folder common to all of them: ``recipes/llama/...`` and ``perf_recipes/llama/...`` are one
+    family (performance recipes call the family's base recipes). A file less deep is grouped
+    by its top folder."""
+    cwd = os.getcwd()
+    absolute = {path: os.path.normpath(os.path.join(cwd, path)) for path in paths}
+    try:
+        common = os.path.commonpath(list(absolute.values()))
+    except ValueError:  # different drives
+        common = ""
+    groups: dict[tuple, list[Path]] = {}
+    for path in sorted(paths, key=str):
+        parts = _below(absolute[path], common).split(os.sep) if common else [absolute[path]]
+        groups.setdefault((parts[1],) if len(parts) > 2 else tuple(parts[:len(parts) - 1]), []).append(path)
+    return list(groups.values())
+
+
+def _below(path: str, folder: str) -> str:
+    """``path`` relative to ``folder``, a folder that holds it (both absolute, normalised)."""
+    if path == folder:
+        return "."
+    return path[len(folder.rstrip(os.sep)) + 1:]
+
+
+def file_size(path: Path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+

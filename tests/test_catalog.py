@@ -124,19 +124,3 @@ def test_installing_a_pack_between_cached_runs_brings_its_rule_in(tmp_path):
     install_fixture(site, PACK, FIXTURES / "example_pack")
     after = run_mblint(site, tmp_path, "check", "recipe.py")
     assert "EX001" in after.stdout, after.stderr
-
-
-def test_an_edited_engine_rule_module_still_changes_the_cache_key(tmp_path, monkeypatch, settled):
-    from mblint import cache
-    from mblint.engine import SyntaxErrorRule
-
-    recipe = make_project(tmp_path, mbs=2)
-    settled()
-    run(tmp_path, recipe)
-    real = cache.rules_fingerprint
-    monkeypatch.setattr(cache, "rules_fingerprint",
-                        lambda rules: real(rules) + ("-edited" if SyntaxErrorRule in rules else ""))
-    engine = Engine(CheckOptions(select=("PK001",), use_cache=True, cache_root=tmp_path))
-    engine.display_root = tmp_path
-    report = engine.check_paths([str(recipe)])
-    assert report.cache_hits == 0

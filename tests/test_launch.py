@@ -122,9 +122,9 @@ def test_runner_syncs_are_what_keeps_the_train_sh_launch_clean(mb06, monkeypatch
     packed sequences are padded to 1, not to 2*CP = 4 (PK007): the fixture is clean only
     because run_recipe.py repairs both (sync_finetuning_cp_invariants,
     sync_offline_packing_alignment)."""
-    import mblint.launch
+    import mblint.readers.launch
 
-    monkeypatch.setattr(mblint.launch, "runner_syncs", lambda *args: None)
+    monkeypatch.setattr(mblint.readers.launch, "runner_syncs", lambda *args: None)
     report = lint([FIXTURES / "train_sh_model_mode.sh"], mb06)
     assert {"CP002", "PK007"} <= {f.rule_id for f in report.findings}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mblint.engine import ENGINE_RULES, CheckOptions, Engine
+from mblint.engine import CheckOptions, Engine
 from mblint.findings import Severity
 from mblint.model import UNKNOWN
 from mblint.plugins import LoadedPlugins, load_plugins
@@ -15,7 +15,7 @@ from mblint.schema import load_schema
 from mblint.testing import Example, example_source, run_example
 from mblint.rulekit import cuda_graphs_known_on, precondition
 
-GATED = [r for r in load_plugins().rules if r not in ENGINE_RULES and r.precondition is not None]
+GATED = [r for r in load_plugins().rules if r.precondition is not None]
 
 
 def _probe(test) -> type[Rule]:

@@ -259,17 +259,17 @@ def test_special_files_are_never_opened(tree, kind):
 
 
 def test_a_crash_of_mblint_on_one_file_is_an_error_naming_it(tree, monkeypatch):
-    from mblint.engine import Engine
+    from mblint.readers.python import PythonReader
 
     (tree / "recipes" / "trigger.py").write_text(recipe_text("trigger_recipe"))
-    real = Engine.check_python
+    real = PythonReader.check_python
 
     def crash_on_trigger(self, path, report):
         if path.name == "trigger.py":
             raise RuntimeError("an interpreter gap")
         return real(self, path, report)
 
-    monkeypatch.setattr(Engine, "check_python", crash_on_trigger)
+    monkeypatch.setattr(PythonReader, "check_python", crash_on_trigger)
     run = lint(".")
     assert run.exit_code == 2
     assert "trigger.py: internal error while linting this file: RuntimeError: an interpreter gap" in run.stderr

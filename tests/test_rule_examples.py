@@ -8,13 +8,12 @@ from collections import Counter
 
 import pytest
 
-from mblint.engine import ENGINE_RULES
 from mblint.findings import Severity
 from mblint.plugins import load_plugins
 from mblint.testing import Example, ExampleNotResolved, run_example, stated_outcome_problems
 
 PLUGINS = load_plugins()
-RULES = [r for r in PLUGINS.rules if r not in ENGINE_RULES]
+RULES = PLUGINS.rules
 
 
 def _cases(kind: str):

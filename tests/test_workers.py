@@ -103,21 +103,21 @@ def test_a_recipe_changing_a_module_level_object_does_not_change_another_recipe(
 
 
 def test_workers_are_started_by_the_amount_of_source(tmp_path, monkeypatch):
-    from mblint import engine as engine_module
+    from mblint import workers
 
-    monkeypatch.setattr(engine_module.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     small = [tmp_path / "a.py", tmp_path / "b.py"]
     for path in small:
         path.write_text("x = 1\n" * 1000)  # 6 KB each: not worth a worker
     def sizes(paths):
-        return {path: engine_module._size(path) for path in paths}
+        return {path: workers.file_size(path) for path in paths}
 
-    assert engine_module._default_jobs(sizes(small)) == 1
+    assert workers.default_jobs(sizes(small)) == 1
     large = [tmp_path / f"big{i}.py" for i in range(5)]
     for path in large:
         path.write_text("x = 1\n" * 10_000)  # 60 KB each, 300 KB in all: three workers' worth
-    assert engine_module._default_jobs(sizes(large)) == 3
-    assert engine_module._default_jobs(sizes(large[:1])) == 1  # one file cannot be shared out
+    assert workers.default_jobs(sizes(large)) == 3
+    assert workers.default_jobs(sizes(large[:1])) == 1  # one file cannot be shared out
 
 
 def test_a_finding_the_recipes_of_a_file_share_is_sent_once(tmp_path, monkeypatch):
@@ -148,7 +148,7 @@ def test_a_finding_the_recipes_of_a_file_share_is_sent_once(tmp_path, monkeypatc
 
 def test_a_family_spread_over_sibling_trees_is_one_group(tmp_path, monkeypatch):
     """Performance recipes call their family's base recipes: one worker should parse both."""
-    from mblint.engine import _family_groups
+    from mblint.workers import _family_groups
 
     monkeypatch.chdir(tmp_path)
     files = ["recipes/llama/llama3.py", "recipes/llama/h100/llama3.py", "perf_recipes/llama/b200/llama3.py",
@@ -169,7 +169,7 @@ def test_a_worker_sends_a_result_as_its_cached_form_keeps_it():
     import ast
     import pickle
 
-    from mblint.engine import dumps_for_transfer
+    from mblint.workers import dumps_for_transfer
     from mblint.findings import Finding, FixIntent, Related, Severity, finding_to_dict
     from mblint.model import Origin
     from mblint.results import FileError, FileResult

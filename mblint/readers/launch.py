@@ -17,89 +17,15 @@ from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit, re
 from mblint.extract.shell import MAX_SCRIPT_BYTES, Span, parse_script
 from mblint.findings import Finding, Related, Severity
 from mblint.model import UNKNOWN, Origin
-from mblint.rule import Rule, RuleContext, RulePlan
+from mblint.rule import RuleContext, RulePlan
 from mblint.schema import load_schema
 
 if TYPE_CHECKING:
-    from mblint.engine import Engine
+    from mblint.readers import Services
     from mblint.results import FileResult
 
 SHELL_SUFFIXES = (".sh", ".bash", ".sbatch", ".slurm")
 SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
-
-
-class LaunchRejectedRule(Rule):
-    id = "LA001"
-    name = "launch-rejected"
-    severity = Severity.ERROR
-    summary = "A launch line that Megatron-Bridge's runner rejects before training starts."
-    doc = """## What it does
-Reports a launch command whose arguments `scripts/training/run_recipe.py` (directly, or
-through `train.sh`/`setup_experiment.py`) refuses: an unknown option, a trailing argument that
-is not `KEY=VALUE`, neither `--recipe` nor `--model`, an unknown `--mode`, a convenience option
-without a number, a recipe name that `megatron.bridge.recipes` and
-`megatron.bridge.perf_recipes` do not export, or a `KEY=VALUE` the Hydra grammar cannot parse.
-
-## Why it matters
-The job fails at start, after the allocation was granted and the container pulled.
-
-## Example
-`torchrun --nproc_per_node=8 scripts/training/run_recipe.py --recipe llama3_8b_sft_config --micro-batch-size 2`
-(the runner spells it `--micro_batch_size` or `-mb`).
-
-## Fix
-Correct the argument. No automatic fix.
-
-## Versions
-The runner of Megatron-Bridge 0.6.0 and later (`run_recipe.py` with `--model`/`--recipe` and the
-convenience options).
-
-## Sources
-scripts/training/run_recipe.py (main): `_build_parser`, `_collect_overrides`,
-`COMMON_OVERRIDE_FIELDS`, `_infer_mode`; scripts/training/recipe_runner.py `load_recipe`;
-scripts/training/setup_experiment.py (options it keeps, the rest forwarded).
-"""
-
-
-class LaunchNotAnalysedRule(Rule):
-    id = "LA002"
-    name = "launch-not-analysed"
-    severity = Severity.WARNING
-    other_severities = (Severity.INFO,)
-    summary = "A launch line mblint found but could not check (what it could not follow is named)."
-    doc = """## What it does
-Says that a launcher invocation was found but not checked, and why: the recipe is not named in
-the script (a variable from the environment, `$1`), the Megatron-Bridge recipes package could
-not be read (pass `--search-path` to a Megatron-Bridge checkout or unzipped wheel), the entry
-script does not build a recipe mblint can follow, an option whose effect is not modelled, a
-line naming a launcher (`torchrun`, `accelerate`, `deepspeed`, `run_recipe.py`...) in a form
-mblint does not read, or an argument whose value is unknown and may override the fields some
-findings read (those findings are not reported). These are warnings.
-
-As info: the world size is unknown because a launcher option's value is (`--nnodes=$NNODES`);
-the job is checked, only what the rules check against the world size is not.
-
-## Why it matters
-A pass means checked: a launch line mblint could not read is not a clean one. A job or an
-override that was dropped is a warning, so that pre-commit shows it (an info finding does not
-fail a run); an unknown world size leaves the rest of the job checked, so it is only info.
-
-## Example
-`torchrun --nproc_per_node=8 run_recipe.py --recipe "$RECIPE"` with `RECIPE` from the
-environment.
-
-## Fix
-None needed; write the value into the script, or point mblint at Megatron-Bridge's sources.
-
-## Versions
-All.
-
-## Sources
-mblint's launch reader.
-"""
-
-
-LAUNCH_RULES: tuple[type[Rule], ...] = (LaunchRejectedRule, LaunchNotAnalysedRule)
 
 
 def is_shell_script(path: Path, head: bytes | None = None) -> bool:
@@ -121,19 +47,19 @@ def is_shell_script(path: Path, head: bytes | None = None) -> bool:
     return program in SHELLS
 
 
-class LaunchChecker:
-    def __init__(self, engine: "Engine") -> None:
+class LaunchReader:
+    def __init__(self, engine: "Services") -> None:
         self.engine = engine
         self._lookups: dict[int, Any] = {}
         self.collected: list | None = None  # (launch, configuration) of each launch, for `mblint show`
 
     # ----- one script --------------------------------------------------------------------
 
-    def check(self, path: Path, result: "FileResult") -> set[Path]:
+    def read(self, path: Path, result: "FileResult") -> set[Path]:
         engine = self.engine
         engine.enter_file(path)
         try:
-            text = self.read(path, MAX_SCRIPT_BYTES, "a shell script")
+            text = self.read_text(path, MAX_SCRIPT_BYTES, "a shell script")
         except SourceError as error:
             engine.syntax_finding(error, result)
             return set()
@@ -148,7 +74,7 @@ class LaunchChecker:
             deps |= self.check_launch(path, display, launch, result)
         return deps
 
-    def read(self, path: Path, limit: int, kind: str) -> str:
+    def read_text(self, path: Path, limit: int, kind: str) -> str:
         """The text of a file the launch reader reads: inside the project and its search
         paths only (a committed link to a file outside is never opened, so never quoted)."""
         if not self.engine.confinement.allows(path):
@@ -158,22 +84,22 @@ class LaunchChecker:
     def check_launch(self, path: Path, display: str, launch: Launch, result: "FileResult") -> set[Path]:
         if launch.entry == "unread":
             reasons = "; ".join(message for _, message in launch.unanalysed)
-            self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span, f"launch not checked: {reasons}", result)
+            self.finding("LA002", display, launch.entry_word.span, f"launch not checked: {reasons}", result)
             return set()
         if launch.problems:
             for span, message in launch.problems:
-                self.finding(LaunchRejectedRule, display, span, message, result)
+                self.finding("LA001", display, span, message, result)
             return set()
         if launch.entry != "runner":
             return self.check_entry_script(path, display, launch, result)
         if launch.recipe is None or launch.unanalysed:
             reasons = "; ".join(message for _, message in launch.unanalysed) or "the recipe is not named"
-            self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span, f"launch not checked: {reasons}", result)
+            self.finding("LA002", display, launch.entry_word.span, f"launch not checked: {reasons}", result)
             return set()
         interp = self.engine.project.interpreter_for(path)
         line = interp.schema.line
         if line in ("0.3", "0.4", "0.5"):
-            self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span,
+            self.finding("LA002", display, launch.entry_word.span,
                          f"launch not checked: the run_recipe.py of Megatron-Bridge {line} (before the 0.6 runner) "
                          "is not modelled", result)
             return set()
@@ -182,10 +108,10 @@ class LaunchChecker:
         span = launch.recipe_span or launch.entry_word.span
         if found is None:
             if lookup.readable:
-                self.finding(LaunchRejectedRule, display, span, f"Recipe '{launch.recipe}' not found in "
+                self.finding("LA001", display, span, f"Recipe '{launch.recipe}' not found in "
                              "megatron.bridge.recipes or megatron.bridge.perf_recipes", result)
             else:
-                self.finding(LaunchNotAnalysedRule, display, span,
+                self.finding("LA002", display, span,
                              f"launch not checked: megatron.bridge.recipes could not be read to find "
                              f"'{launch.recipe}' (pass --search-path to a Megatron-Bridge source tree)", result)
             return set()
@@ -193,7 +119,7 @@ class LaunchChecker:
         return self.run(path, display, launch, recipe_path, function, kind, [], result)
 
     def check_entry_script(self, path: Path, display: str, launch: Launch, result: "FileResult") -> set[Path]:
-        from mblint.entry import entry_recipe
+        from mblint.readers.entry import entry_recipe
 
         entry = entry_recipe(self.engine, path, launch)
         if entry is None:
@@ -201,7 +127,7 @@ class LaunchChecker:
         if isinstance(entry, str) and entry.startswith("entry script ") and not (launch.settings or launch.config_files):
             return set()  # a Python script that is not there, run without configuration arguments
         if isinstance(entry, str):
-            self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span, f"launch not checked: {entry}", result)
+            self.finding("LA002", display, launch.entry_word.span, f"launch not checked: {entry}", result)
             return set()
         if not entry.applies_cli:
             launch.settings = []  # the script does not apply trailing KEY=VALUE arguments
@@ -212,7 +138,7 @@ class LaunchChecker:
         """An override file no comment or setting pairs: paired by a training script beside it
         (or up to two folders above) that names it and loads it, run as it documents it
         (``--config-file <this file>``); None when no script pairs it."""
-        from mblint.entry import analyse_entry
+        from mblint.readers.entry import analyse_entry
         from mblint.extract.shell import Command, Word
         from mblint.pairing import entry_scripts_naming
 
@@ -247,7 +173,7 @@ class LaunchChecker:
         first = next(entries, None)
         if first is None:
             return None
-        text = self.read(path, MAX_SCRIPT_BYTES, "a YAML file")
+        text = self.read_text(path, MAX_SCRIPT_BYTES, "a YAML file")
         starts = _line_starts(text)
         display = self.engine.project_display(path)
         deps: set[Path] = set()
@@ -297,7 +223,7 @@ class LaunchChecker:
             peft = launch.mode if launch.mode in ("lora", "dora") else None
             kwargs = recipe_kwargs(func.node, peft)
             if kwargs is None:
-                self.finding(LaunchRejectedRule, display, launch.mode_span or launch.entry_word.span,
+                self.finding("LA001", display, launch.mode_span or launch.entry_word.span,
                              f"Recipe '{function}' does not accept a configurable PEFT scheme; --mode {peft} is "
                              "unsupported.", result)
                 return set()
@@ -310,9 +236,9 @@ class LaunchChecker:
         except LookupError:
             result.errors.append(_error(display, launch, f"recipe function {function!r} not found"))
             return set()
-        deps = {recipe_path.resolve()} | engine._deps(recipe_path)
+        deps = {recipe_path.resolve()} | engine.dependencies(recipe_path)
         if graph is None or baseline is None:
-            self.finding(LaunchNotAnalysedRule, display, launch.entry_word.span,
+            self.finding("LA002", display, launch.entry_word.span,
                          f"launch not checked: {function} does not build a ConfigContainer mblint can follow", result)
             return deps
         result.recipes += 1
@@ -331,7 +257,7 @@ class LaunchChecker:
             engine.syntax_finding(error, result)
             return deps
         except DotlistError as error:
-            self.finding(LaunchRejectedRule, display, launch.entry_word.span, f"override not understood: {error}", result)
+            self.finding("LA001", display, launch.entry_word.span, f"override not understood: {error}", result)
             return deps
         if launch.entry == "runner":
             explicit = {o.path for o in command_line}
@@ -383,7 +309,7 @@ class LaunchChecker:
                 kept.append(finding)
         dropped = len(findings) - len(kept)
         if dropped:
-            self.finding(LaunchNotAnalysedRule, display, span,
+            self.finding("LA002", display, span,
                          f"{dropped} finding(s) on this launch not reported: this argument's value is unknown and "
                          "may override the fields they read", result)
         return kept
@@ -417,14 +343,14 @@ class LaunchChecker:
         contexts = []
         editable = engine.editable_frozen() | frozenset(launch_files)
         for rule_class in engine.rules:
-            if rule_class in engine_rule_classes() or not rule_class.applies_to(load_schema(cfg.schema_version)):
+            if not rule_class.checks_configurations or not rule_class.applies_to(load_schema(cfg.schema_version)):
                 continue
             contexts.append((rule_class(), _WatchedContext(rule_class, world, source, editable)))
         findings: list[Finding] = []
         RulePlan(contexts).calls(cfg).run(cfg, findings, result.notes)
         readers = {rule.id for rule, ctx in contexts if ctx.read_world}
         if world is None and launch.world_unknown is not None and readers:
-            self.finding(LaunchNotAnalysedRule, display, launch.world_unknown,
+            self.finding("LA002", display, launch.world_unknown,
                          "the world size is unknown (a launcher option here is not known): what "
                          f"{', '.join(sorted(readers))} check against it was not checked", result, Severity.INFO)
         if source == "launch" and world is not None:
@@ -457,28 +383,25 @@ class LaunchChecker:
         span = span or Span(1, 1, 1, 2)
         return Origin(display, span.line, span.column, span.end_line, span.end_column, kind, seq)
 
-    def finding(self, rule: type[Rule], display: str, span: Span, message: str, result: "FileResult",
+    def finding(self, rule_id: str, display: str, span: Span, message: str, result: "FileResult",
                 severity: Severity | None = None) -> None:
-        if not self.engine.rule_enabled(rule):
-            return
-        result.findings.append(Finding(rule.id, rule.name, rule.severity if severity is None else severity, message,
-                                       self.origin(display, span)))
+        self.engine.report_at(rule_id, self.origin(display, span), message, result, severity=severity)
 
 
-def launch_configuration(engine: "Engine", path: Path, line: int) -> tuple:
+def launch_configuration(engine: "Services", path: Path, line: int) -> tuple:
     """(launch, configuration) of the launch line at ``line`` of a launch script or of a YAML
     file's ``command:`` entry; (None, reason) when there is none to show."""
     from mblint.discover import YAML_SUFFIXES
     from mblint.results import FileResult
 
-    checker = LaunchChecker(engine)
+    checker = LaunchReader(engine)
     checker.collected = []
     result = FileResult()
     engine.display_root = Path.cwd()
     if path.suffix in YAML_SUFFIXES:
         checker.check_yaml_commands(path, result)
     else:
-        checker.check(path, result)
+        checker.read(path, result)
     for launch, cfg in checker.collected:
         span, called_at = launch.command.span, launch.command.called_at
         if span.line <= line <= max(span.end_line, launch.line) or called_at and called_at.line <= line <= called_at.end_line:
@@ -504,14 +427,8 @@ class _WatchedContext(RuleContext):
         self._world_size = value
 
 
-def engine_rule_classes() -> tuple:
-    from mblint.engine import ENGINE_RULES
-
-    return ENGINE_RULES
-
-
 def _entry_unknown():
-    from mblint.entry import UNKNOWN as ENTRY_UNKNOWN
+    from mblint.readers.entry import UNKNOWN as ENTRY_UNKNOWN
 
     return ENTRY_UNKNOWN
 

@@ -1,0 +1,129 @@
+"""YAML override files: the job is the recipe the file is paired with (a ``# mblint: recipe=``
+comment, the settings' ``pairing``, ``--recipe``), with the file applied. A file no recipe is
+paired with may be loaded by a training script beside it, or hold launch lines (``command:``
+entries): those are launch jobs. Any other override file is reported as not analysed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mblint.extract.modules import OUTSIDE_PROJECT, SourceError
+from mblint.findings import Finding
+from mblint.results import FileError
+
+if TYPE_CHECKING:
+    from mblint.readers import Services
+    from mblint.results import FileResult
+
+
+class OverridesReader:
+    def __init__(self, engine: "Services") -> None:
+        self.engine = engine
+
+    def read(self, path: Path, report: "FileResult") -> set[Path]:
+        """Lint an override file with the recipe it is paired with; returns the files the
+        result depends on. A file paired with no recipe is reported as not analysed."""
+        from mblint.overrides import load_yaml
+        from mblint.pairing import Unpaired, pairing
+
+        engine = self.engine
+        engine.enter_file(path)
+        try:
+            if not engine.confinement.allows(path):
+                raise SourceError(path, OUTSIDE_PROJECT)
+            document = load_yaml(path)
+        except SourceError as error:
+            engine.syntax_finding(error, report)
+            return set()
+        paired = pairing(path, document, engine.options.recipe, engine.settings_for(path))
+        if isinstance(paired, Unpaired):
+            checker = engine.launch_reader()
+            by_entry = checker.check_yaml_by_entry(path, report)  # a training script loading it
+            if by_entry is not None:
+                return by_entry
+            commands = checker.check_yaml_commands(path, report)  # launch lines kept in the YAML
+            if commands is not None:
+                return commands
+            self.unpaired(path, paired, report)
+            return set()
+        where, separator, function = paired.recipe.rpartition("::")
+        if separator and (not where or not function.isidentifier()):
+            report.errors.append(FileError(str(path), f"malformed pairing {paired.recipe!r}: expected "
+                                                      "recipe=PATH_OR_MODULE::FUNCTION"))
+            return set()
+        target = find_recipe(engine, paired.recipe, path)
+        if target is None:
+            report.errors.append(FileError(str(path), f"paired recipe {paired.recipe!r} not found"))
+            return set()
+        if not engine.confinement.allows(target[0]):
+            report.errors.append(FileError(str(path), f"paired recipe {paired.recipe!r} is outside the project and "
+                                                      "its search paths: not read"))
+            return set()
+        recipe_path, function = target
+        try:
+            text = engine.project.interpreter_for(recipe_path).finder.load(recipe_path).mblint_text
+        except SourceError as error:
+            engine.syntax_finding(error, report)
+            return set()
+        report.recipes += 1
+        before = len(report.findings)
+        engine.check_recipe(recipe_path, function, text, report, overrides=[path], dotlist=engine.options.dotlist)
+        self.leave_out_recipe_own_findings(recipe_path, function, text, path, report, before)
+        return engine.dependencies(recipe_path) | {recipe_path.resolve()}
+
+    def leave_out_recipe_own_findings(self, recipe_path: Path, function: str, text: str, override: Path,
+                                      report: "FileResult", start: int) -> None:
+        """The findings from ``start`` on that the recipe has without the override file are
+        not caused by it: they are counted in a note instead of reported on the override's run
+        (linting the recipe reports them at their own lines)."""
+        engine = self.engine
+        added = report.findings[start:]
+        if not added:
+            return
+        try:
+            graph = engine.project.resolve_graph(recipe_path, function)
+        except (SourceError, LookupError):
+            return
+        if graph is None:
+            return
+        alone = graph.build()
+        own: list[Finding] = []
+        world_size, source = engine.world_size_for(alone, text)
+        engine.config_rules(alone.schema_version, world_size, source).calls(alone).run(alone, own, [])
+        causes = {(f.rule_id, f.fields, f.message) for f in own}
+        kept = [f for f in added if (f.rule_id, f.fields, f.message) not in causes]
+        if len(kept) == len(added):
+            return
+        report.findings[start:] = kept
+        left = len(added) - len(kept)
+        report.notes.append(f"{left} finding{'s' if left != 1 else ''} of {engine.project_display(recipe_path)}::"
+                            f"{function} {'are' if left != 1 else 'is'} the recipe's own, not caused by "
+                            f"{engine.project_display(override)}: lint the recipe to see {'them' if left != 1 else 'it'}")
+
+    def unpaired(self, path: Path, unpaired, report: "FileResult") -> None:
+        """An override file paired with no recipe is a SY005 finding on its first section;
+        any other YAML file is only counted as not analysed."""
+        engine = self.engine
+        message = unpaired.message()
+        if unpaired.looks_like_override:
+            engine.not_analysed_finding(path, unpaired.line, 1, len(unpaired.override_keys[0]), message, report)
+        else:
+            report.not_analysed.append([engine.project_display(path), message])
+
+
+def find_recipe(engine: "Services", pairing: str, near: Path) -> tuple[Path, str] | None:
+    """``path::function``, ``module::function``, or a recipe name that
+    ``megatron.bridge.recipes`` exports (``llama32_1b_peft_config``)."""
+    if "::" not in pairing:
+        interp = engine.project.interpreter_for(near)
+        found = engine.launch_reader().lookup(interp).find(pairing.strip())
+        return (found[0], found[1]) if found else None
+    where, function = pairing.rsplit("::", 1)
+    candidates = [Path(where), near.parent / where]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate, function
+    interp = engine.project.interpreter_for(near)
+    found = interp.finder.find(where)
+    return (found, function) if found else None

@@ -1,0 +1,149 @@
+"""Python modules: each recipe function a module defines is a job (the recipe alone, with the
+run's ``--set`` items). Also reported here: what the module's recipes leave unchecked (code
+after a return, builders only the ``__main__`` block calls, interpreter limits)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mblint.extract.modules import SourceError
+from mblint.model import Origin
+
+if TYPE_CHECKING:
+    from mblint.readers import Services
+    from mblint.results import FileResult
+
+# statements holding blocks of the same code (a nested def or class is code of its own)
+_BLOCK_STATEMENTS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+                     *([ast.TryStar] if hasattr(ast, "TryStar") else []))
+
+
+def unreachable_statements(function: ast.FunctionDef) -> list[ast.stmt]:
+    """The first statement after a ``return``/``raise`` in each block of ``function`` (nested
+    functions and classes are their own code and are not entered)."""
+    found: list[ast.stmt] = []
+    blocks = [function.body]
+    while blocks:
+        block = blocks.pop()
+        for index, stmt in enumerate(block):
+            if isinstance(stmt, (ast.Return, ast.Raise)) and index + 1 < len(block):
+                found.append(block[index + 1])
+                break
+            if isinstance(stmt, _BLOCK_STATEMENTS):
+                blocks.extend(inner for inner in (stmt.body, getattr(stmt, "orelse", None),
+                                                  getattr(stmt, "finalbody", None)) if inner)
+                blocks.extend(handler.body for handler in getattr(stmt, "handlers", ()))
+    return sorted(found, key=lambda stmt: (stmt.lineno, stmt.col_offset))
+
+
+class PythonReader:
+    def __init__(self, engine: "Services") -> None:
+        self.engine = engine
+
+    def read(self, path: Path, report: "FileResult") -> set[Path]:
+        engine = self.engine
+        self.check_python(path, report)
+        return engine.dependencies(path) if engine.options.use_cache else set()  # they only key the cache
+
+    def check_python(self, path: Path, report: "FileResult") -> None:
+        engine = self.engine
+        engine.enter_file(path)
+        try:
+            functions = engine.project.recipe_functions(path)
+        except SourceError as error:
+            engine.syntax_finding(error, report)
+            return
+        from mblint.extract.limits import MAX_FILE_STEPS, MAX_RECIPES_PER_FILE
+
+        interp = engine.project.interpreter_for(path)
+        text = interp.finder.load(path).mblint_text
+        report.schemas.append(engine.project.schema_record(path))
+        if engine.options.recipe_function:
+            report.recipes += 1
+            engine.check_recipe(path, engine.options.recipe_function, text, report, dotlist=engine.options.dotlist)
+            return
+        steps = 0
+        analysed: set[str] = set()
+        for index, node in enumerate(functions):
+            if index == MAX_RECIPES_PER_FILE or steps > MAX_FILE_STEPS:
+                limit = (f"recipe limit ({MAX_RECIPES_PER_FILE} per file)" if index == MAX_RECIPES_PER_FILE
+                         else f"step limit ({MAX_FILE_STEPS:,} steps per file)")
+                limit_finding(engine, path, node, f"{limit} reached: {len(functions) - index} recipes from "
+                                                  f"{node.name} on are not checked", report)
+                return
+            report.recipes += 1
+            self.report_unreachable(path, node, report)
+            if engine.check_recipe(path, node.name, text, report, dotlist=engine.options.dotlist) is not None:
+                analysed.add(node.name)
+            steps += interp.steps
+        self.report_main_only_calls(path, analysed, report)
+
+    def report_main_only_calls(self, path: Path, analysed: set[str], report: "FileResult") -> None:
+        """SY005 at each call of a configuration builder that only the module's
+        ``if __name__ == "__main__":`` block makes."""
+        from mblint.unanalysed import main_only_calls, main_only_message
+
+        engine = self.engine
+        tree = engine.project.interpreter_for(path).finder.load(path).tree
+        for found in main_only_calls(tree, analysed):
+            call = found.call
+            width = (call.end_col_offset - call.col_offset) if call.end_lineno == call.lineno else len(found.function)
+            engine.not_analysed_finding(path, call.lineno, call.col_offset + 1, width, main_only_message(found), report)
+
+    def report_unreachable(self, path: Path, node: ast.FunctionDef, report: "FileResult") -> None:
+        """SY006 on the first statement after a return/raise in each block of a recipe function."""
+        engine = self.engine
+        if engine.rule_in_force("SY006") is None:
+            return
+        display = engine.project_display(path)
+        for stmt in unreachable_statements(node):
+            end_line = getattr(stmt, "end_lineno", None) or stmt.lineno
+            end_column = (getattr(stmt, "end_col_offset", None) or stmt.col_offset) + 1
+            origin = Origin(display, stmt.lineno, stmt.col_offset + 1, end_line, end_column)
+            message = (f"{node.name}: this statement (and any after it in its block) follows a return or raise and "
+                       f"never runs; what it sets is not part of the configuration")
+            engine.report_at("SY006", origin, message, report, recipe=f"{display}::{node.name}")
+
+
+def explain_unresolved(engine: "Services", path: Path, function: str, report: "FileResult") -> None:
+    """SY005 on the ``def`` line of a recipe left unresolved because it uses an import
+    mblint could not read (naming the import and how to provide it)."""
+    from mblint.unanalysed import unread_imports, unread_message
+
+    node = function_node(engine, path, function)
+    if node is None:
+        return
+    interp = engine.project.interpreter_for(path)
+    tree = interp.finder.load(path).tree
+    unread = unread_imports(tree, node, path, interp.finder, interp.schema)
+    if unread:
+        engine.not_analysed_finding(path, node.lineno, node.col_offset + 1, len(f"def {node.name}"),
+                                    unread_message(function, unread), report, recipe=function)
+
+
+def report_limits(engine: "Services", limits: list[str], path: Path, function: str, report: "FileResult") -> None:
+    """One SY002 per recipe that hit a limit, on its ``def`` line, naming the first limit."""
+    if not limits:
+        return
+    node = function_node(engine, path, function)
+    more = f" (and {len(limits) - 1} more)" if len(limits) > 1 else ""
+    limit_finding(engine, path, node, f"{function}: {limits[0]}{more}", report, recipe=function)
+
+
+def limit_finding(engine: "Services", path: Path, node, message: str, report: "FileResult",
+                  recipe: str | None = None) -> None:
+    display = engine.project_display(path)
+    line, column = (node.lineno, node.col_offset + 1) if node is not None else (1, 1)
+    end = column + len(f"def {node.name}") if node is not None else column + 1
+    origin = Origin(display, line, column, line, end)
+    engine.report_at("SY002", origin, message, report, recipe=f"{display}::{recipe}" if recipe else "")
+
+
+def function_node(engine: "Services", path: Path, function: str):
+    try:
+        tree = engine.project.interpreter_for(path).finder.load(path).tree
+    except SourceError:
+        return None
+    return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)

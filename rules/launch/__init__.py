@@ -1,0 +1,2 @@
+"""Rules the launch-script reader reports: launch lines the runner rejects, or that mblint
+could not check."""

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from mblint.rulekit import Example, Rule, Severity
+
+
+class LaunchNotAnalysedRule(Rule):
+    id = "LA002"
+    name = "launch-not-analysed"
+    severity = Severity.WARNING
+    checks_configurations = False
+    other_severities = (Severity.INFO,)
+    summary = "A launch line mblint found but could not check (what it could not follow is named)."
+    doc = """## What it does
+Says that a launcher invocation was found but not checked, and why: the recipe is not named in
+the script (a variable from the environment, `$1`), the Megatron-Bridge recipes package could
+not be read (pass `--search-path` to a Megatron-Bridge checkout or unzipped wheel), the entry
+script does not build a recipe mblint can follow, an option whose effect is not modelled, a
+line naming a launcher (`torchrun`, `accelerate`, `deepspeed`, `run_recipe.py`...) in a form
+mblint does not read, or an argument whose value is unknown and may override the fields some
+findings read (those findings are not reported). These are warnings.
+
+As info: the world size is unknown because a launcher option's value is (`--nnodes=$NNODES`);
+the job is checked, only what the rules check against the world size is not.
+
+## Why it matters
+A pass means checked: a launch line mblint could not read is not a clean one. A job or an
+override that was dropped is a warning, so that pre-commit shows it (an info finding does not
+fail a run); an unknown world size leaves the rest of the job checked, so it is only info.
+
+## Example
+`torchrun --nproc_per_node=8 run_recipe.py --recipe "$RECIPE"` with `RECIPE` from the
+environment.
+
+## Fix
+None needed; write the value into the script, or point mblint at Megatron-Bridge's sources.
+
+## Versions
+All.
+
+## Sources
+mblint's launch reader.
+"""
+    valid = [Example("", launch="torchrun --nproc_per_node=1 scripts/training/run_recipe.py "
+                                 "--recipe llama32_1b_pretrain_config\n")]
+    invalid = [Example("", launch='torchrun --nproc_per_node=1 scripts/training/run_recipe.py --recipe "$RECIPE"  # error\n')]
