@@ -148,3 +148,19 @@ def test_the_limits_are_where_the_docs_say(tmp_path):
         [where] = [where for where in rows if f"`{name}`" in where]
         assert rows[where].startswith(f"{getattr(shell, name):,}"), name
     assert rows["`MAX_DEPTH`"] == f"{shell.MAX_DEPTH} levels"
+
+
+def test_an_entry_script_cannot_grow_a_string_without_bound():
+    """A training script run by a launch line, holding ``A1 = A0 + A0`` doubled 35 times, took
+    over 2 GB and ended in MemoryError (an internal error): the entry reader's values are bounded
+    as the interpreter's are (10,000 characters or elements), past that unknown."""
+    import ast
+
+    from mblint.entry import UNKNOWN, _EntryReader
+
+    text = 'A0 = "xxxxxxxxxxxxxxxx"\n' + "".join(f"A{i} = A{i - 1} + A{i - 1}\n" for i in range(1, 21))
+    text += 'P = Path("/a") / A20\nF = f"{A9}{A9}"\n'
+    constants = _EntryReader(None, Path("train.py"), ast.parse(text)).constants
+    assert constants["A9"] == "x" * 8192
+    assert constants["A10"] is UNKNOWN and constants["A20"] is UNKNOWN and constants["P"] is UNKNOWN
+    assert constants["F"] is UNKNOWN

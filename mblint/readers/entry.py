@@ -322,6 +322,17 @@ class _EntryReader:
     # ----- values --------------------------------------------------------------------------
 
     def evaluate(self, node: ast.expr, env: dict, depth: int = 0) -> Any:
+        """The value of ``node``; a string, path or list longer than the interpreter's
+        ``MAX_VALUE_SIZE`` is unknown (``A1 = A0 + A0`` doubled 35 times took gigabytes)."""
+        from mblint.extract.limits import MAX_VALUE_SIZE
+
+        value = self.value_of(node, env, depth)
+        if isinstance(value, (str, list, PurePosixPath)) and len(str(value) if isinstance(value, PurePosixPath)
+                                                                else value) > MAX_VALUE_SIZE:
+            return UNKNOWN
+        return value
+
+    def value_of(self, node: ast.expr, env: dict, depth: int) -> Any:
         if depth > 30:
             return UNKNOWN
         kind = type(node)
