@@ -164,3 +164,16 @@ def test_an_entry_script_cannot_grow_a_string_without_bound():
     assert constants["A9"] == "x" * 8192
     assert constants["A10"] is UNKNOWN and constants["A20"] is UNKNOWN and constants["P"] is UNKNOWN
     assert constants["F"] is UNKNOWN
+
+
+def test_a_rule_that_crashes_on_a_launch_fails_the_run(tmp_path, mb06, monkeypatch):
+    """Issue 32 item 4: on the launch path a crashing rule was a note and the run passed."""
+    from mblint_rules.parallel.pb001_world_divisible_by_dense_grid import WorldDivisibleByDenseGrid
+
+    def crash(self, cfg, ctx):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(WorldDivisibleByDenseGrid, "check", crash)
+    (tmp_path / "go.sh").write_text(f"torchrun --nproc_per_node=8 {RUNNER}\n")
+    report = check(tmp_path, "go.sh", search_paths=(mb06,))
+    assert [e.message for e in report.errors if "internal error in rule PB001" in e.message]

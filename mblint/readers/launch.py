@@ -347,7 +347,10 @@ class LaunchReader:
                 continue
             contexts.append((rule_class(), _WatchedContext(rule_class, world, source, editable)))
         findings: list[Finding] = []
-        RulePlan(contexts).calls(cfg).run(cfg, findings, result.notes)
+        crashes: list[str] = []  # a rule that raised: an error (exit 2), never a passing run, as on a recipe
+        RulePlan(contexts).calls(cfg).run(cfg, findings, crashes)
+        for crash in crashes:
+            result.errors.append(_error(display, launch, crash))
         readers = {rule.id for rule, ctx in contexts if ctx.read_world}
         if world is None and launch.world_unknown is not None and readers:
             self.finding("LA002", display, launch.world_unknown,
