@@ -156,7 +156,7 @@ def test_an_entry_script_cannot_grow_a_string_without_bound():
     as the interpreter's are (10,000 characters or elements), past that unknown."""
     import ast
 
-    from mblint.entry import UNKNOWN, _EntryReader
+    from mblint.readers.entry import UNKNOWN, _EntryReader
 
     text = 'A0 = "xxxxxxxxxxxxxxxx"\n' + "".join(f"A{i} = A{i - 1} + A{i - 1}\n" for i in range(1, 21))
     text += 'P = Path("/a") / A20\nF = f"{A9}{A9}"\n'
