@@ -6,6 +6,7 @@ modelled on an attack that broke a promise of docs/robustness.md."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import subprocess
@@ -194,11 +195,44 @@ def test_input_files_are_opened_only_through_the_one_way():
 ROBUSTNESS = Path(__file__).parent.parent / "fixtures" / "robustness"
 
 
+EDITOR = """import sys, time
+editor = open(sys.argv[1], "a")
+print("opened", flush=True)
+time.sleep(0.3)
+editor.write(sys.argv[2])
+editor.close()
+"""
+
+
+def edit_from_another_process(target: Path, text: str) -> subprocess.Popen:
+    """An editor in another process that opens ``target`` to append ``text`` and writes a moment
+    later, as a user saves; returns once its file is open or its open waits on mblint's lease
+    of the file (mblint's descriptor then reports the lease broken)."""
+    import fcntl
+    import select
+    import time
+
+    real = os.path.realpath(target)
+    leased = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{fd}") == real and fcntl.fcntl(int(fd), fcntl.F_GETLEASE) == fcntl.F_RDLCK:
+                leased.append(int(fd))
+    editor = subprocess.Popen([sys.executable, "-c", EDITOR, real, text], stdout=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if select.select([editor.stdout], [], [], 0.01)[0] or \
+                any(fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_RDLCK for fd in leased):
+            break
+    return editor
+
+
 @pytest.mark.parametrize("when", ["before the rename", "during the rename"])
 def test_an_edit_saved_while_a_fix_is_written_is_never_lost(project, monkeypatch, when):
     """Issue #32 item 8: a user's edit saved between mblint's last check of the file and its
-    os.replace went to the replaced file and was lost. Here the editor appends right before
-    the rename, or opened the file before it and writes just after it."""
+    os.replace went to the replaced file and was lost. Here another process appends right
+    before the new file takes the old one's place, or opened the file before and writes just
+    after."""
     import shutil
 
     from mblint.fix import files
@@ -206,23 +240,21 @@ def test_an_edit_saved_while_a_fix_is_written_is_never_lost(project, monkeypatch
     shutil.copytree(ROBUSTNESS / "recipes", project / "recipes")
     target = project / "recipes" / "good.py"
     original = target.read_text()
-    real_replace = os.replace
     saved = "# saved by the editor\n"
+    editors = []
+    real_exchange = files._exchange
 
-    def racing_replace(source, destination, *args, **kwargs):
-        if Path(destination) != target:
-            return real_replace(source, destination, *args, **kwargs)
-        with open(target, "a") as editor:
-            if when == "before the rename":
-                editor.write(saved)
-                editor.flush()
-            result = real_replace(source, destination, *args, **kwargs)
-            if when == "during the rename":
-                editor.write(saved)
-        return result
+    def racing_exchange(first, second):
+        if when == "before the rename":
+            editors.append(edit_from_another_process(target, saved))
+        done = real_exchange(first, second)
+        if when == "during the rename":  # its open reached the old file before it left its place
+            editors.append(edit_from_another_process(Path(first) if done else target, saved))
+        return done
 
-    monkeypatch.setattr(files.os, "replace", racing_replace)
+    monkeypatch.setattr(files, "_exchange", racing_exchange)
     result = check("--fix", "--unsafe-fixes", "recipes/good.py")
+    assert all(editor.wait(timeout=60) == 0 for editor in editors)
     assert target.read_text() == original + saved
     assert result.exit_code == 2 and "recipes/good.py: changed on disk" in result.stderr
     assert "Fixed" not in result.output
@@ -381,3 +413,22 @@ def test_each_file_is_matched_against_all_exclude_globs_at_once(project, monkeyp
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["summary"]["files"] == 2
     assert relatives <= 3 * 2  # once per file and use, not once per glob
+
+
+def test_a_file_another_process_has_open_for_writing_is_not_fixed(project):
+    import shutil
+
+    shutil.copytree(ROBUSTNESS / "recipes", project / "recipes")
+    target = project / "recipes" / "good.py"
+    original = target.read_text()
+    holder = subprocess.Popen([sys.executable, "-c", f"f = open({str(target)!r}, 'a'); print('opened', flush=True); "
+                               "import time; time.sleep(60)"], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"opened\n"
+        result = check("--fix", "--unsafe-fixes", "recipes/good.py")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 2
+    assert "recipes/good.py: open for writing by another process; not overwritten" in result.stderr
+    assert target.read_text() == original

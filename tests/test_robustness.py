@@ -382,13 +382,16 @@ def test_file_changed_after_it_was_read_is_not_overwritten(tree, monkeypatch):
 
     target = tree / "recipes" / "good.py"
     edited = GOOD_TEXT.replace("# PK001", "# edited meanwhile; PK001")
-    real_mkstemp = files.tempfile.mkstemp
+    real_lease = files._read_lease
 
-    def edit_then_mkstemp(*args, **kwargs):  # someone saves the file while mblint writes
+    # someone saves the file while mblint writes (in this process: not under mblint's lease of
+    # the file, whose break would keep this open waiting; test_hostile_surfaces saves from
+    # another process under the lease)
+    def edit_then_lease(*args, **kwargs):
         target.write_text(edited)
-        return real_mkstemp(*args, **kwargs)
+        return real_lease(*args, **kwargs)
 
-    monkeypatch.setattr(files.tempfile, "mkstemp", edit_then_mkstemp)
+    monkeypatch.setattr(files, "_read_lease", edit_then_lease)
     result = CliRunner().invoke(main, ["check", "--no-cache", "--fix", "--unsafe-fixes", "."])
     assert result.exit_code == 2
     assert "recipes/good.py: changed on disk since mblint read it; not overwritten" in result.stderr

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import functools
 import hashlib
 import os
+import signal
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -99,30 +103,56 @@ def write_atomic(state: FileState, text: str, allows=None) -> bool:
     in the same folder, keeping its mode, owner and group. A symbolic link is fixed through (its
     target replaced) when ``allows(target)``; a file with other hard links is not replaced
     (``NotRewritten``). Returns False when nothing would change. Raises ``ChangedOnDisk`` when
-    the file is no longer what was read, and leaves it alone: checked right before the rename
-    and, through the original file held open, right after it (an edit saved in between went to
-    the replaced file: it is put back)."""
+    the file is no longer what was read, and leaves it as the other writer left it.
+
+    The original is held open, locked (``flock``) and, on Linux, under a read lease: a process
+    that opens it for writing meanwhile waits until mblint lets go, and the lease says so. It
+    is checked right before the new file takes its place and right after (same file, same
+    bytes, lease intact); the two are swapped atomically (``renameat2(RENAME_EXCHANGE)``), so an
+    edit saved in between is put back as the very file the editor wrote to."""
     data = state.encode(text)
     if data == state.data:
         return False
     path = _target(state.path, allows)
-    with _held(state, path) as original:
+    with _held(state, path) as original, _read_lease(state, original) as lease_intact:
         info = os.fstat(original)
         if info.st_nlink > 1:
             raise NotRewritten(f"{state.path}: has {info.st_nlink} hard links, which replacing it would break; "
                                "not fixed")
-        _replace(path, data, info, state.path, lambda: _check_unchanged(state, path, original))
-        if _read_whole(original) != state.data:  # saved while it was being replaced
-            _replace(path, _read_whole(original), info, state.path)
-            raise ChangedOnDisk(f"{state.path}: changed on disk while mblint wrote it; "
-                                "the change is kept, not overwritten")
+        _check_unchanged(state, path, original)
+
+        def untouched(displaced: os.stat_result | None = None) -> bool:
+            same = displaced is None or (displaced.st_dev, displaced.st_ino) == (info.st_dev, info.st_ino)
+            return same and lease_intact() and _read_whole(original) == state.data
+
+        temp_name = _write_temporary(path, data, info, state.path)
+        try:
+            _check_unchanged(state, path, original)
+            if not lease_intact():
+                raise ChangedOnDisk(f"{state.path}: changed on disk since mblint read it; not overwritten")
+            if _exchange(temp_name, path):
+                if not untouched(os.lstat(temp_name)):  # saved meanwhile: that file goes back in place
+                    _exchange(temp_name, path)
+                    raise ChangedOnDisk(f"{state.path}: changed on disk while mblint wrote it; "
+                                        "the change is kept, not overwritten")
+                os.unlink(temp_name)
+            else:
+                os.replace(temp_name, path)
+                if not untouched():  # saved meanwhile, into the replaced file: its bytes go back
+                    _write_back(path, _read_whole(original), info, state.path)
+                    raise ChangedOnDisk(f"{state.path}: changed on disk while mblint wrote it; "
+                                        "the change is kept, not overwritten")
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp_name)
+            raise
     return True
 
 
 @contextlib.contextmanager
 def _held(state: FileState, path: Path) -> Iterator[int]:
     """The file to replace, open and locked (``flock``: another mblint, or an editor that locks,
-    waits for no one: a held lock refuses the fix), checked to be what was read."""
+    waits for no one: a held lock refuses the fix)."""
     try:
         handle = open_regular(path)
     except (OSError, ValueError) as error:
@@ -132,15 +162,73 @@ def _held(state: FileState, path: Path) -> Iterator[int]:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
             raise ChangedOnDisk(f"{state.path}: locked by another process; not overwritten") from error
-        _check_unchanged(state, path, handle)
         yield handle
     finally:
         os.close(handle)
 
 
-def _replace(path: Path, data: bytes, info: os.stat_result, shown: Path, before_rename=None) -> None:
-    """Write ``data`` to a temporary file beside ``path`` (mode, owner and group of ``info``)
-    and rename it over ``path``; ``before_rename()`` raises to leave ``path`` alone."""
+@contextlib.contextmanager
+def _read_lease(state: FileState, handle: int) -> Iterator:
+    """A Linux read lease on ``handle``'s file while the fix is written: yields ``intact()``,
+    False once another process has opened the file for writing (its open waits until the
+    lease is let go). Where there are no leases (another system, another thread, a file
+    system or owner that refuses one), ``intact()`` is always True."""
+    setlease = getattr(fcntl, "F_SETLEASE", None)
+    if setlease is None or threading.current_thread() is not threading.main_thread():
+        yield lambda: True
+        return
+    previous = signal.signal(signal.SIGIO, signal.SIG_IGN)  # a lease break is signalled; SIGIO would end mblint
+    try:
+        try:
+            fcntl.fcntl(handle, setlease, fcntl.F_RDLCK)
+        except OSError as error:
+            if error.errno == errno.EAGAIN:  # open for writing right now
+                raise ChangedOnDisk(f"{state.path}: open for writing by another process; not overwritten") from error
+            yield lambda: True
+            return
+        try:
+            yield lambda: fcntl.fcntl(handle, fcntl.F_GETLEASE) == fcntl.F_RDLCK
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(handle, setlease, fcntl.F_UNLCK)
+    finally:
+        signal.signal(signal.SIGIO, previous)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+@functools.lru_cache(maxsize=1)
+def _renameat2():
+    try:
+        import ctypes
+
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError, ImportError):
+        return None
+    return function
+
+
+def _exchange(first: str | Path, second: str | Path) -> bool:
+    """Swap two files atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False where the
+    system or file system cannot."""
+    import ctypes
+
+    function = _renameat2()
+    if function is None:
+        return False
+    if function(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(error, os.strerror(error), str(second))
+
+
+def _write_temporary(path: Path, data: bytes, info: os.stat_result, shown: Path) -> str:
+    """A temporary file beside ``path`` holding ``data``, flushed to disk, with the mode, owner
+    and group of ``info``; its name."""
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".mblint-fix", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as temp:
@@ -154,13 +242,15 @@ def _replace(path: Path, data: bytes, info: os.stat_result, shown: Path, before_
                     raise NotRewritten(f"{shown}: its owner and group cannot be kept ({error.strerror}); "
                                        "not fixed") from error
         os.chmod(temp_name, info.st_mode & 0o7777)
-        if before_rename is not None:
-            before_rename()
-        os.replace(temp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         raise
+    return temp_name
+
+
+def _write_back(path: Path, data: bytes, info: os.stat_result, shown: Path) -> None:
+    os.replace(_write_temporary(path, data, info, shown), path)
 
 
 def _read_whole(handle: int) -> bytes:
