@@ -11,7 +11,11 @@ back, so an edit that keeps the size and restores the mtime is still seen. As in
 "racy git" handling, a file changed shortly before it was recorded (within
 ``RACY_WINDOW_NS``, more than any file system's timestamp granularity) gets no signature:
 a later edit in the same timestamp tick would leave the signature unchanged, so that file is
-hashed on every run until its entry is rewritten."""
+hashed on every run until its entry is rewritten.
+
+A dependency that did not exist when it was recorded (a Hugging Face ``refs/main`` that names
+a config.json this machine does not have) is recorded as ``ABSENT``: it is unchanged while
+nothing exists at that path, and changed as soon as anything does."""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ CACHE_DIR_NAME = ".mblint_cache"
 GITIGNORE_TEXT = "# created by mblint\n*\n"
 RACY_WINDOW_NS = 3_000_000_000
 PROJECT_MARKERS = ("pyproject.toml", "mblint.toml", ".git")
+ABSENT = "absent"
 
 
 def project_root(start: Path) -> Path:
@@ -163,6 +168,8 @@ class ResultCache:
         digest, signature = recorded if isinstance(recorded, list) else (recorded, None)
         if not isinstance(digest, str):
             return False
+        if digest == ABSENT:
+            return not os.path.lexists(dep)
         if signature is not None and self._signature(dep) == signature:
             return True
         return content_hash(Path(dep), self.hashes) == digest
@@ -177,6 +184,8 @@ class ResultCache:
         when the file changed too recently for its timestamps to tell a later edit apart."""
         signature = self._signature(dep)
         digest = content_hash(Path(dep), self.hashes)
+        if digest is None and not os.path.lexists(dep):
+            return [ABSENT, None]
         if signature is None or digest is None or self._racy(signature):
             signature = None
         return [digest, signature]

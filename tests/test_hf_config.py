@@ -563,3 +563,27 @@ def test_layout_layer_counts_silent_without_config(hub, tmp_path, mb06):
     path = recipe_file(tmp_path, "zai-org/GLM-4.5",
                        {"pipeline_model_parallel_size": 4, "pipeline_model_parallel_layout": "Et|tL"})
     assert lint(tmp_path, path, "PB014", mb06) == []
+
+
+def test_a_config_json_still_absent_keeps_the_cached_result(hub, tmp_path, mb06):
+    """The recipe depends on refs/main, which does not exist: a second run with nothing changed
+    is served from the cache; once the config arrives, the recipe is checked again with it."""
+    from mblint.engine import CheckOptions, Engine
+    from mblint.plugins import LoadedPlugins
+    from rules import mblint_rules
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
+    path = recipe_file(tmp_path, "zai-org/GLM-4.5", {"pipeline_model_parallel_size": 8})
+    rule = next(r for r in mblint_rules() if r.id == "PB005")
+
+    def run():
+        options = CheckOptions(select=("PB005",), search_paths=(mb06,), jobs=1, use_cache=True,
+                               cache_root=tmp_path)
+        return Engine(options, LoadedPlugins(rules=[rule])).check_paths([str(path)])
+
+    assert run().cache_hits == 0
+    second = run()
+    assert second.cache_hits == 1 and second.findings == []
+    write_snapshot(hub, "zai-org/GLM-4.5", GLM45)
+    third = run()
+    assert third.cache_hits == 0 and [f.rule_id for f in third.findings] == ["PB005"]
