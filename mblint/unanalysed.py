@@ -16,9 +16,13 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-HOW_TO_PROVIDE = ("give the folder holding it with --search-path or `search-paths` in the settings "
-                  "(for Megatron-Bridge: the folder holding megatron/, e.g. an unzipped wheel), "
-                  "or install it where mblint runs")
+# The settings' `search-paths` take only folders inside the project (others are refused), so
+# a Megatron-Bridge source, which lives outside it, is named with --search-path or installed.
+HOW_TO_PROVIDE_MEGATRON = ("install Megatron-Bridge where mblint runs, or give the folder holding its megatron/ "
+                           "(a checkout's src/, an unzipped wheel) with --search-path; `search-paths` in the "
+                           "settings takes only folders inside the project")
+HOW_TO_PROVIDE = ("give the folder holding it with --search-path (or `search-paths` in the settings, for a folder "
+                  "inside the project), or install it where mblint runs")
 
 
 class UnreadImport(NamedTuple):
@@ -113,7 +117,11 @@ def unread_message(function: str, unread: list[UnreadImport]) -> str:
         return (f"{function} was not analysed: it uses {first.name} from {first.module} (imported on line "
                 f"{first.line}){more}, which that module does not define: the import fails when the recipe runs")
     return (f"{function} was not analysed: it uses {first.name} from {first.module} (imported on line "
-            f"{first.line}){more}, a module mblint could not read; {HOW_TO_PROVIDE}")
+            f"{first.line}){more}, a module mblint could not read; {how_to_provide(first.module)}")
+
+
+def how_to_provide(module: str) -> str:
+    return HOW_TO_PROVIDE_MEGATRON if module.split(".")[0] == "megatron" else HOW_TO_PROVIDE
 
 
 class MainOnlyCall(NamedTuple):

@@ -129,9 +129,36 @@ def test_a_recipe_built_from_an_unreadable_import_names_it_and_how_to_provide_it
     assert result.exit_code == 1
     assert result.stdout.startswith(
         "r.py:5:1: SY005 [warning] my_config was not analysed: it uses llama3_8b_pretrain_config from "
-        "megatron.bridge.recipes.llama.llama3 (imported on line 1), a module mblint could not read; give the "
-        "folder holding it with --search-path or `search-paths`")
+        "megatron.bridge.recipes.llama.llama3 (imported on line 1), a module mblint could not read; install "
+        "Megatron-Bridge where mblint runs, or give the folder holding its megatron/ (a checkout's src/, an unzipped "
+        "wheel) with --search-path; `search-paths` in the settings takes only folders inside the project")
     assert PASSED not in result.stdout
+
+
+def test_the_advice_for_a_team_package_names_both_ways_and_the_settings_limit(tmp_path: Path) -> None:
+    (tmp_path / "r.py").write_text(UNREAD.replace("cfg = llama3_8b_pretrain_config()", "cfg = tweak()"))
+    result = run(["check", "--no-cache", "r.py"], tmp_path)
+    assert ("it uses tweak from team.helpers (imported on line 2), a module mblint could not read; give the folder "
+            "holding it with --search-path (or `search-paths` in the settings, for a folder inside the project), "
+            "or install it where mblint runs") in result.stdout
+
+
+def test_search_paths_outside_the_project_are_refused_as_the_advice_says(tmp_path: Path) -> None:
+    """What SY005 says about the settings holds: a `search-paths` folder outside the project is
+    not searched (and said so), while --search-path to the same folder is."""
+    outside = tmp_path / "outside"
+    (outside / "team").mkdir(parents=True)
+    (outside / "team" / "__init__.py").write_text("")
+    (outside / "team" / "helpers.py").write_text("def tweak():\n    return None\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "mblint.toml").write_text('search-paths = ["../outside"]\n')
+    (project / "r.py").write_text("from team.helpers import tweak\n\n\ndef my_config():\n    cfg = tweak()\n"
+                                  "    return cfg\n")
+    refused = run(["check", "--no-cache", "r.py"], project)
+    assert "is outside the project: not searched" in refused.stderr
+    given = run(["check", "--no-cache", "--isolated", "--search-path", str(outside), "r.py"], project)
+    assert "could not read" not in given.stdout
 
 
 def _team_package(root: Path) -> None:

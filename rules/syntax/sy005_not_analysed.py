@@ -28,8 +28,10 @@ resolves nothing would report success.
 
 ## Fix
 Pair the override file (`# mblint: recipe=recipes/llama.py::llama3_8b_sft_config`, `pairing`
-in settings, or `--recipe`); give the folder holding Megatron-Bridge's `megatron/` with
-`--search-path` or `search-paths`. No automatic fix. Ignore the rule (`ignore = ["SY005"]`) to
+in settings, or `--recipe`); install Megatron-Bridge where mblint runs, or give the folder
+holding its `megatron/` with `--search-path` (the settings' `search-paths` take only folders
+inside the project, so they suit a team package, not a Megatron-Bridge checkout elsewhere).
+No automatic fix. Ignore the rule (`ignore = ["SY005"]`) to
 accept that these files are not checked.
 
 ## Versions
