@@ -379,11 +379,20 @@ def _show_launch(path: Path, line: int, search_paths, version, output_format, sh
     """The configuration the launch line at ``line`` produces (recipe, override files, command
     line, what the runner does itself) and the world size it fixes."""
     from mblint.engine import CheckOptions, Engine
+    from mblint.paths import confinement_for
     from mblint.readers.launch import launch_configuration
     from mblint.report import printable
+    from mblint.settings import SettingsResolver
 
-    engine = Engine(CheckOptions(search_paths=tuple(Path(p) for p in search_paths), version=version))
+    options = CheckOptions(search_paths=tuple(Path(p) for p in search_paths), version=version,
+                           settings=SettingsResolver())  # as check reads them for this file
+    engine = Engine(options)
+    engine.confinement.roots = confinement_for([str(path)], options.search_paths).roots
     launch, cfg = launch_configuration(engine, path, line)
+    for problem in sorted(engine.settings_errors) + [message for _, message in sorted(engine.confinement_errors)]:
+        click.echo(printable(f"mblint: error: {problem}"), err=True)
+    if engine.settings_errors:
+        sys.exit(EXIT_ERROR)
     if launch is None:
         click.echo(printable(f"mblint: error: {path}:{line}: {cfg}"), err=True)
         sys.exit(EXIT_ERROR)

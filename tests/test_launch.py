@@ -371,3 +371,29 @@ def test_show_a_launch_line_prints_no_control_character(tmp_path, mb06):
         result = run(["show", f"{script}:3", "--search-path", str(mb06), "--all"], tmp_path)
         assert result.exit_code in (0, 2) and ("wandb_project" in result.stdout or "not found" in result.stderr)
         assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stdout + result.stderr
+
+
+def test_show_a_launch_line_reads_the_settings_as_check_does(tmp_path):
+    """The entry script's recipe comes from a package that only the settings' search-paths
+    make readable: check analyses the launch line, and show prints its configuration."""
+    from integration_support import GOOD_RECIPE
+
+    (tmp_path / "libs" / "team" / "recipes").mkdir(parents=True)
+    (tmp_path / "libs" / "team" / "__init__.py").write_text("")
+    (tmp_path / "libs" / "team" / "recipes" / "__init__.py").write_text("")
+    (tmp_path / "libs" / "team" / "recipes" / "llm.py").write_text(GOOD_RECIPE)
+    (tmp_path / "mblint.toml").write_text('search-paths = ["libs"]\n')
+    (tmp_path / "launch").mkdir()
+    (tmp_path / "launch" / "train.py").write_text(
+        "from megatron.bridge.training.pretrain import pretrain\nfrom team.recipes.llm import sft_config\n\n\n"
+        "def main():\n    cfg = sft_config()\n    pretrain(cfg)\n")
+    (tmp_path / "launch" / "run.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node 8 launch/train.py\n")
+    checked = run(["check", "--no-cache", "--format", "json", "launch/run.sh"], tmp_path)
+    assert json.loads(checked.stdout)["summary"]["resolved"] == 1
+    shown = run(["show", "launch/run.sh:2"], tmp_path)
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stdout.splitlines()[0].startswith("# launch/run.sh:2: libs/team/recipes/llm.py::sft_config")
+    assert "train.micro_batch_size = 1  # libs/team/recipes/llm.py:8" in shown.stdout.splitlines()
+    (tmp_path / "mblint.toml").write_text('search-paths = ["../elsewhere"]\n')
+    refused = run(["show", "launch/run.sh:2"], tmp_path)
+    assert refused.exit_code == 2 and "is outside the project: not searched" in refused.stderr
