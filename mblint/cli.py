@@ -15,7 +15,8 @@ import click
 from mblint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-FORMATS = ["text", "json", "sarif", "github"]
+# "full" is ruff's name for the text format; "concise" is one line a finding.
+FORMATS = ["text", "full", "concise", "json", "sarif", "github"]
 
 
 class _ReadablePath(click.Path):
@@ -52,8 +53,9 @@ def main() -> None:
 @click.option("--select", multiple=True, help="Rule ids, prefixes or names to enable (comma-separated or repeated).")
 @click.option("--extend-select", multiple=True, help="Rules to enable on top of the selection.")
 @click.option("--ignore", multiple=True, help="Rule ids, prefixes or names to disable.")
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
-              help="Output format (default text; github when GITHUB_ACTIONS=true).")
+@click.option("--format", "--output-format", "output_format", type=click.Choice(FORMATS), default=None,
+              help="Output format (default text; github when GITHUB_ACTIONS=true); concise: one line a finding; "
+                   "full: text.")
 @click.option("--world-size", type=click.IntRange(min=1), default=None, help="GPUs the job runs on.")
 @click.option("--megatron-bridge-version", "version", default=None,
               help="Megatron-Bridge version the files are for (e.g. 0.5.1) [setting megatron-bridge-version; default: "
@@ -135,6 +137,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
                 sys.exit(EXIT_ERROR)
         else:
             report = engine.check_paths(list(paths) or ["."])
+        report.unsafe_fixes = unsafe_fixes  # the footer counts unsafe fixes as fixable then
         root = engine.display_root
         if write_baseline:
             count = write_baseline_file(Path(write_baseline), report.findings, root)
@@ -235,13 +238,15 @@ def _render(report, output_format: str) -> str:
         from mblint.report.sarif import render
     elif output_format == "github":
         from mblint.report.github import render
+    elif output_format == "concise":
+        from mblint.report.text import render_concise as render
     else:
         from mblint.report.text import render
     return render(report)
 
 
 def _emit(report, output_format: str) -> None:
-    colour = output_format == "text" and _use_colour(sys.stdout, os.environ)
+    colour = output_format in ("text", "full", "concise") and _use_colour(sys.stdout, os.environ)
     text = _render(report, output_format)
     if colour:
         from mblint.report.text import colourise

@@ -6,7 +6,7 @@ import io
 import json
 from pathlib import Path
 
-from integration_support import GOOD_RECIPE, recipe, run
+from integration_support import FIXABLE_RECIPE, GOOD_RECIPE, recipe, run
 
 
 def test_statistics_counts_findings_per_rule(tmp_path: Path) -> None:
@@ -59,3 +59,51 @@ def test_a_yaml_finding_stops_before_a_trailing_comment(tmp_path: Path) -> None:
     assert finding["rule"] == "PK001"
     # "  micro_batch_size: 2" is 21 characters: the span is columns 3 to 21, end exclusive 22
     assert finding["location"] == {"path": "run.yaml", "line": 3, "column": 3, "end_line": 3, "end_column": 22}
+
+
+# ----- issue 34, section 3 ------------------------------------------------------------------
+
+SUMMARY_TWO = "Found 2 findings (2 errors) in 2 files, 2 configurations resolved."
+
+
+def test_output_format_is_ruffs_name_for_format_and_concise_is_one_line_a_finding(tmp_path: Path) -> None:
+    (tmp_path / "r.py").write_text(recipe(2))
+    (tmp_path / "g.py").write_text(FIXABLE_RECIPE)
+    concise = run(["check", "--isolated", "--no-cache", "--output-format", "concise", "r.py", "g.py"], tmp_path)
+    lines = concise.stdout.splitlines()
+    assert lines[0].startswith("g.py:10:5: CG003 [error] model.cuda_graph_impl is 'transformer_engine', but ")
+    assert lines[1].startswith("r.py:8:30: PK001 [error] train.micro_batch_size is 2, but offline sequence packing")
+    assert lines[2] == SUMMARY_TWO and not any(line.startswith(("  ", " |")) for line in lines)
+    as_json = run(["check", "--isolated", "--no-cache", "--output-format", "json", "r.py"], tmp_path)
+    assert json.loads(as_json.stdout)["findings"][0]["rule"] == "PK001"
+    full = run(["check", "--isolated", "--no-cache", "--output-format", "full", "r.py"], tmp_path)
+    assert full.stdout == run(["check", "--isolated", "--no-cache", "--format", "text", "r.py"], tmp_path).stdout
+
+
+def test_the_footer_counts_safe_and_unsafe_fixes_as_ruff_does(tmp_path: Path) -> None:
+    """CG003's fix (the RNG tracker) is safe, PK001's (the batch arithmetic) unsafe."""
+    (tmp_path / "r.py").write_text(recipe(2))
+    (tmp_path / "g.py").write_text(FIXABLE_RECIPE)
+
+    def footer(*args: str) -> str:
+        lines = run(["check", "--isolated", "--no-cache", *args], tmp_path).stdout.splitlines()
+        return lines[lines.index(next(line for line in lines if line.startswith(("Found", "All")))) + 1]
+
+    assert footer("r.py", "g.py") == "[*] 1 fixable with `--fix` (1 unsafe fix available with `--fix --unsafe-fixes`)."
+    assert footer("--output-format", "concise", "g.py") == "[*] 1 fixable with `--fix`."
+    assert footer("r.py") == "1 unsafe fix available with `--fix --unsafe-fixes`."
+    assert footer("--unsafe-fixes", "r.py", "g.py") == "[*] 2 fixable with `--fix`."
+    assert footer("--select", "SY", "r.py").startswith("Linted against")  # nothing fixable: no footer
+
+
+def test_diff_with_only_unsafe_fixes_says_so(tmp_path: Path) -> None:
+    (tmp_path / "r.py").write_text(recipe(2))
+    only_unsafe = run(["check", "--isolated", "--no-cache", "--diff", "r.py"], tmp_path)
+    assert only_unsafe.exit_code == 0 and only_unsafe.stdout == ""
+    assert "No fixes would be applied (1 finding with an unsafe fix: add --unsafe-fixes)." in only_unsafe.stderr
+    (tmp_path / "g.py").write_text(FIXABLE_RECIPE)
+    both = run(["check", "--isolated", "--no-cache", "--diff", "r.py", "g.py"], tmp_path)
+    assert both.exit_code == 1 and both.stdout.startswith("--- a/g.py")
+    assert ("Would fix 1 finding with 1 edit in 1 file (1 more finding with an unsafe fix: add --unsafe-fixes)."
+            in both.stderr)
+    assert recipe(2) == (tmp_path / "r.py").read_text()  # --diff writes nothing

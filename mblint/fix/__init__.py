@@ -62,6 +62,7 @@ from mblint.fix.python_writer import ParsedFiles, PyEditError
 from mblint.fix.yaml_writer import YamlEditError, apply_yaml_edits
 
 MAX_ROUNDS = 5
+UNSAFE_REASON = "unsafe fix: use --unsafe-fixes"
 
 
 @dataclass(frozen=True)
@@ -268,7 +269,7 @@ def _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed, fi
         if not unsafe and not all(i.safe for i in finding.applicable_fixes):
             unfixable.append(FixRecord(finding.rule_id, finding.recipe, finding.location.path, finding.location.line,
                                        "; ".join(i.description or i.action for i in finding.applicable_fixes), False,
-                                       "unsafe fix: use --unsafe-fixes"))
+                                       UNSAFE_REASON))
             continue
         try:
             groups.append(planner.plan(finding, cfg, overrides))
@@ -401,10 +402,15 @@ def fix_command(make_engine, paths: list[str], *, unsafe: bool, diff: bool, show
             echo(f"{verb}: {record}", err=True)
     for record in run.dropped:
         echo(f"mblint: note: fix dropped: {record}", err=True)
+    unsafe_left = len({(r.rule_id, r.path, r.line) for r in run.unfixable if r.reason == UNSAFE_REASON})
+    more = (f" ({unsafe_left}{' more' if run.applied else ''} finding{'s' if unsafe_left != 1 else ''} with an "
+            f"unsafe fix: add --unsafe-fixes)") if unsafe_left else ""
     if run.applied:
         count, edits, files = run.fixed_findings, len(run.applied), len(run.changed)
         echo(f"{verb} {count} finding{'s' if count != 1 else ''} with {edits} edit{'s' if edits != 1 else ''} "
-             f"in {files} file{'s' if files != 1 else ''}.", err=True)
+             f"in {files} file{'s' if files != 1 else ''}{more}.", err=True)
+    elif diff:
+        echo(f"No fixes would be applied{more}.", err=True)
     for record in run.unfixable:
         if show_fixes or "would undo" in record.reason:
             echo(f"Not fixed: {record}", err=True)

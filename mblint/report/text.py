@@ -16,15 +16,32 @@ def render(report: Report, show_source: bool = True) -> str:
     for finding in report.findings:
         lines.extend(_render_finding(finding, sources, show_source))
     lines.append(summary_line(report))
+    lines.extend(fix_lines(report))
     lines.extend(schema_lines(report))
     if not all_printable("".join(lines)):  # one test of the whole text (every line, most often)
         lines = [printable(line) for line in lines]
     return "\n".join(lines) + "\n"
 
 
+def render_concise(report: Report) -> str:
+    """One line a finding (``path:line:col: ID [severity] message``), then the summary."""
+    lines = [_header(finding) for finding in report.findings]
+    lines.append(summary_line(report))
+    lines.extend(fix_lines(report))
+    lines.extend(schema_lines(report))
+    if not all_printable("".join(lines)):
+        lines = [printable(line) for line in lines]
+    return "\n".join(lines) + "\n"
+
+
+def _header(finding: Finding) -> str:
+    loc = finding.location
+    return f"{loc.path}:{loc.line}:{loc.column}: {finding.rule_id} [{finding.severity.label}] {finding.message}"
+
+
 def _render_finding(finding: Finding, sources: dict[str, dict[int, str]], show_source: bool) -> list[str]:
     loc = finding.location
-    out = [f"{loc.path}:{loc.line}:{loc.column}: {finding.rule_id} [{finding.severity.label}] {finding.message}"]
+    out = [_header(finding)]
     source = sources[loc.path].get(loc.line) if show_source else None
     if source is not None:
         gutter = " " * len(str(loc.line))
@@ -55,6 +72,27 @@ def summary_line(report: Report) -> str:
         return f"{opening} ({scope}{unchecked}){_hidden(report)}."
     parts = ", ".join(f"{counts[s]} {s.label}{'s' if counts[s] != 1 and s is not Severity.INFO else ''}" for s in reversed(Severity) if counts[s])
     return f"Found {_count(total, 'finding')} ({parts}) in {scope}{unchecked}{_hidden(report)}."
+
+
+def fix_lines(report: Report) -> list[str]:
+    """How many findings ``--fix`` would fix and how many more ``--unsafe-fixes`` would, in
+    ruff's words (a finding counts once, with all its fixes; alternatives are never applied).
+    With ``report.unsafe_fixes`` (the run was given --unsafe-fixes) every fix counts as fixable."""
+    safe = unsafe = 0
+    for finding in report.findings:
+        intents = finding.applicable_fixes
+        if intents and all(intent.safe for intent in intents):
+            safe += 1
+        elif intents:
+            unsafe += 1
+    if getattr(report, "unsafe_fixes", False):
+        safe, unsafe = safe + unsafe, 0
+    hidden = f"{unsafe} unsafe fix{'es' if unsafe != 1 else ''} available with `--fix --unsafe-fixes`"
+    if safe and unsafe:
+        return [f"[*] {safe} fixable with `--fix` ({hidden})."]
+    if safe:
+        return [f"[*] {safe} fixable with `--fix`."]
+    return [f"{hidden}."] if unsafe else []
 
 
 def _unchecked(report: Report) -> str:
