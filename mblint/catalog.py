@@ -25,7 +25,7 @@ from mblint.paths import read_json
 
 CATALOG_FILE = "plugins.json"
 RACY_WINDOW_NS = 3_000_000_000
-RULE_ATTRIBUTES = ("id", "name", "summary", "doc", "versions", "requires", "tags", "fixable")
+RULE_ATTRIBUTES = ("id", "name", "summary", "doc", "versions", "requires", "tags", "fixable", "help_uri")
 
 
 class LoadedPlugins:

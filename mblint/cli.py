@@ -42,8 +42,22 @@ class DefaultToCheck(click.Group):
         return super().parse_args(ctx, args)
 
 
+def _print_version(ctx: click.Context, _param, value: bool) -> None:
+    """``mblint --version``: mblint's version and the Megatron-Bridge releases whose schemas it bundles."""
+    if not value or ctx.resilient_parsing:
+        return
+    from mblint.schema import bundled_releases
+
+    releases = bundled_releases()
+    cores = [release["megatron_core_version"] for release in releases.values()]
+    click.echo(f"mblint {__version__}\nBundled Megatron-Bridge schemas: {', '.join(releases)} "
+               f"(Megatron-Core {cores[0]} to {cores[-1]})")
+    ctx.exit()
+
+
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="mblint")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and the bundled Megatron-Bridge schemas, and exit.")
 def main() -> None:
     """mblint: a static linter for Megatron-Bridge training configurations."""
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, ClassVar, Iterable, Sequence
 from mblint.arbitration import most_specific, superseded_by
 from mblint.findings import Finding, FixIntent, Related, Severity
 from mblint.model import ABSENT, NOT_PLAIN_TYPES, EffectiveConfig, Origin, Unknown, is_known, is_node
+from mblint.rule_docs import RuleDocumentation
 
 DOC_SECTIONS = ("What it does", "Why it matters", "Example", "Fix", "Versions", "Sources")
 _ID = re.compile(r"^[A-Z]{2,4}\d{3}$")
@@ -43,6 +44,9 @@ class Rule:
     """Ids of the rules whose finding this rule's finding replaces when both name the same
     ``problem`` on one job: this rule says it more precisely (mblint/arbitration.py)."""
     fixable: ClassVar[bool] = False
+    help_uri: ClassVar[str | None] = RuleDocumentation()
+    """The absolute URL of the rule's documentation page (SARIF ``helpUri``). A rule pack sets it;
+    mblint's own rules link to docs/rules/<ID>.md in mblint's repository."""
     valid: ClassVar[Sequence[Any]] = ()
     invalid: ClassVar[Sequence[Any]] = ()
     checks_configurations: ClassVar[bool] = True

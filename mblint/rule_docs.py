@@ -9,7 +9,50 @@ index. Regenerate after changing a rule's documentation:
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 from pathlib import Path
+
+OWN_PACKAGES = ("mblint", "mblint_rules")  # the engine's rules and the built-in pack, documented in docs/rules/
+
+
+@lru_cache(maxsize=1)
+def project_urls() -> dict[str, str]:
+    """mblint's ``[project.urls]`` from its package metadata, by lower-cased label; {} when
+    there are none or the metadata cannot be read."""
+    try:
+        from importlib.metadata import metadata
+
+        entries = metadata("mblint").get_all("Project-URL") or []
+    except Exception:  # noqa: BLE001 - metadata is optional
+        return {}
+    urls = {}
+    for entry in entries:
+        label, _, url = entry.partition(",")
+        if url.strip():
+            urls[label.strip().lower()] = url.strip()
+    return urls
+
+
+def documentation_uri(rule_id: str) -> str | None:
+    """The page of one of mblint's own rules, docs/rules/<ID>.md in mblint's repository (the
+    ``Repository`` or ``Source`` URL of its metadata), as GitHub serves a file of the main
+    branch; None when the metadata names no repository."""
+    urls = project_urls()
+    repository = urls.get("repository") or urls.get("source")
+    if not repository or not rule_id:
+        return None
+    return f"{repository.rstrip('/')}/blob/main/docs/rules/{rule_id}.md"
+
+
+class RuleDocumentation:
+    """``Rule.help_uri``: for a rule of mblint's own (the engine's, the built-in pack's) its page
+    in mblint's repository, found when first asked (the metadata is read only by the reports
+    that link to it); None for another pack's rule unless the rule sets ``help_uri`` itself."""
+
+    def __get__(self, instance, owner) -> str | None:
+        if owner.__module__.split(".")[0] not in OWN_PACKAGES:
+            return None
+        return documentation_uri(owner.id)
 
 
 def rule_page(rule) -> str:

@@ -49,6 +49,14 @@ def test_version():
     assert result.exit_code == 0 and __version__ in result.output
 
 
+def test_version_names_the_bundled_megatron_bridge_schemas():
+    from wheels import ALL_RELEASES  # every release on the package index
+
+    lines = invoke("--version").output.splitlines()
+    assert lines == [f"mblint {__version__}",
+                     f"Bundled Megatron-Bridge schemas: {', '.join(ALL_RELEASES)} (Megatron-Core 0.16.0 to 0.19.2)"]
+
+
 def test_check_reports_and_exits_1(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write(tmp_path)

@@ -215,3 +215,43 @@ def test_sarif_embeds_only_the_rules_its_results_refer_to(tmp_path: Path) -> Non
     unpaired = json.loads(run(["check", "--no-cache", "--format", "sarif", "conf.yaml"], tmp_path).stdout)
     [rule] = unpaired["runs"][0]["tool"]["driver"]["rules"]
     assert rule["id"] == "SY005" and rule["defaultConfiguration"]["level"] == "warning"  # kept though the default
+
+
+REPOSITORY = "https://github.com/example-org/mblint"
+
+
+def test_rules_link_to_their_documentation_page(tmp_path: Path, monkeypatch) -> None:
+    """helpUri: docs/rules/<ID>.md in mblint's repository (its metadata's Repository URL),
+    for mblint's own rules (the built-in pack's PK001, the engine's SY005)."""
+    from mblint import rule_docs
+
+    monkeypatch.setattr(rule_docs, "project_urls", lambda: {"repository": REPOSITORY + "/"})
+    (tmp_path / "r.py").write_text(recipe(2))
+    (tmp_path / "conf.yaml").write_text("train:\n  micro_batch_size: 2\n")  # unpaired: SY005
+    document = sarif_of(tmp_path, "--no-cache", "--isolated", "r.py", "conf.yaml")
+    uris = {rule["id"]: rule["helpUri"] for rule in document["runs"][0]["tool"]["driver"]["rules"]}
+    assert uris == {"PK001": f"{REPOSITORY}/blob/main/docs/rules/PK001.md",
+                    "SY005": f"{REPOSITORY}/blob/main/docs/rules/SY005.md"}
+    repo = Path(__file__).resolve().parents[1]
+    assert all((repo / "docs" / "rules" / f"{rule_id}.md").is_file() for rule_id in uris)
+
+
+def test_a_rule_packs_rule_has_its_own_help_uri_or_none(monkeypatch) -> None:
+    from mblint import rule_docs
+    from mblint.rulekit import Rule
+
+    monkeypatch.setattr(rule_docs, "project_urls", lambda: {"repository": REPOSITORY})
+
+    class Theirs(Rule):
+        id = "XX001"
+
+    class Documented(Rule):
+        id = "XX002"
+        help_uri = "https://example.org/rules/XX002"
+
+    assert Theirs.help_uri is None  # not mblint's: no page in mblint's repository
+    assert Documented.help_uri == "https://example.org/rules/XX002"
+    monkeypatch.setattr(rule_docs, "project_urls", lambda: {})
+    from mblint.engine import NotAnalysedRule
+
+    assert NotAnalysedRule.help_uri is None  # no repository named: no link rather than a wrong one

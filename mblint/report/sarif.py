@@ -46,16 +46,11 @@ def render(report: Report, root: Path | None = None, display_root: Path | None =
 
 def information_uri() -> str | None:
     """The project's home page from the package metadata (``[project.urls]``), if any."""
-    try:
-        from importlib.metadata import metadata
+    from mblint.rule_docs import project_urls
 
-        for entry in metadata("mblint").get_all("Project-URL") or []:
-            label, _, url = entry.partition(",")
-            if label.strip().lower() in ("homepage", "home", "documentation", "repository", "source"):
-                return url.strip() or None
-        return metadata("mblint").get("Home-page") or None
-    except Exception:  # noqa: BLE001 - metadata is optional
-        return None
+    urls = project_urls()
+    return next((urls[label] for label in ("homepage", "home", "documentation", "repository", "source")
+                 if label in urls), None)
 
 
 def repository_root(start: Path | None = None) -> Path:
@@ -105,6 +100,7 @@ def _descriptor(rule: Any) -> om.ReportingDescriptor:
         short_description=om.MultiformatMessageString(text=_clip(summary)),
         full_description=om.MultiformatMessageString(text=_clip(full)),
         help=om.MultiformatMessageString(text=_plain(doc) or summary, markdown=doc or summary),
+        help_uri=getattr(rule, "help_uri", None) or None,
         default_configuration=om.ReportingConfiguration(level=LEVELS[severity]),
         properties={
             "precision": getattr(rule, "precision", None) or "high",
