@@ -680,11 +680,11 @@ class _ExplicitFiles:
 
 
 def _directive_free(path: Path) -> bool:
-    from mblint.extract.modules import MAX_SOURCE_BYTES
+    from mblint.extract.modules import MAX_SOURCE_BYTES, may_hold_directives
     from mblint.paths import read_regular
 
     try:  # never a FIFO or device, never past the size limit
-        return b"mblint" not in read_regular(path, MAX_SOURCE_BYTES)
+        return not may_hold_directives(read_regular(path, MAX_SOURCE_BYTES).decode("utf-8", "replace"))
     except (OSError, ValueError):
         return False
 

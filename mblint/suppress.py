@@ -2,6 +2,12 @@
 statement holding the finding; YAML: the key's line), ``# mblint: ignore-file[ID, ...]`` or
 ``# mblint: ignore-file`` anywhere in a file, and ``per-file-ignores`` from the settings.
 
+``# noqa: ID`` naming an mblint rule suppresses nothing and is reported as SY004 with the
+``# mblint: ignore[ID]`` to write instead. noqa belongs to ruff and flake8: a bare ``# noqa``
+or one written for them (``# noqa: E501``) would otherwise hide mblint's findings on that line
+too, and ruff reports the codes it does not know in a noqa (RUF100). A noqa naming only
+other tools' codes is left alone.
+
 A suppression that suppresses nothing is reported as SY003 (like ruff's RUF100) and a
 malformed ``# mblint:`` comment as SY004. Suppressed findings never reach reporters.
 """
@@ -28,6 +34,7 @@ KNOWN_OTHER = r"^(world[-_]size\s*=\s*\d+|recipe\s*=\s*\S+)\s*$"
 IGNORE = r"^(?P<kind>ignore-file|ignore)(?P<after>.*)$"
 UNUSED_SUPPRESSION = "SY003"
 INVALID_SUPPRESSION = "SY004"
+NOQA = r"#\s*noqa\s*:\s*(?P<codes>[A-Za-z0-9]+(?:[\s,]+[A-Za-z0-9]+)*)"
 COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
             ast.With, ast.AsyncWith, ast.Try) + ((ast.Match,) if hasattr(ast, "Match") else ()) + (
             (ast.TryStar,) if hasattr(ast, "TryStar") else ())
@@ -85,7 +92,9 @@ def parse_directives(path: Path, aliases: dict[str, str]) -> FileDirectives:
     except (SourceError, OSError):
         return FileDirectives()
     result = FileDirectives()
-    if "mblint" not in text:
+    from mblint.extract.modules import may_hold_directives
+
+    if not may_hold_directives(text):
         return result  # no directive can be there; tokenizing is the expensive part
     if path.suffix == ".py":
         comments = _python_comments(text)
@@ -93,6 +102,8 @@ def parse_directives(path: Path, aliases: dict[str, str]) -> FileDirectives:
     else:
         comments = _yaml_comments(text)
     for line, column, comment in comments:
+        if path.suffix == ".py":
+            _noqa_naming_rules(comment, line, column, aliases, result)
         match = re.search(DIRECTIVE, comment)
         if match is None:
             continue
@@ -140,11 +151,26 @@ def _parse_one(body: str, line: int, column: int, end: int, aliases: dict, resul
     result.directives.append(Directive(line, column, end, kind == "ignore-file", codes))
 
 
+def _noqa_naming_rules(comment: str, line: int, column: int, aliases: dict, result: FileDirectives) -> None:
+    """A ``# noqa: ...`` naming mblint rule ids: SY004, with the comment to write instead."""
+    match = re.search(NOQA, comment, re.IGNORECASE)
+    if match is None:
+        return
+    ids = [code.upper() for code in re.split(r"[\s,]+", match.group("codes"))
+           if code.upper() in aliases and aliases[code.upper()] == code.upper()]
+    if not ids:
+        return
+    names = ", ".join(dict.fromkeys(ids))
+    result.invalid.append((line, column + match.start(), column + match.end(),
+                           f"'# noqa: {names}' does not suppress mblint findings (noqa is ruff's and flake8's); "
+                           f"write '# mblint: ignore[{names}] reason'"))
+
+
 def _python_comments(text: str) -> list[tuple[int, int, str]]:
     found = []
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.COMMENT and "mblint" in token.string:
+            if token.type == tokenize.COMMENT and ("mblint" in token.string or "noqa" in token.string.lower()):
                 found.append((token.start[0], token.start[1] + 1, token.string))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass

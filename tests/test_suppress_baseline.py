@@ -130,3 +130,21 @@ def test_malformed_baseline_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "b.json").write_text("{}")
     result = run(["check", "r.py", "--baseline", "b.json"], tmp_path)
     assert result.exit_code == 2 and "not an mblint baseline" in result.stderr
+
+
+def test_a_noqa_naming_an_mblint_rule_is_reported_with_the_comment_to_write(tmp_path: Path) -> None:
+    """mblint does not honour noqa: PK001 is still reported, and the noqa is SY004; a noqa for
+    ruff alone (E501, F401, a bare one, ruff's file-level form) is not mblint's business."""
+    text = recipe(2, comment="  # noqa: E501, pk001").replace(
+        "\n\ndef sft_config", "import os  # noqa: F401\nimport sys  # noqa\n# ruff: noqa: F403\n\n\ndef sft_config")
+    (tmp_path / "r.py").write_text(text)
+    line = text.splitlines().index(next(x for x in text.splitlines() if "pk001" in x)) + 1
+    for _ in range(2):  # the second run is served from the cache, and reports the same
+        _, document = check(tmp_path, "--cache-dir", str(tmp_path / "cache"), "r.py")
+        assert rules_at(document) == [("PK001", line), ("SY004", line)]
+        [sy004] = [f for f in document["findings"] if f["rule"] == "SY004"]
+        assert sy004["message"] == ("'# noqa: PK001' does not suppress mblint findings (noqa is ruff's and "
+                                    "flake8's); write '# mblint: ignore[PK001] reason'")
+        assert sy004["location"]["column"] == text.splitlines()[line - 1].index("# noqa") + 1
+    (tmp_path / "r.py").write_text(recipe(1, comment="  # noqa: E501, B008"))
+    assert rules_at(check(tmp_path, "--no-cache", "r.py")[1]) == []

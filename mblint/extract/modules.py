@@ -34,6 +34,17 @@ def source_lines(text: str) -> list[str]:
 OUTSIDE_PROJECT = "not read: outside the project and its search paths"
 
 
+
+# A noqa comment naming an id shaped like mblint's (two to four letters, three digits): ruff's
+# and flake8's codes such as F401 or E501 do not match, so most files are never tokenized.
+NOQA_WITH_IDS = r"#\s*noqa\s*:[^\n]*\b[A-Za-z]{2,4}\d{3}\b"
+
+
+def may_hold_directives(text: str) -> bool:
+    """Whether ``text`` may hold a ``# mblint:`` comment or a noqa naming an mblint-like id."""
+    return "mblint" in text or ("noqa" in text and re.search(NOQA_WITH_IDS, text) is not None)
+
+
 class SourceError(Exception):
     """A file that cannot be read or parsed; carries the position when there is one."""
 
@@ -61,8 +72,9 @@ class ModuleSource:
         self.path = path
         self.display_path = display_path
         self.tree = tree
-        # What a search for "mblint" comments finds in the text: nothing when it is "".
-        self.mblint_text = text if "mblint" in text else ""
+        # What a search for "mblint" comments (and noqa comments naming rule ids, reported as
+        # a wrong suppression) finds in the text: nothing when it is "".
+        self.mblint_text = text if may_hold_directives(text) else ""
         # The (1-based) lines where ``char_column`` is not ``byte_offset + 1``, numbered as
         # Python numbers them (``source_lines``).
         self.wide_lines: dict[int, str] = {} if text.isascii() else {
