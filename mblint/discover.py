@@ -42,9 +42,77 @@ class Discovered:
         self.link_modes: dict[Path, int] = {}
 
 
+MAX_GITIGNORE_BYTES = 1_000_000  # a .gitignore larger than this is not read (bounded work)
+
+
+class GitIgnore:
+    """What git ignores in one work tree (the folder holding ``.git``), as ``git check-ignore``
+    decides it: each folder's ``.gitignore`` applies to the paths below it, a deeper file's
+    rules before a shallower one's, the last matching pattern of a file wins (``!`` re-includes),
+    then ``.git/info/exclude``. Patterns are matched by ``pathspec``'s git-ignore rules. A folder
+    git ignores is not walked into, so nothing below it is re-included (as in git). Only files
+    that ``allows`` (the run's confinement) admits are read, each at most MAX_GITIGNORE_BYTES."""
+
+    def __init__(self, root: Path, allows=None) -> None:
+        self.root = root
+        self.allows = allows
+        self._specs: dict[Path, object] = {}
+        self._exclude = self._read(root / ".git" / "info" / "exclude")
+
+    @classmethod
+    def around(cls, folder: Path, allows=None) -> "GitIgnore | None":
+        """The work tree holding ``folder``, or None when it is in none."""
+        folder = Path(os.path.abspath(folder))
+        for candidate in (folder, *folder.parents):
+            if os.path.lexists(candidate / ".git"):
+                return cls(candidate, allows)
+        return None
+
+    def _read(self, path: Path):
+        from mblint.paths import read_regular
+
+        if self.allows is not None and not self.allows(path):
+            return None
+        try:
+            lines = read_regular(path, MAX_GITIGNORE_BYTES).decode("utf-8", "replace").splitlines()
+        except (OSError, ValueError):
+            return None
+        if not any(line.strip() and not line.startswith("#") for line in lines):
+            return None
+        from pathspec import GitIgnoreSpec
+
+        return GitIgnoreSpec.from_lines(lines)
+
+    def _spec(self, folder: Path):
+        if folder not in self._specs:
+            self._specs[folder] = self._read(folder / ".gitignore")
+        return self._specs[folder]
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        path = Path(os.path.abspath(path))
+        if path == self.root or self.root not in path.parents:
+            return False
+        tail = "/" if is_dir else ""
+        folder = path.parent
+        while True:
+            spec = self._spec(folder)
+            if spec is not None:
+                decided = spec.check_file(path.relative_to(folder).as_posix() + tail).include
+                if decided is not None:
+                    return decided
+            if folder == self.root or folder == folder.parent:
+                break
+            folder = folder.parent
+        if self._exclude is not None and folder == self.root:
+            return bool(self._exclude.check_file(path.relative_to(self.root).as_posix() + tail).include)
+        return False
+
+
 def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bool = True,
-             cwd: str | None = None) -> Discovered:
-    """``cwd``: the working folder, when the caller has it."""
+             cwd: str | None = None, allows=None) -> Discovered:
+    """``cwd``: the working folder, when the caller has it. Folders are walked without what
+    their git work tree ignores (``.gitignore``); ``allows``: which files may be read (the
+    run's confinement)."""
     found = Discovered()
     patterns = DEFAULT_EXCLUDES + tuple(excludes)
     seen: set[str] = set()
@@ -61,10 +129,29 @@ def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bo
             found.missing.append(raw)
             continue
         if stat.S_ISDIR(status.st_mode) if status is not None else path.is_dir():
-            _walk(path, patterns, found, seen, cwd)
+            gitignore = GitIgnore.around(path, allows)
+            if gitignore is not None and gitignore.ignored(path, is_dir=True):
+                gitignore = None  # a folder git ignores, named on the command line: walked whole
+            _walk(path, patterns, found, seen, cwd, gitignore)
         elif not (force_exclude and is_excluded(path, patterns)):
             _add(path, found, seen, explicit=True, status=status, cwd=cwd)
     return found
+
+
+def import_root_holding(path: Path, roots, given: list[str]) -> Path | None:
+    """The search path (an import root: a vendored Megatron-Bridge, a shared package) holding
+    ``path``, unless one of the paths ``given`` on the command line is that folder or inside
+    it: what a run reads as a dependency is not linted as the project's own code."""
+    real = os.path.realpath(path)
+    for root in roots:
+        top = os.path.realpath(root)
+        if _inside(real, top) and not any(_inside(os.path.realpath(p), top) for p in given):
+            return Path(root)
+    return None
+
+
+def _inside(real: str, top: str) -> bool:
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
 def is_excluded(path: Path, patterns: tuple[str, ...]) -> bool:
@@ -121,7 +208,8 @@ def _literal_patterns(patterns: tuple[str, ...]):
     return frozenset(os.path.normcase(p) for p in patterns if p not in wild), _union(wild) if wild else None
 
 
-def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[str], cwd: str | None) -> None:
+def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[str], cwd: str | None,
+          gitignore: GitIgnore | None = None) -> None:
     visited_dirs: set[tuple[int, int]] = set()
     for folder, dirs, files in os.walk(root, followlinks=False, onerror=lambda e: found.problems.append(f"{e.filename}: {e.strerror}")):
         folder_path = Path(folder)
@@ -134,10 +222,11 @@ def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[st
             dirs[:] = []
             continue
         visited_dirs.add(key)
-        dirs[:] = sorted(d for d in dirs if not is_excluded(folder_path / d, patterns))
+        dirs[:] = sorted(d for d in dirs if not is_excluded(folder_path / d, patterns)
+                         and not (gitignore and gitignore.ignored(folder_path / d, is_dir=True)))
         for name in sorted(files):
             path = folder_path / name
-            if not is_excluded(path, patterns):
+            if not is_excluded(path, patterns) and not (gitignore and gitignore.ignored(path, is_dir=False)):
                 _add(path, found, seen, explicit=False, cwd=cwd)
 
 

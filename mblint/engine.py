@@ -253,6 +253,29 @@ class Engine:
             return False
         return settings.is_excluded(path)
 
+    def leave_out_import_roots(self, found, paths: list[str], report: Report) -> None:
+        """Drop the files found inside a search path (``--search-path``, the settings'
+        ``search-paths``) that no given path names: a vendored Megatron-Bridge source is read
+        as a dependency, not linted as the project's code. A note says what was left out."""
+        from mblint.discover import import_root_holding
+
+        left_out: dict[Path, int] = {}
+
+        def kept(path: Path) -> bool:
+            settings = self.settings_for(path)
+            roots = (*self.options.search_paths, *(settings.resolved_search_paths() if settings else ()))
+            root = import_root_holding(path, roots, paths) if roots else None
+            if root is not None:
+                left_out[root] = left_out.get(root, 0) + 1
+            return root is None
+
+        found.python = [p for p in found.python if kept(p)]
+        found.yaml = [p for p in found.yaml if kept(p)]
+        found.scripts = [p for p in found.scripts if kept(p)]
+        for root, count in left_out.items():
+            report.notes.append(f"{count} file{'s' if count != 1 else ''} in {self.project_display(root)} not linted: "
+                                f"it is a search path, read as a dependency; give a path inside it to lint them")
+
     @property
     def project(self):
         """The resolver, imported and built on first use: a fully cached run never needs it."""
@@ -309,7 +332,8 @@ class Engine:
         report = Report()
         self.confinement.roots = confinement_for(paths, self.options.search_paths, self._run_cwd).roots
         report.confinement = self.confinement
-        found = discover(paths, self.options.excludes, self.options.force_exclude, self._run_cwd)
+        found = discover(paths, self.options.excludes, self.options.force_exclude, self._run_cwd,
+                         allows=self.confinement.allows)
         self._known_sizes = found.sizes
         self._known_link_modes = found.link_modes
         explicit = _ExplicitFiles(paths)
@@ -318,6 +342,7 @@ class Engine:
         found.python = [p for p in found.python if not self.excluded_by_settings(p, explicit)]
         found.yaml = [p for p in found.yaml if not self.excluded_by_settings(p, explicit)]
         found.scripts = [p for p in found.scripts if self.settings_readable(p) and not self.excluded_by_settings(p, explicit)]
+        self.leave_out_import_roots(found, paths, report)
         for missing in found.missing:
             report.errors.append(FileError(missing, "no such file or directory"))
         report.notes.extend(found.problems)
