@@ -106,11 +106,14 @@ def main() -> None:
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied and the findings left unfixed.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings of each rule instead of the findings.")
+@click.option("--stdin-filename", default=None, metavar="PATH",
+              help="With the path '-': the source read from stdin is checked as if it were PATH (its kind, settings, "
+                   "pairing and rules); --fix prints the fixed source, nothing is written.")
 def check(paths, select, extend_select, ignore, output_format, world_size, version, schema_source, search_paths, recipe,
           dotlist,
           fail_on, exit_zero, no_cache, cache_dir, jobs, output_sarif, output_json, output_files, baseline, write_baseline,
-          config_file, isolated, force_exclude, fix, unsafe_fixes, diff, show_fixes, statistics) -> None:
-    """Lint recipe files, override files and folders."""
+          config_file, isolated, force_exclude, fix, unsafe_fixes, diff, show_fixes, statistics, stdin_filename) -> None:
+    """Lint recipe files, override files and folders ('-': the source on stdin, with --stdin-filename)."""
     from mblint.baseline import BaselineError, apply_baseline, write_baseline as write_baseline_file
     from mblint.engine import CheckOptions, Engine
     from mblint.findings import Severity
@@ -118,6 +121,10 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
 
     outputs = _outputs(output_sarif, output_json, output_files)
     _check_dotlist(dotlist)
+    stdin = None
+    if paths == ("-",) or (not paths and stdin_filename):
+        stdin = _stdin_source(stdin_filename)
+        paths, no_cache, jobs = (stdin_filename,), True, 1  # the text is not the file: no cache, no workers
     if output_format is None:
         output_format = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
     resolver = SettingsResolver(Path(config_file) if config_file else None, isolated=isolated)
@@ -142,7 +149,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
             options = replace(options, use_cache=False, jobs=1)
             report, changed, write_errors = fix_command(lambda: Engine(options), list(paths) or ["."],
                                                         unsafe=unsafe_fixes, diff=diff, show_fixes=show_fixes,
-                                                        echo=_echo_fix_output)
+                                                        echo=_echo_fix_output, stdin=stdin)
             for error in write_errors:
                 click.echo(_printable(f"mblint: error: {error}"), err=True)
             if diff:
@@ -168,8 +175,8 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         sys.exit(EXIT_ERROR)
     if statistics:
         _emit_statistics(report, output_format)
-    else:
-        _emit(report, output_format)
+    else:  # with --fix on stdin, stdout holds the fixed source and the findings go to stderr (as in ruff)
+        _emit(report, output_format, err=stdin is not None and fix)
     for fmt, target in outputs:
         try:
             Path(target).parent.mkdir(parents=True, exist_ok=True)
@@ -259,14 +266,39 @@ def _render(report, output_format: str) -> str:
     return render(report)
 
 
-def _emit(report, output_format: str) -> None:
-    colour = output_format in ("text", "full", "concise") and _use_colour(sys.stdout, os.environ)
+def _stdin_source(stdin_filename: str | None):
+    """The source on stdin (at most the size limit of a source file) as the fix loop holds a
+    file, standing in for ``stdin_filename`` until the command ends; exit 2 without a name
+    or when it is no UTF-8 text within the limit."""
+    from mblint.extract.modules import MAX_SOURCE_BYTES
+    from mblint.fix.files import overlay, state_from_bytes
+
+    problem = None
+    if not stdin_filename:
+        problem = "'-' reads the source from stdin: give its path with --stdin-filename PATH"
+    else:
+        data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
+        state = state_from_bytes(Path(os.path.abspath(stdin_filename)), data)  # as the fix loop names files
+        if len(data) > MAX_SOURCE_BYTES:
+            problem = f"stdin: larger than {MAX_SOURCE_BYTES:,} bytes, not read"
+        elif state is None:
+            problem = "stdin: not UTF-8 text"
+    if problem:
+        click.echo(_printable(f"mblint: error: {problem}"), err=True)
+        sys.exit(EXIT_ERROR)
+    click.get_current_context().with_resource(overlay({state.path: state.text}))
+    return state
+
+
+def _emit(report, output_format: str, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    colour = output_format in ("text", "full", "concise") and _use_colour(stream, os.environ)
     text = _render(report, output_format)
     if colour:
         from mblint.report.text import colourise
 
         text = colourise(text)
-    click.echo(text, nl=False, color=colour or None)
+    click.echo(text, nl=False, color=colour or None, err=err)
 
 
 def _use_colour(stream, environ) -> bool:

@@ -126,7 +126,10 @@ def discover(paths: list[str], excludes: tuple[str, ...] = (), force_exclude: bo
         except (OSError, ValueError):  # missing, a dangling link, a loop...: pathlib says which
             status = None
         if status is None and not path.exists() and not path.is_symlink():
-            found.missing.append(raw)
+            if _stands_in(path):  # the source read from stdin, for a file not (yet) on disk
+                _add(path, found, seen, explicit=True, cwd=cwd)
+            else:
+                found.missing.append(raw)
             continue
         if stat.S_ISDIR(status.st_mode) if status is not None else path.is_dir():
             gitignore = GitIgnore.around(path, allows)
@@ -237,7 +240,7 @@ def _add(path: Path, found: Discovered, seen: set[str], explicit: bool, status: 
     if key in seen:
         return
     suffix = path.suffix
-    if suffix in READABLE_SUFFIXES:
+    if suffix in READABLE_SUFFIXES and not _stands_in(path):
         reason = _not_regular(path, found.sizes, status)
         if reason:
             seen.add(key)
@@ -254,6 +257,14 @@ def _add(path: Path, found: Discovered, seen: set[str], explicit: bool, status: 
         found.scripts.append(path)
     elif explicit:
         found.problems.append(f"{path}: not a Python, YAML or shell file; skipped")
+
+
+def _stands_in(path: Path) -> bool:
+    """A text stands in for ``path`` (mblint.extract.modules.SOURCE_OVERLAY: the source read
+    from stdin, or a fix being checked)."""
+    from mblint.extract.modules import SOURCE_OVERLAY
+
+    return bool(SOURCE_OVERLAY) and path.resolve() in SOURCE_OVERLAY
 
 
 def _shell_shebang(path: Path) -> bool:

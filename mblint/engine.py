@@ -705,9 +705,11 @@ class _ExplicitFiles:
 
 
 def _directive_free(path: Path) -> bool:
-    from mblint.extract.modules import MAX_SOURCE_BYTES, may_hold_directives
+    from mblint.extract.modules import MAX_SOURCE_BYTES, SOURCE_OVERLAY, may_hold_directives
     from mblint.paths import read_regular
 
+    if SOURCE_OVERLAY and path.resolve() in SOURCE_OVERLAY:  # a text standing in for the file
+        return not may_hold_directives(SOURCE_OVERLAY[path.resolve()])
     try:  # never a FIFO or device, never past the size limit
         return not may_hold_directives(read_regular(path, MAX_SOURCE_BYTES).decode("utf-8", "replace"))
     except (OSError, ValueError):

@@ -150,10 +150,11 @@ def _hunk_range(start: int, stop: int) -> str:
 
 
 def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bool = False,
-              max_rounds: int = MAX_ROUNDS) -> FixRun:
-    """Fix what can be fixed in ``paths`` in memory; ``FixRun.write()`` then writes it."""
-    states: dict[Path, FileState] = {}
-    texts: dict[Path, str] = {}
+              max_rounds: int = MAX_ROUNDS, initial: FileState | None = None) -> FixRun:
+    """Fix what can be fixed in ``paths`` in memory; ``FixRun.write()`` then writes it.
+    ``initial``: a file's text that stands in for it from the start (the source on stdin)."""
+    states: dict[Path, FileState] = {initial.path: initial} if initial else {}
+    texts: dict[Path, str] = {initial.path: initial.text} if initial else {}
     failed_keys: set[tuple] = set()
     run = FixRun(report=None, states=states, texts=texts)
     parsed = ParsedFiles()
@@ -367,10 +368,13 @@ def _records(group: FixGroup, reason: str = "") -> list[FixRecord]:
             for edit in group.edits]
 
 
-def fix_command(make_engine, paths: list[str], *, unsafe: bool, diff: bool, show_fixes: bool, echo) -> tuple:
+def fix_command(make_engine, paths: list[str], *, unsafe: bool, diff: bool, show_fixes: bool, echo,
+                stdin: FileState | None = None) -> tuple:
     """What ``mblint check --fix/--unsafe-fixes/--diff`` does. Returns (report, changed, errors):
-    the report of the fixed texts, whether files changed (or would), and write errors."""
-    run = run_fixes(make_engine, paths, unsafe=unsafe)
+    the report of the fixed texts, whether files changed (or would), and write errors.
+    ``stdin``: the source read from stdin for ``paths[0]``; --fix prints it fixed instead of
+    writing anything."""
+    run = run_fixes(make_engine, paths, unsafe=unsafe, initial=stdin)
     display_root = allows = None
     try:
         engine = make_engine()
@@ -392,6 +396,8 @@ def fix_command(make_engine, paths: list[str], *, unsafe: bool, diff: bool, show
         text = run.diff(display)
         if text:
             echo(text, nl=False)
+    elif stdin is not None:  # the fixed source, as its file would hold it; nothing is written
+        echo(stdin.encode(run.texts.get(stdin.path, stdin.text)).decode("utf-8"), nl=False)
     else:
         written, errors = run.write(allows)
         if errors:  # report only what was written

@@ -53,6 +53,12 @@ def read_state(path: Path) -> FileState | None:
         stat = path.stat()
     except (OSError, ValueError):
         return None
+    return state_from_bytes(path, data, stat.st_mode & 0o7777, stat.st_mtime_ns)
+
+
+def state_from_bytes(path: Path, data: bytes, mode: int = 0o644, mtime_ns: int = 0) -> FileState | None:
+    """``data`` (a file's bytes, or the source an editor sends on stdin for ``path``) as the
+    fix loop holds a file; None when it is not UTF-8."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -61,7 +67,7 @@ def read_state(path: Path) -> FileState | None:
     cr_only = "\r" in text and "\n" not in text
     if cr_only:
         text = text.replace("\r", "\n")
-    return FileState(path, data, text[1:] if bom else text, bom, stat.st_mode & 0o7777, stat.st_mtime_ns, cr_only)
+    return FileState(path, data, text[1:] if bom else text, bom, mode, mtime_ns, cr_only)
 
 
 class NotRewritten(Exception):

@@ -180,10 +180,11 @@ def _file_lines(path: str, numbers: set[int]) -> dict[int, str]:
     replaced. Where the file up to the last line wanted
     breaks lines at b"\n" alone, only that part is split, as bytes, and only the lines wanted
     are decoded (a bad UTF-8 sequence never spans b"\n", which no multi-byte sequence holds)."""
-    from mblint.extract.modules import SourceError, read_regular_file, source_lines
+    from mblint.extract.modules import SOURCE_OVERLAY, SourceError, read_regular_file, source_lines
 
-    try:
-        data = read_regular_file(Path(path))
+    try:  # the text standing in for the file (the source read from stdin), else the file
+        overlaid = SOURCE_OVERLAY.get(Path(path).resolve()) if SOURCE_OVERLAY else None
+        data = overlaid.encode("utf-8") if overlaid is not None else read_regular_file(Path(path))
     except SourceError:
         return {}
     if b"\x00" in data:
