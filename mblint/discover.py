@@ -240,7 +240,7 @@ def _add(path: Path, found: Discovered, seen: set[str], explicit: bool, status: 
     if key in seen:
         return
     suffix = path.suffix
-    if suffix in READABLE_SUFFIXES and not _stands_in(path):
+    if suffix in READABLE_SUFFIXES and not (explicit and _stands_in(path)):
         reason = _not_regular(path, found.sizes, status)
         if reason:
             seen.add(key)
