@@ -507,7 +507,7 @@ class Engine:
         return result, deps
 
     def _directive_free(self, path: Path) -> bool:
-        """No "mblint" in the file's text; a Python file's text is the one already read."""
+        """No directive in the file's text (``may_hold_directives``); a Python file's text is the one already read."""
         if path.suffix == ".py":
             try:
                 return not self.project.interpreter_for(path).finder.load(path).mblint_text
@@ -705,13 +705,13 @@ class _ExplicitFiles:
 
 
 def _directive_free(path: Path) -> bool:
-    from mblint.extract.modules import MAX_SOURCE_BYTES, SOURCE_OVERLAY, may_hold_directives
+    from mblint.extract.modules import MAX_SOURCE_BYTES, SOURCE_OVERLAY
     from mblint.paths import read_regular
 
-    if SOURCE_OVERLAY and path.resolve() in SOURCE_OVERLAY:  # a text standing in for the file
-        return not may_hold_directives(SOURCE_OVERLAY[path.resolve()])
+    if SOURCE_OVERLAY and path.resolve() in SOURCE_OVERLAY:  # a text standing in for the file (stdin)
+        return "mblint" not in SOURCE_OVERLAY[path.resolve()]
     try:  # never a FIFO or device, never past the size limit
-        return not may_hold_directives(read_regular(path, MAX_SOURCE_BYTES).decode("utf-8", "replace"))
+        return b"mblint" not in read_regular(path, MAX_SOURCE_BYTES)
     except (OSError, ValueError):
         return False
 

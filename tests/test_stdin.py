@@ -71,3 +71,13 @@ def test_fix_prints_the_fixed_source_and_writes_nothing(tmp_path: Path) -> None:
 def test_stdin_needs_a_filename(tmp_path: Path) -> None:
     result = run_stdin(["-"], tmp_path, BAD_RECIPE)
     assert result.exit_code == 2 and "--stdin-filename" in result.stderr
+
+
+def test_a_suppression_in_the_text_on_stdin_applies(tmp_path: Path) -> None:
+    (tmp_path / "r.py").write_text(GOOD_RECIPE)
+    override = "# mblint: recipe=r.py::sft_config\ntrain:\n  micro_batch_size: 2\n"
+    (tmp_path / "run.yaml").write_text("train:\n  micro_batch_size: 1\n")  # on disk: no mblint comment at all
+    buffer = override.replace("micro_batch_size: 2", "micro_batch_size: 2  # mblint: ignore[PK001] tried")
+    result = run_stdin(["--format", "json", "-", "--stdin-filename", "run.yaml"], tmp_path, buffer)
+    document = json.loads(result.stdout)
+    assert document["findings"] == [] and document["summary"]["suppressed"] == 1
