@@ -222,7 +222,7 @@ REPOSITORY = "https://github.com/example-org/mblint"
 
 def test_rules_link_to_their_documentation_page(tmp_path: Path, monkeypatch) -> None:
     """helpUri: docs/rules/<ID>.md in mblint's repository (its metadata's Repository URL),
-    for mblint's own rules (the built-in pack's PK001, the engine's SY005)."""
+    for mblint's own rules (the built-in pack's PK001 and SY005)."""
     from mblint import rule_docs
 
     monkeypatch.setattr(rule_docs, "project_urls", lambda: {"repository": REPOSITORY + "/"})
@@ -252,6 +252,6 @@ def test_a_rule_packs_rule_has_its_own_help_uri_or_none(monkeypatch) -> None:
     assert Theirs.help_uri is None  # not mblint's: no page in mblint's repository
     assert Documented.help_uri == "https://example.org/rules/XX002"
     monkeypatch.setattr(rule_docs, "project_urls", lambda: {})
-    from mblint.engine import NotAnalysedRule
+    from mblint_rules.syntax.sy005_not_analysed import NotAnalysedRule
 
     assert NotAnalysedRule.help_uri is None  # no repository named: no link rather than a wrong one

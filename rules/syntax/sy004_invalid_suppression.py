@@ -40,4 +40,4 @@ mblint's suppression syntax.
     valid = ["cfg = _pretrain_common()\ncfg.train.micro_batch_size = 1  # mblint: ignore[SY004] reason",
              "cfg = _pretrain_common()\ncfg.train.micro_batch_size = 1  # noqa: E501"]
     invalid = ["cfg = _pretrain_common()\ncfg.train.micro_batch_size = 2  # mblint: ignroe[PK001] # error",
-               "cfg = _pretrain_common()\ncfg.train.micro_batch_size = 1  # noqa: PK001 # error"]
+               "cfg = _pretrain_common()\ncfg.train.micro_batch_size = 1  # noqa: SY004 # error"]
