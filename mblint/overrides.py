@@ -23,6 +23,8 @@ RECIPE_PAIRING = re.compile(r"#\s*mblint:\s*recipe\s*=\s*(\S+)")
 # ruamel.yaml reads about 60 kB/s; override files are a few kB.
 MAX_YAML_BYTES = 500_000
 MAX_YAML_NODES = 200_000
+MAX_YAML_FLOW_DEPTH = 100
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ def _read_yaml(path: Path) -> tuple[str, Any]:
     from ruamel.yaml.error import YAMLError
 
     text = read_source(path, MAX_YAML_BYTES)
+    _check_flow_depth(path, text)
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     parser = None
@@ -77,6 +80,22 @@ def _read_yaml(path: Path) -> tuple[str, Any]:
     finally:
         if parser is not None:
             parser.dispose()
+
+
+def _check_flow_depth(path: Path, text: str) -> None:
+    """SY002 for brackets (``[`` ``{``) nested deeper than ``MAX_YAML_FLOW_DEPTH``: ruamel's
+    scanner walks every open level for every token (10,000 levels took 29 s; the 500 kB a file
+    may hold, hours). Brackets in quotes and comments count too: no override file has 100."""
+    depth = 0
+    for bracket in _BRACKETS.finditer(text):
+        if bracket.group() in "[{":
+            depth += 1
+            if depth > MAX_YAML_FLOW_DEPTH:
+                line, column = _line_column(text, bracket.start())
+                raise SourceLimit(path, f"YAML nesting limit ({MAX_YAML_FLOW_DEPTH} levels of [ ] and {{ }}) "
+                                        "exceeded: the override file is not applied", line, column)
+        elif depth:
+            depth -= 1
 
 
 def _line_column(text: str, offset: int) -> tuple[int, int]:

@@ -432,3 +432,37 @@ def test_a_file_another_process_has_open_for_writing_is_not_fixed(project):
     assert result.exit_code == 2
     assert "recipes/good.py: open for writing by another process; not overwritten" in result.stderr
     assert target.read_text() == original
+
+
+# ----- override files ------------------------------------------------------------------------------
+
+
+def test_brackets_nested_past_the_limit_in_an_override_file_are_sy002_at_once(project, monkeypatch):
+    """Campaign of issue #32: ruamel's scanner walks every open bracket level for each token,
+    so 10,000 nested brackets (20 kB) took 29 s and the 500 kB an override file may hold
+    would take hours. Depth beyond MAX_YAML_FLOW_DEPTH is a limit, reported before parsing."""
+    from ruamel.yaml import scanner
+
+    from mblint.overrides import MAX_YAML_FLOW_DEPTH
+
+    scans = 0
+    real = scanner.Scanner.stale_possible_simple_keys
+
+    def counted(self):
+        nonlocal scans
+        scans += 1
+        if scans > 100_000:
+            raise AssertionError("ruamel's scanner ran past 100,000 tokens on a 20 kB file")
+        return real(self)
+
+    monkeypatch.setattr(scanner.Scanner, "stale_possible_simple_keys", counted)
+    (project / "r.py").write_text("def r_config():\n    return None\n")
+    (project / "o.yaml").write_text("# mblint: recipe=r.py::r_config\ntrain: " + "[" * 10_000 + "]" * 10_000 + "\n")
+    result = check("--format", "json", "o.yaml")
+    [finding] = [f for f in json.loads(result.stdout)["findings"] if f["rule"] == "SY002"]
+    assert finding["message"] == (f"YAML nesting limit ({MAX_YAML_FLOW_DEPTH} levels of [ ] and {{ }}) exceeded: "
+                                  "the override file is not applied")
+    assert (finding["location"]["line"], finding["location"]["column"]) == (2, 8 + MAX_YAML_FLOW_DEPTH)
+    assert scans == 0
+    (project / "o.yaml").write_text("# mblint: recipe=r.py::r_config\ntrain: {micro_batch_size: [[1]]}\n")
+    assert "SY002" not in check("o.yaml").stdout
