@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from mblint.arbitration import one_per_place, unique
 from mblint.discover import YAML_SUFFIXES, discover
 from mblint.extract.modules import SourceError, SourceLimit
 from mblint.findings import Finding, Severity
@@ -359,11 +360,10 @@ class Engine:
         displays = [self.project_display(p) for p in files]
         self.editable = set(displays)
         pending = []
-        seen: set = set()  # identities of the cached findings, which are reported first
         for path in files:
             cached = cache.get(path, self.settings_source(path)) if cache else None
             if cached is not None:
-                result = decoded_result(cached, seen)
+                result = decoded_result(cached)
                 if result is None:  # a damaged entry: checked again, and the entry rewritten
                     cache.miss()
                     pending.append(path)
@@ -381,7 +381,7 @@ class Engine:
                 cache.put(path, deps, result.to_dict(), self.settings_source(path))
         report.files = len(files)
         report.cache_hits = cache.hits if cache else 0
-        report.findings = _one_per_problem_and_place(_dedupe(report.findings))
+        report.findings = one_per_place(report.findings)
 
         report.checked = displays
         report.notes.extend(dict.fromkeys(schema["note"] for schema in report.schemas if schema.get("note")))
@@ -503,7 +503,7 @@ class Engine:
         result.directive_free = self._directive_free(path)
         # The recipes of a file often report the same finding (a helper they share): the report
         # keeps the first of each anyway, and the others need not be encoded, sent and decoded.
-        result.findings = _dedupe(result.findings)
+        result.findings = unique(result.findings)
         return result, deps
 
     def _directive_free(self, path: Path) -> bool:
@@ -732,35 +732,5 @@ def summarise_missing_hf_configs(report: Report) -> None:
         "are unknown and the checks that need them did not run. Put the config in the local Hugging Face cache "
         "(`huggingface-cli download ORG/NAME config.json`; HF_HUB_CACHE or HF_HOME say where it is) or in a "
         "folder of ORG/NAME/config.json files named by `hf-config-paths` in the settings.")
-
-
-def _dedupe(findings: list[Finding]) -> list[Finding]:
-    seen = set()
-    unique = []
-    for finding in findings:
-        key = finding.identity()
-        if key not in seen:
-            seen.add(key)
-            unique.append(finding)
-    return unique
-
-
-def _one_per_problem_and_place(findings: list[Finding]) -> list[Finding]:
-    """One finding per rule, place and fields across recipes: recipes that share a helper line
-    report its problem once, whatever values each gives the message. The recipe kept is the one
-    whose message comes first, so the report does not depend on the order the files were linted
-    in; its configurations (alone, with an override file) keep their findings."""
-    chosen: dict[tuple, tuple] = {}
-    for finding in findings:
-        place = _place(finding)
-        candidate = (finding.message, finding.recipe)
-        if place not in chosen or candidate < chosen[place]:
-            chosen[place] = candidate
-    return [finding for finding in findings if chosen[_place(finding)][1] == finding.recipe]
-
-
-def _place(finding: Finding) -> tuple:
-    location = finding.location
-    return (finding.rule_id, location.path, location.line, location.column, finding.fields)
 
 

@@ -68,6 +68,9 @@ class Finding:
     problem: str = ""
     """The fault the finding reports when another rule may report it too (mblint/arbitration.py);
     not part of the output."""
+    recipes: tuple[str, ...] = ()
+    """Every recipe the finding stands for when it stands for more than its own ``recipe``
+    (recipes sharing the line reported the problem once); empty otherwise."""
 
     @property
     def applicable_fixes(self) -> tuple[FixIntent, ...]:
@@ -108,7 +111,7 @@ def finding_to_dict(finding: Finding) -> dict:
         "fixes": [{"action": f.action, "field": f.field, "value": f.value, "new_field": f.new_field,
                    "safe": f.safe, "description": f.description, "alternative": f.alternative}
                   for f in finding.fixes],
-        "extra": finding.extra, "problem": finding.problem,
+        "extra": finding.extra, "problem": finding.problem, "recipes": list(finding.recipes),
     }
 
 
@@ -123,7 +126,7 @@ def finding_from_dict(data: dict) -> Finding:
         data["rule_id"], data["rule_name"], _SEVERITIES[data["severity"]], data["message"],
         origin_from_dict(data["location"]), tuple(_related_from_dict(r) for r in data["related"]),
         tuple(data["fields"]), data["recipe"], tuple(_fix_from_dict(f) for f in data["fixes"]),
-        False, data.get("extra", {}), data.get("problem", ""),
+        False, data.get("extra", {}), data.get("problem", ""), tuple(data.get("recipes", ())),
     )
 
 
@@ -146,7 +149,7 @@ def _origin_reduced(origin: Origin) -> tuple:
 def _finding_reduced(finding: Finding) -> tuple:
     return Finding, (finding.rule_id, finding.rule_name, finding.severity, finding.message, finding.location,
                      tuple(finding.related), tuple(finding.fields), finding.recipe, tuple(finding.fixes), False,
-                     finding.extra, finding.problem)
+                     finding.extra, finding.problem, finding.recipes)
 
 
 def _related_reduced(related: Related) -> tuple:

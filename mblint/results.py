@@ -105,24 +105,23 @@ def _unseen(findings: list[dict], seen: set) -> list[dict]:
     return unseen
 
 
-def decoded_result(cached: dict, seen: set) -> FileResult | None:
+def decoded_result(cached: dict) -> FileResult | None:
     """The result a cache entry holds, or None when the entry is damaged (a severity out of
     range, a wrong type, a missing key): a cache folder may come from an untrusted checkout.
-    ``seen`` is left as it was for a damaged entry."""
-    before = set(seen)
+    Every finding is decoded, repeats of another file's included: the report merges the
+    recipes each stands for (mblint/arbitration.py)."""
     try:
-        result = FileResult.from_dict(cached, seen)
+        result = FileResult.from_dict(cached)
         if not all(isinstance(n, str) for n in result.notes) or not all(map(_well_formed, result.findings)):
             raise TypeError("not a result")
         return result
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
-        seen.clear()
-        seen.update(before)
         return None
 
 
 def _well_formed(finding: Finding) -> bool:
     places = (finding.location, *(related.origin for related in finding.related))
     return (isinstance(finding.message, str) and isinstance(finding.recipe, str)
+            and all(isinstance(recipe, str) for recipe in finding.recipes)
             and all(isinstance(place.path, str) and all(type(number) is int for number in
                     (place.line, place.column, place.end_line, place.end_column)) for place in places))

@@ -44,3 +44,31 @@ def test_what_the_override_file_causes_is_reported_on_its_line(tmp_path: Path, m
     report, _ = _lint(tmp_path, mb_roots, "train:\n  micro_batch_size: 2\n")  # PK001, caused by the file
     places = [(f["rule"], f["location"]["path"], f["location"]["line"]) for f in report["findings"]]
     assert places == [("PK001", "o.yaml", 3)]
+
+
+PACKED_MBS2 = """from megatron.bridge.recipes.common import _sft_common
+
+
+def my_sft_config():
+    cfg = _sft_common()
+    cfg.dataset.enable_offline_packing = True
+    cfg.train.micro_batch_size = 2
+    cfg.train.global_batch_size = 4
+    return cfg
+"""
+
+
+def test_findings_of_two_jobs_at_one_line_say_which_job_each_is(tmp_path: Path, mb_roots) -> None:
+    """The recipe alone and the recipe with its override file both report PK001 at the recipe's
+    micro_batch_size line, with the global batch each job has (4, and 6 from the file): the
+    second names the override file's job (issue 31, item 5)."""
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    (tmp_path / "r.py").write_text(PACKED_MBS2)
+    (tmp_path / "o.yaml").write_text("# mblint: recipe=r.py::my_sft_config\ntrain:\n  global_batch_size: 6\n")
+    result = run(["check", "--no-cache", "--format", "json", "--search-path", str(mb_roots["0.6"]), "--select",
+                  "PK001", "r.py", "o.yaml"], tmp_path)
+    findings = json.loads(result.stdout)["findings"]
+    assert [(f["location"]["path"], f["location"]["line"]) for f in findings] == [("r.py", 7), ("r.py", 7)]
+    jobs = [[r["message"] for r in f["related"] if r["location"]["path"] == "o.yaml"] for f in findings]
+    by_batch = dict(zip(["global_batch_size=2" in f["message"] for f in findings], jobs))
+    assert by_batch == {True: [], False: ["in the job of r.py::my_sft_config with the override file o.yaml"]}

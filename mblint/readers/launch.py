@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mblint.arbitration import name_the_job
 from mblint.extract.launch import Launch, Setting, find_launches
 from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit, read_source
 from mblint.extract.shell import MAX_SCRIPT_BYTES, Span, parse_script
@@ -285,6 +286,7 @@ class LaunchReader:
                 self.relocate(finding, display, launch, finding.rule_id in world_readers)
             result.findings.append(finding)
             kept += 1
+        name_the_job(findings, self.origin(display, launch.entry_word.span), f"the job launched at {display}:{launch.line}")
         if own:
             result.notes.append(f"{display}:{launch.line}: {len(own)} finding(s) of {alone.recipe.label} itself are "
                                 "not repeated here (lint the recipe's file to see them)")

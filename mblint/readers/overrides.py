@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mblint.arbitration import name_the_job
 from mblint.extract.modules import OUTSIDE_PROJECT, SourceError
 from mblint.findings import Finding
+from mblint.model import Origin
 from mblint.results import FileError
 
 if TYPE_CHECKING:
@@ -70,6 +72,9 @@ class OverridesReader:
         before = len(report.findings)
         engine.check_recipe(recipe_path, function, text, report, overrides=[path], dotlist=engine.options.dotlist)
         self.leave_out_recipe_own_findings(recipe_path, function, text, path, report, before)
+        display = engine.project_display(path)
+        name_the_job(report.findings[before:], Origin(display, 1, 1, 1, 2, "override"),
+                     f"the job of {engine.project_display(recipe_path)}::{function} with the override file {display}")
         return engine.dependencies(recipe_path) | {recipe_path.resolve()}
 
     def leave_out_recipe_own_findings(self, recipe_path: Path, function: str, text: str, override: Path,

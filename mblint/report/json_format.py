@@ -10,7 +10,7 @@ from mblint.results import Report
 
 
 def finding_json(finding: Finding) -> dict:
-    return {
+    found = {
         "rule": finding.rule_id,
         "name": finding.rule_name,
         "severity": finding.severity.label,
@@ -25,6 +25,9 @@ def finding_json(finding: Finding) -> dict:
             for f in finding.fixes
         ],
     }
+    if finding.recipes:  # the finding stands for these recipes, which share its line
+        found["recipes"] = list(finding.recipes)
+    return found
 
 
 def render(report: Report) -> str:

@@ -140,6 +140,8 @@ def _result(finding: Finding, index: dict, root: Path, display_root: Path, seen:
     )
     if finding.recipe:
         result.properties = {"recipe": finding.recipe, "fields": list(finding.fields)}
+        if finding.recipes:
+            result.properties["recipes"] = list(finding.recipes)
     return result
 
 

@@ -52,11 +52,24 @@ def _render_finding(finding: Finding, sources: dict[str, dict[int, str]], show_s
     for related in finding.related:
         r = related.origin
         out.append(f"  = related: {r.path}:{r.line}:{r.column}: {related.message}")
+    if finding.recipes:
+        out.append(f"  = {recipe_count(finding.recipes)}")
     for fix in finding.fixes:
         kind = "alternative (not applied)" if fix.alternative else "fix" if fix.safe else "unsafe fix"
         out.append(f"  = {kind}: {fix.description}")
     out.append("")
     return out
+
+
+SHOWN_RECIPES = 3
+
+
+def recipe_count(recipes: tuple[str, ...]) -> str:
+    """How many recipes a finding stands for, and the functions of the first few (the JSON
+    output lists every one as ``path::function``)."""
+    shown = ", ".join(recipe.rpartition("::")[2] for recipe in recipes[:SHOWN_RECIPES])
+    more = len(recipes) - SHOWN_RECIPES
+    return f"stands for {len(recipes)} recipes: {shown}" + (f" and {more} more" if more > 0 else "")
 
 
 def summary_line(report: Report) -> str:
