@@ -90,6 +90,8 @@ ABSENT = _Absent()
 
 
 def is_known(value: Any) -> bool:
+    """Not ``UNKNOWN`` (``ABSENT`` and object nodes count as known): what the resolver asks.
+    Rules ask ``mblint.rule.known``, which also refuses those."""
     return not isinstance(value, Unknown)
 
 

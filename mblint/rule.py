@@ -350,7 +350,10 @@ def format_value(value: Any) -> str:
 
 
 def known(*values: Any) -> bool:
-    """True when every value given is known and present (rules stay silent otherwise)."""
+    """True when every value given is a plain value a rule can compute with: not ``UNKNOWN``
+    (mblint could not tell it), not ``ABSENT`` (the field does not exist there) and not a config
+    object. The one test of known-ness rules use (``mblint.model.is_known`` only excludes
+    ``UNKNOWN``: the resolver's question); a rule whose inputs are not known says nothing."""
     for value in values:
         if type(value) in NOT_PLAIN_TYPES:
             return False

@@ -23,8 +23,11 @@ the ``mblint`` entry-point group with a ``@hookimpl`` of ``mblint_rules``:
 
 What is here:
 
-- values and known-ness: ``value``, ``known``, ``is_known``, ``int_values``,
-  ``ABSENT``, ``UNKNOWN``, ``format_value``; unknown means silence;
+- values and known-ness: ``value``, ``known``, ``int_values``, ``ABSENT``, ``UNKNOWN``,
+  ``format_value``. ``known(*values)`` is the one test of known-ness a rule needs: True when
+  every value is a plain value the rule can compute with; False for ``UNKNOWN`` (mblint could
+  not tell the value), ``ABSENT`` (the field does not exist there: its parent is None, a dict
+  lacks the key) and a config object. A rule whose inputs are not known says nothing;
 - Megatron-Bridge quantities derived from a configuration (each ``UNKNOWN`` when an input
   is): ``parallel`` (TP, PP, CP, EP... sizes), ``cuda_graphs``, ``offline_packing``,
   ``dispatcher``, ``mixed_precision_kind``, ``data_parallel_size``... Field paths differ
@@ -32,8 +35,12 @@ What is here:
 - ``precondition`` and the ``*_known_on`` tests: what must hold for a rule to have anything
   to say, which the engine checks once per configuration for all rules that share it;
 - ``per_config``: compute a derived quantity once per configuration;
-- ``Rule``, ``RuleContext``, ``Severity``, ``FixIntent``, ``Related``, ``Example``,
-  ``hookimpl``.
+- problems more than one rule may report (``NAME_GPUS_BELOW_LAYOUT``...), for
+  ``ctx.report(..., problem=...)`` and ``Rule.supersedes`` (mblint/arbitration.py);
+- ``Rule``, ``RuleContext``, ``Severity``, ``FixIntent``, ``Related``, ``Finding``, ``Origin``,
+  ``EffectiveConfig``, ``hookimpl``; for the examples, ``Example`` (Fixit's ``Valid``/``Invalid``
+  cases: a recipe body, with its world size, version, overrides, expected message and fixed
+  text) and ``hf_model(name)``, the one way an example writes an AutoBridge model.
 """
 
 from __future__ import annotations
@@ -51,30 +58,29 @@ from mblint.plugins import hookimpl
 from mblint.rule import Rule, RuleContext, format_value, known
 from mblint.schema import load_schema
 from mblint.suggestions import suggest
-from mblint.testing import Example
+from mblint.testing import Example, hf_model
 
 __all__ = [
-    "HF_PROVIDER_LABEL", "NAME_GPUS_BELOW_LAYOUT", "SEQ_LENGTHS_DIFFER", "UNPADDED_PACKS_UNDER_GRAPHS",
-    "WORLD_NOT_DIVISIBLE_BY_DENSE_GRID",
-    "ABSENT", "BRIDGE_GPT_DATASET", "COLLATE_DATASET_TYPES_06", "GRAPH_DEPRECATED_NAMES_06", "GRAPH_MODULE_NAMES",
-    "RECOMPUTE_MODULES", "SET_KINDS", "SFT_DATASETS_03", "SFT_DATASETS_06", "SFT_DATASET_TYPES_06", "SPECS_03",
-    "SPECS_06", "UNKNOWN", "Alignment", "CudaGraphs", "EffectiveConfig", "Example", "Finding", "FixIntent",
-    "Origin", "PARALLEL_SIZE_PATHS", "Parallel", "Related", "Rule", "RuleContext", "Severity", "Unknown", "allowed_values", "assigned",
-    "canonical_seq_datasets", "class_fields", "comm_overlap_present", "constructor_site_field",
-    "context_parallel_known_above_1", "cp_sp_alignment", "cp_sp_alignment_all", "cpu_offloading_known_on",
-    "cuda_graphs", "cuda_graphs_known_on", "data_parallel_size", "dataset_is", "dispatcher", "dist_train",
-    "effective_overlap_flag", "energon_packing", "ep_overlap_problems", "env_var", "eval_context_parallel_size",
+    "ABSENT", "BRIDGE_GPT_DATASET", "COLLATE_DATASET_TYPES_06", "GRAPH_MODULE_NAMES", "HF_PROVIDER_LABEL",
+    "NAME_GPUS_BELOW_LAYOUT", "PARALLEL_SIZE_PATHS", "SEQ_LENGTHS_DIFFER", "SFT_DATASET_TYPES_06", "SPECS_06",
+    "UNKNOWN", "UNPADDED_PACKS_UNDER_GRAPHS", "WORLD_NOT_DIVISIBLE_BY_DENSE_GRID", "EffectiveConfig", "Example",
+    "Finding", "FixIntent", "Origin", "Related", "Rule", "RuleContext", "Severity", "Unknown", "allowed_values",
+    "assigned", "canonical_seq_datasets", "class_fields", "comm_overlap_present", "constructor_site_field",
+    "context_parallel_known_above_1", "cp_sp_alignment_all", "cpu_offloading_known_on", "cuda_graphs",
+    "cuda_graphs_known_on", "data_parallel_size", "dataset_is", "dispatcher", "dist_train",
+    "effective_overlap_flag", "energon_packing", "env_var", "ep_overlap_problems", "eval_context_parallel_size",
     "fine_grained_offloading_known_on", "finetuning_dataset", "flex_backend", "format_value", "from_dotlist",
-    "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "seq_length_disagrees", "has_overrides", "hookimpl", "hybridep",
-    "hybridep_known_on", "in_batch_packing", "in_batch_packing_known_on", "in_batch_packing_path", "int_values",
-    "is_hybrid_stack", "is_known", "is_model_class", "is_node", "is_round", "known", "knows_class", "knows_field", "last_set_of",
-    "layout_stages",
-    "megatron_fsdp", "min_gpus", "mixed_precision_fields", "mixed_precision_kind", "model_family_hints",
+    "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "has_overrides", "hf_model", "hookimpl",
+    "hybridep", "hybridep_known_on", "in_batch_packing", "in_batch_packing_known_on", "in_batch_packing_path",
+    "int_values", "is_hybrid_stack", "is_model_class", "is_node", "is_round", "known", "knows_field", "last_set_of",
+    "layout_stages", "megatron_fsdp", "min_gpus", "mixed_precision_kind", "model_family_hints",
     "non_dividing_factor", "offline_packing", "offline_packing_known_on", "pad_to_max_length", "parallel",
     "per_config", "per_schema", "precision_value", "precondition", "recompute_module_list",
     "recompute_modules_allowed", "schema_of", "selective_recompute_modules", "selective_recompute_modules_known",
-    "sft_dataset_family", "some_packing_known_on", "specs_path", "specs_present", "str_list", "suggest", "value",
+    "seq_length_disagrees", "some_packing_known_on", "specs_path", "specs_present", "str_list", "suggest", "value",
 ]
+
+# --- memoised answers, field values, packing switches, parallel sizes ---
 
 SPECS_06 = "dataset.offline_packing_specs"
 SPECS_03 = "dataset.packed_sequence_specs"
@@ -225,24 +231,7 @@ def _positive_ints(*values: Any) -> bool:
     return all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values)
 
 
-def cp_sp_alignment(cp: Any, tp: Any, sp: Any) -> tuple[Any, str]:
-    """lcm(2*CP if CP>1 else 1, CP*TP if SP and TP>1 else 1), and how it was worked out."""
-    if not known(cp, tp, sp) or not _positive_ints(cp, tp):
-        return UNKNOWN, ""
-    cp_mult = 2 * cp if cp > 1 else 1
-    sp_mult = cp * tp if sp and tp > 1 else 1
-    required = math.lcm(cp_mult, sp_mult)
-    parts = []
-    if cp > 1:
-        parts.append(f"CP={cp} needs a multiple of 2*CP = {cp_mult}")
-    if sp and tp > 1:
-        parts.append(f"TP={tp} with sequence parallelism needs a multiple of CP*TP = {sp_mult}")
-    if len(parts) == 2:
-        return required, f"{parts[0]} and {parts[1]}, so lcm({cp_mult}, {sp_mult}) = {required}"
-    return required, parts[0] if parts else "no alignment is needed"
-
-
-# --- CUDA graphs and MoE dispatch (CG/MO rules) -------------------------------------------
+# --- CUDA graphs, MoE dispatch and communication overlap ---
 
 _GRAPH_SPECIAL = ("full_iteration", "full_iteration_inference", "full")
 
@@ -493,7 +482,7 @@ def ep_overlap_problems(cfg: EffectiveConfig) -> tuple[list[tuple[str, str]], bo
     return problems, all_known
 
 
-# --- packing / sequence-length helpers (rules-pack) -------------------------------------------
+# --- datasets, CP/SP collate padding, data parallelism, model family, constructor sites ---
 
 SFT_DATASET_TYPES_06 = ("GPTSFTDatasetConfig", "FinetuningDatasetConfig", "DirectHFSFTDatasetConfig",
                         "EnergonDatasetConfig", "MockVLMSFTDatasetConfig")
@@ -629,7 +618,9 @@ def canonical_seq_datasets(cfg: EffectiveConfig) -> tuple[str, ...]:
     if not sft_dataset_family(cfg):
         return (BRIDGE_GPT_DATASET, "FinetuningDatasetConfig")
     return (BRIDGE_GPT_DATASET, "GPTSFTDatasetConfig", *COLLATE_DATASET_TYPES_06)
-# --- problems more than one rule reports ---------------------------------------------------
+
+
+# --- problems more than one rule reports ---
 # A finding that may repeat another rule's names its fault with ``ctx.report(..., problem=...)``;
 # of two findings of one problem on a job the engine keeps the one of the rule that
 # ``supersedes`` the other (mblint/arbitration.py). The names are the faults, not rule ids.
@@ -640,7 +631,7 @@ SEQ_LENGTHS_DIFFER = "model.seq_length and the dataset's seq_length differ"
 UNPADDED_PACKS_UNDER_GRAPHS = "offline packing under CUDA graphs without pad_to_max_length"
 
 
-# --- context parallelism, parallel grids and world size (rules/cp, rules/parallel) ---
+# --- dataset families, Megatron-FSDP, the minimum GPU count, whole numbers ---
 
 # Dataset classes ConfigContainer.validate() treats as fine-tuning data for the CP>1 checks
 # (0.6.2 megatron/bridge/training/config.py:1440-1446 plus the deprecated alias
@@ -703,7 +694,7 @@ def int_values(*values: Any) -> bool:
     return True
 
 
-# ----- general helpers (rules-general: OT, PR, RC, OF) ------------------------------------
+# --- who set a field, and what the release's schema has ---
 
 SET_KINDS = ("set", "override")
 
@@ -783,10 +774,9 @@ def _declared_fields(schema, type_name: str) -> frozenset[str] | None:
     return memo[key]
 
 
-# --- CUDA graph module names (rules-more1: CG004-CG018) ---------------------------------------
+# --- CUDA graph module names and recompute module lists ---
 
 GRAPH_MODULE_NAMES = ("attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba")
-GRAPH_DEPRECATED_NAMES_06 = ("full_iteration", "full_iteration_inference")
 
 
 def graph_module_names(raw: Any) -> Any:
@@ -821,7 +811,9 @@ def recompute_module_list(cfg: EffectiveConfig) -> Any:
     if not all(isinstance(m, str) for m in modules):
         return UNKNOWN
     return list(modules)
-# ----- primary location when several values disagree (mutation probe) ---------------------
+
+
+# --- which value a finding points at when several disagree ---
 
 def is_round(n: Any, unit: int = 16) -> bool:
     """A value people actually configure: a power of two or a multiple of ``unit``. When two
@@ -846,7 +838,9 @@ def non_dividing_factor(cfg: EffectiveConfig, world: int, paths_values) -> str |
     ``paths_values`` is a list of (path, value); returns the last-set culprit or None."""
     culprits = [path for path, v in paths_values if isinstance(v, int) and v > 0 and world % v != 0]
     return last_set_of(cfg, culprits) if culprits else None
-# ----- precision helpers (rules-more2: PR, RC) ----------------------------------------------
+
+
+# --- mixed precision, environment variables and selective recompute ---
 
 @per_config
 def mixed_precision_kind(cfg: EffectiveConfig) -> Any:
@@ -944,7 +938,7 @@ def selective_recompute_modules(cfg: EffectiveConfig) -> Any:
     return modules
 
 
-# --- preconditions: shared first early returns (Rule.precondition) ---------------------------
+# --- preconditions: shared first early returns (Rule.precondition) ---
 
 def precondition(test):
     """A test of the configuration that several rules declare as their ``precondition``: the
@@ -1007,6 +1001,9 @@ def selective_recompute_modules_known(cfg: EffectiveConfig) -> bool:
     """Recompute is selective with a known, non-empty module list."""
     modules = selective_recompute_modules(cfg)
     return known(modules) and bool(modules)
+
+
+# --- DistTrain and pipeline layouts ---
 
 
 def dist_train(cfg):

@@ -36,6 +36,14 @@ from megatron.bridge.training.mixed_precision import bf16_mixed, get_mixed_preci
 MARKER = r"#\s*(error|finding)\b"  # compiled by the re module when examples run, not at import
 
 
+def hf_model(name: str = "x") -> str:
+    """The example line that sets ``cfg.model`` to an AutoBridge model built from the Hugging
+    Face config ``name``, as real recipes write it. Without that config.json at hand (the tests
+    run with an empty Hugging Face cache) the provider's class and architecture are unknown:
+    ``"x"`` when only that matters, a real name where a rule reads it (a model family)."""
+    return f"cfg.model = AutoBridge.from_hf_pretrained('{name}').to_megatron_provider(load_weights=False)\n"
+
+
 @dataclass(frozen=True)
 class Example:
     """``code``: the function body. ``dotlist`` overrides and a ``yaml`` override file are

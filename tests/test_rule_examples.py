@@ -88,3 +88,16 @@ def test_every_example_of_every_loaded_rule_is_collected():
 def test_an_example_that_resolves_no_configuration_proves_nothing(code, mb_roots, tmp_path):
     with pytest.raises(ExampleNotResolved):
         run_example(RULES[0], Example(code), tmp_path, [mb_roots["0.6"]])
+
+
+def test_examples_write_an_autobridge_model_one_way():
+    """One prelude for an AutoBridge model (``hf_model``), not the line spelled out per rule."""
+    for rule in RULES:
+        source = inspect.getsource(inspect.getmodule(rule)).replace(rule.doc, "")
+        assert "from_hf_pretrained(" not in source, f"{rule.id}: use rulekit.hf_model(name) in examples"
+
+
+def test_rules_ask_one_question_of_known_ness():
+    """``known`` (rulekit) is the one test rules use; ``is_known`` is the resolver's."""
+    for rule in RULES:
+        assert "is_known" not in inspect.getsource(inspect.getmodule(rule)), rule.id

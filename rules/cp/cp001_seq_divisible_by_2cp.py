@@ -6,6 +6,7 @@ from mblint.rulekit import (
     Rule,
     Severity,
     context_parallel_known_above_1,
+    hf_model,
     int_values,
     offline_packing,
     parallel,
@@ -13,7 +14,7 @@ from mblint.rulekit import (
     value,
 )
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("meta-llama/Llama-3.1-8B")
 
 
 class SeqDivisibleBy2Cp(Rule):

@@ -7,12 +7,13 @@ from mblint.rulekit import (
     Severity,
     context_parallel_known_above_1,
     finetuning_dataset,
+    hf_model,
     known,
     parallel,
     value,
 )
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("meta-llama/Llama-3.1-8B")
 
 
 class FinetuneCpPerTokenLoss(Rule):

@@ -7,13 +7,14 @@ from mblint.rulekit import (
     Severity,
     context_parallel_known_above_1,
     finetuning_dataset,
+    hf_model,
     known,
     megatron_fsdp,
     parallel,
     value,
 )
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("meta-llama/Llama-3.1-8B")
 FIXED = "cfg.model.calculate_per_token_loss = True\n"
 
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import math
 
-from mblint.rulekit import Example, Rule, Severity, has_check, known, parallel, value
+from mblint.rulekit import Example, Rule, Severity, has_check, hf_model, known, parallel, value
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("meta-llama/Llama-3.1-8B")
 
 
 class HcpProduct(Rule):

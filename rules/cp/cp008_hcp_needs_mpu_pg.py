@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, has_check, known, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, has_check, hf_model, known, value
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("meta-llama/Llama-3.1-8B")
 HCP = "cfg.model.context_parallel_size = 4\ncfg.model.cp_comm_type = 'a2a+p2p'\ncfg.model.hierarchical_context_parallel_sizes = [2, 2]\n"
 
 

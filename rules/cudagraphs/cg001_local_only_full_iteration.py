@@ -8,11 +8,12 @@ from mblint.rulekit import (
     cuda_graphs,
     cuda_graphs_known_on,
     graph_fields,
+    hf_model,
     known,
     value,
 )
 
-MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+MOE = hf_model()
 
 
 class LocalOnlyFullIteration(Rule):

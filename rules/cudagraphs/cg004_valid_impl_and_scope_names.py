@@ -7,14 +7,14 @@ from mblint.rulekit import (
     Severity,
     allowed_values,
     graph_module_names,
+    hf_model,
     known,
     knows_field,
     schema_of,
     value,
 )
 
-HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+HF = "cfg = _pretrain_common()\n" + hf_model()
 IMPLS = ("none", "local", "transformer_engine")  # when the schema records no allowed set
 
 

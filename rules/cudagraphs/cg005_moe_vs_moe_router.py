@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, cuda_graphs, cuda_graphs_known_on, graph_fields, known
+from mblint.rulekit import Example, Rule, Severity, cuda_graphs, cuda_graphs_known_on, graph_fields, hf_model, known
 
 HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+      + hf_model() +
       'cfg.model.cuda_graph_impl = "transformer_engine"\n')
 
 

@@ -8,14 +8,14 @@ from mblint.rulekit import (
     cuda_graphs_known_on,
     dispatcher,
     graph_fields,
+    hf_model,
     int_values,
-    is_known,
     known,
     value,
 )
 
 HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+      + hf_model() +
       'cfg.model.cuda_graph_impl = "transformer_engine"\n')
 MOE = HF + 'cfg.model.num_moe_experts = 64\ncfg.model.moe_layer_freq = 1\n'
 
@@ -96,7 +96,7 @@ with the drop-padding and dense-layer messages.
             names += [n for n in ("moe_router", "moe_preprocess") if n not in names]
         fields = graph_fields(graphs, cfg)
         experts = value(cfg, "model.num_moe_experts", None)
-        if not is_known(experts):
+        if not known(experts):
             return
         moe_names = [n for n in ("moe", "moe_router") if n in names]
         if experts is None or (int_values(experts) and experts <= 1):
@@ -123,7 +123,7 @@ with the drop-padding and dense-layer messages.
                 )
         factor = value(cfg, "model.moe_expert_capacity_factor", None)
         pad = value(cfg, "model.moe_pad_expert_input_to_capacity", False)
-        if not known(pad) or not is_known(factor):
+        if not known(pad) or not known(factor):
             return
         if isinstance(factor, (int, float)) and factor < 0:
             factor = None

@@ -8,13 +8,14 @@ from mblint.rulekit import (
     cuda_graphs_known_on,
     full_cudagraph,
     graph_fields,
+    hf_model,
     known,
     recompute_module_list,
     value,
 )
 
 HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+      + hf_model() +
       'cfg.model.cuda_graph_impl = "transformer_engine"\n'
       'cfg.model.recompute_granularity = "selective"\n')
 

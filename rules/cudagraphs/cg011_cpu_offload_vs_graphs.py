@@ -9,11 +9,12 @@ from mblint.rulekit import (
     cpu_offloading_known_on,
     cuda_graphs,
     graph_fields,
+    hf_model,
     known,
     value,
 )
 
-MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+MOE = hf_model()
 
 
 class CpuOffloadVsGraphs(Rule):

@@ -1,20 +1,21 @@
 from __future__ import annotations
 
 from mblint.rulekit import (
-    Example,
     SPECS_06,
+    Example,
     FixIntent,
     Rule,
     Severity,
     cuda_graphs,
     graph_fields,
+    hf_model,
     known,
     offline_packing,
     offline_packing_known_on,
     value,
 )
 
-MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+MOE = hf_model()
 
 
 class OfflinePackingGraphStaticCuSeqlens(Rule):

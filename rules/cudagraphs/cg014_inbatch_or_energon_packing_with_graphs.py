@@ -9,11 +9,12 @@ from mblint.rulekit import (
     cuda_graphs_known_on,
     energon_packing,
     graph_fields,
+    hf_model,
     in_batch_packing,
     in_batch_packing_path,
 )
 
-MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+MOE = hf_model()
 
 
 class InbatchOrEnergonPackingWithGraphs(Rule):

@@ -6,13 +6,14 @@ from mblint.rulekit import (
     Severity,
     cuda_graphs,
     graph_fields,
+    hf_model,
     known,
     offline_packing,
     offline_packing_known_on,
     specs_path,
 )
 
-MOE = 'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+MOE = hf_model()
 
 
 class TeScopedGraphPackedFragile(Rule):

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import ABSENT, Example, FixIntent, Rule, Severity, cuda_graphs, known, value
+from mblint.rulekit import ABSENT, Example, FixIntent, Rule, Severity, cuda_graphs, hf_model, known, value
 
-HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+HF = "cfg = _pretrain_common()\n" + hf_model()
 
 
 def _empty_modules(raw) -> bool:

@@ -9,11 +9,12 @@ from mblint.rulekit import (
     cuda_graphs,
     cuda_graphs_known_on,
     graph_fields,
+    hf_model,
     known,
 )
 
 HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+      + hf_model() +
       'cfg.model.cuda_graph_impl = "transformer_engine"\n')
 ALLOC = "PYTORCH_CUDA_ALLOC_CONF"
 REG = "NCCL_GRAPH_REGISTER"

@@ -8,12 +8,13 @@ from mblint.rulekit import (
     cuda_graphs,
     fine_grained_offloading_known_on,
     graph_fields,
+    hf_model,
     known,
     value,
 )
 
 HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+      + hf_model() +
       'cfg.model.fine_grained_activation_offloading = True\n'
       'cfg.model.offload_modules = ["core_attn"]\n')
 LOCAL_OK = {"expert_fc1", "moe_act", "fused_group_mlp"}

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import functools
 
-from mblint.rulekit import (ABSENT, HF_PROVIDER_LABEL, Example, FixIntent, Rule, Severity, format_value, known, per_schema,
-                             schema_of, suggest)
+from mblint.rulekit import (ABSENT, HF_PROVIDER_LABEL, Example, FixIntent, Rule, Severity, format_value, hf_model,
+                             known, per_schema, schema_of, suggest)
 
 TRANSFORMER_CONFIG = "megatron.core.transformer.transformer_config.TransformerConfig"
 
@@ -59,7 +59,7 @@ def hf_provider_extra_fields(cfg, schema) -> list[str]:
     return found
 
 
-HF_MODEL = "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF_MODEL = hf_model()
 
 
 class UnknownField(Rule):

@@ -9,6 +9,7 @@ from mblint.rulekit import (
     format_value,
     from_dotlist,
     has_check,
+    hf_model,
     known,
     per_schema,
     schema_of,
@@ -83,7 +84,7 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
         "cfg = _pretrain_common()\ncfg.train.eval_iters = None",
         # graphs off: validate() clears the scope before Megatron-Core could warn (perf recipes' pattern)
         "cfg = _pretrain_common()\n"
-        "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+        + hf_model() +
         "cfg.model.cuda_graph_impl = 'none'\ncfg.model.cuda_graph_scope = ['attn']",
         # value unknown (assigned in a loop)
         "cfg = _pretrain_common()\nfor n in range(3):\n    cfg.train.eval_iters = n",
@@ -98,11 +99,11 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
                 unsafe=False),
         "cfg = _pretrain_common()\ncfg.train.skip_train = True  # error",
         Example("cfg = _pretrain_common()\n"
-                "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                + hf_model() +
                 "cfg.model.cuda_graph_impl = 'transformer_engine'\ncfg.model.cuda_graph_scope = ['attn']  # error",
                 message="model.cuda_graph_scope = ['attn'] is deprecated; use model.cuda_graph_modules",
                 fixed="cfg = _pretrain_common()\n"
-                      "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                      + hf_model() +
                       "cfg.model.cuda_graph_impl = 'transformer_engine'\ncfg.model.cuda_graph_modules = ['attn']  # error",
                 unsafe=True),
         # the entry moves to a validation section; not when train would be left empty (train: null)
@@ -114,11 +115,11 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
         Example("cfg = _pretrain_common()", dotlist=("train.eval_iters=5",)),
         # Megatron-Core turns enable_cuda_graph = True into cuda_graph_impl = "local"
         Example("cfg = _pretrain_common()\n"
-                "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                + hf_model() +
                 "cfg.model.enable_cuda_graph = True  # error", version="0.3",
                 message="model.enable_cuda_graph = True is deprecated; use model.cuda_graph_impl",
                 fixed="cfg = _pretrain_common()\n"
-                      "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                      + hf_model() +
                       "cfg.model.cuda_graph_impl = 'local'  # error",
                 unsafe=True),
     ]

@@ -1,9 +1,20 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, has_check, known, knows_field, megatron_fsdp, value
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    has_check,
+    hf_model,
+    known,
+    knows_field,
+    megatron_fsdp,
+    value,
+)
 
 P = "cfg = _pretrain_common()\n"
-HF = P + "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF = P + hf_model()
 PROF = P + "cfg.profiling = ProfilingConfig()\n"
 
 

@@ -5,6 +5,7 @@ from mblint.rulekit import (
     Example,
     Rule,
     Severity,
+    hf_model,
     int_values,
     known,
     parallel,
@@ -12,7 +13,7 @@ from mblint.rulekit import (
     value,
 )
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("meta-llama/Llama-3.1-8B")
 LONG = 32768
 
 

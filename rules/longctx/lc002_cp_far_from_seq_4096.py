@@ -2,9 +2,18 @@ from __future__ import annotations
 
 import math
 
-from mblint.rulekit import SEQ_LENGTHS_DIFFER, Example, Rule, Severity, int_values, parallel, seq_length_disagrees
+from mblint.rulekit import (
+    SEQ_LENGTHS_DIFFER,
+    Example,
+    Rule,
+    Severity,
+    hf_model,
+    int_values,
+    parallel,
+    seq_length_disagrees,
+)
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("meta-llama/Llama-3.1-8B")
 SHARD = 4096
 LONG = 32768  # long context, as LC001 counts it
 FACTOR = 4

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, min_gpus, parallel
+from mblint.rulekit import Example, Rule, Severity, hf_model, min_gpus, parallel
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("Qwen/Qwen3-30B-A3B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("Qwen/Qwen3-30B-A3B")
 FIELDS = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size",
           "model.expert_model_parallel_size", "model.expert_tensor_parallel_size"]
 

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, flex_backend, known
+from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, flex_backend, hf_model, known
 
-MOE = ('cfg = _pretrain_common()\n'
-       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+MOE = "cfg = _pretrain_common()\n" + hf_model()
 
 
 class FlexWithoutBackend(Rule):

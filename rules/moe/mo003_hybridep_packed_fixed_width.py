@@ -8,6 +8,7 @@ from mblint.rulekit import (
     Severity,
     cuda_graphs,
     has_check,
+    hf_model,
     hybridep,
     known,
     offline_packing,
@@ -20,7 +21,7 @@ from mblint.rulekit import (
 ENV = "NUM_OF_TOKENS_PER_CHUNK_COMBINE_API"
 DEFAULT_CHUNK = 128
 HEP = ('cfg = _sft_common()\n'
-       'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+       + hf_model() +
        'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.moe_flex_dispatcher_backend = "hybridep"\n'
        'cfg.dataset.dataset_kwargs = {"pad_to_max_length": True}\n')
 GRAPHED = HEP + 'cfg.model.cuda_graph_impl = "transformer_engine"\n'

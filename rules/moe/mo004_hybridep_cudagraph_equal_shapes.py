@@ -6,6 +6,7 @@ from mblint.rulekit import (
     cuda_graphs,
     energon_packing,
     graph_fields,
+    hf_model,
     hybridep,
     hybridep_known_on,
     in_batch_packing,
@@ -16,7 +17,7 @@ from mblint.rulekit import (
     value,
 )
 
-HEP = ('cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+HEP = (hf_model() +
        'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.moe_flex_dispatcher_backend = "hybridep"\n')
 
 

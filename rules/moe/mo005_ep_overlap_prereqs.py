@@ -6,11 +6,12 @@ from mblint.rulekit import (
     Severity,
     effective_overlap_flag,
     ep_overlap_problems,
+    hf_model,
     value,
 )
 
 BASE = ('cfg = _pretrain_common()\n'
-        'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+        + hf_model() +
         'cfg.model.moe_token_dispatcher_type = "alltoall"\n'
         'cfg.model.expert_model_parallel_size = 8\n')
 OVERLAP = 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, overlap_moe_expert_parallel_comm=True)\n'
@@ -64,7 +65,7 @@ megatron/bridge/training/config.py:1882-1885 (setup before validate).
         BASE + OVERLAP + 'for g in ["full"]:\n    cfg.model.recompute_granularity = g',
         # dispatcher HF-derived (unknown): silent
         'cfg = _pretrain_common()\n'
-        'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+        + hf_model() +
         'cfg.model.expert_model_parallel_size = 8\n' + OVERLAP,
     ]
     invalid = [

@@ -9,12 +9,12 @@ from mblint.rulekit import (
     effective_overlap_flag,
     ep_overlap_problems,
     has_check,
+    hf_model,
     known,
     value,
 )
 
-BASE = ('cfg = _pretrain_common()\n'
-        'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+BASE = "cfg = _pretrain_common()\n" + hf_model()
 
 
 class DelayWgradRequiresEpOverlap(Rule):

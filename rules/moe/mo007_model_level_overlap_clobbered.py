@@ -7,13 +7,13 @@ from mblint.rulekit import (
     Severity,
     comm_overlap_present,
     ep_overlap_problems,
+    hf_model,
     known,
     parallel,
     value,
 )
 
-BASE = ('cfg = _pretrain_common()\n'
-        'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+BASE = "cfg = _pretrain_common()\n" + hf_model()
 CO = 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False)\n'
 EP_READY = ('cfg.model.expert_model_parallel_size = 8\ncfg.model.num_moe_experts = 64\n'
             'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = False\n'

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, int_values, parallel, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, hf_model, int_values, parallel, value
 
-HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+HF = "cfg = _pretrain_common()\n" + hf_model()
 
 
 class EpRequiresMoe(Rule):

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, has_check, known, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, has_check, hf_model, known, value
 
 HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n'
+      + hf_model() +
       'cfg.model.moe_shared_expert_intermediate_size = 2048\n')
 
 

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, assigned, is_known, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, assigned, hf_model, known, value
 
-HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+HF = "cfg = _pretrain_common()\n" + hf_model()
 KNOBS = ("moe_deepep_num_sms", "moe_hybridep_num_sms")
 TARGET = "model.moe_flex_dispatcher_num_sms"
 
@@ -71,7 +70,7 @@ model.moe_deepep_num_sms=20 model.moe_hybridep_num_sms=16` fails with that messa
 
     def check(self, cfg, ctx):
         values = {name: value(cfg, f"model.{name}", None) for name in KNOBS}
-        if not all(is_known(v) for v in values.values()):
+        if not all(known(v) for v in values.values()):
             return
         set_ = {name: v for name, v in values.items() if v is not None and assigned(cfg, f"model.{name}")}
         if not set_:
@@ -88,7 +87,7 @@ model.moe_deepep_num_sms=20 model.moe_hybridep_num_sms=16` fails with that messa
             )
             return
         for name, v in set_.items():
-            if is_known(flex) and flex is not None:
+            if known(flex) and flex is not None:
                 tail = f"model.moe_flex_dispatcher_num_sms = {flex} takes precedence, so it has no effect"
                 fixes = [FixIntent("remove", f"model.{name}", safe=True, description=f"remove model.{name}")]
             else:

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, flex_backend, is_known, known, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, flex_backend, hf_model, known, value
 
-HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+HF = "cfg = _pretrain_common()\n" + hf_model()
 BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "none")
 
 
@@ -82,7 +81,7 @@ model.moe_router_load_balancing_type=sinkhorn` fails ("... only works with aux_l
     def check(self, cfg, ctx):
         pad = value(cfg, "model.moe_pad_expert_input_to_capacity", False)
         factor = value(cfg, "model.moe_expert_capacity_factor", None)
-        if not known(pad) or not is_known(factor):
+        if not known(pad) or not known(factor):
             return
         effective = None if isinstance(factor, (int, float)) and factor < 0 else factor
         kind, backend = dispatcher(cfg), flex_backend(cfg)
@@ -115,7 +114,7 @@ model.moe_router_load_balancing_type=sinkhorn` fails ("... only works with aux_l
         if not known(balancing):
             return
         kinds = list(balancing) if isinstance(balancing, (list, tuple)) else [balancing]
-        if not all(isinstance(k, str) and is_known(k) for k in kinds):
+        if not all(isinstance(k, str) and known(k) for k in kinds):
             return
         bad = [k for k in kinds if k not in BALANCING]
         if bad:

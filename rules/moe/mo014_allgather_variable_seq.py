@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, known, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, hf_model, known, value
 
-HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+HF = "cfg = _pretrain_common()\n" + hf_model()
 
 
 class AllgatherVariableSeq(Rule):

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, int_values, known, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, hf_model, int_values, known, value
 
-HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+HF = "cfg = _pretrain_common()\n" + hf_model()
 
 
 class LargeExpertCountRouterDtype(Rule):
@@ -49,7 +48,7 @@ megatron/core/transformer/transformer_config.py:1944-1952.
         # replacing a value the recipe wrote is unsafe
         Example(HF + 'cfg.model.num_moe_experts = 128\ncfg.model.moe_router_dtype = None  # finding',
                 message="model.num_moe_experts is 128 (>= 32) but model.moe_router_dtype is None",
-                fixed=HF + 'cfg.model.num_moe_experts = 128\ncfg.model.moe_router_dtype = "fp32"  # finding',
+                fixed=HF + "cfg.model.num_moe_experts = 128\ncfg.model.moe_router_dtype = 'fp32'  # finding",
                 unsafe=True),
         Example(HF + 'cfg.model.moe_router_dtype = None  # finding\ncfg.model.num_moe_experts = 32', version="0.3"),
     ]

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, known, precision_value, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, hf_model, known, precision_value, value
 
-HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+HF = "cfg = _pretrain_common()\n" + hf_model()
 GPT = ('from megatron.bridge.models import GPTModelProvider\ncfg = _pretrain_common()\n'
        'cfg.model = GPTModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4, num_moe_experts=8)\n')
 FP8 = 'cfg.mixed_precision = get_mixed_precision_config("bf16_with_fp8_current_scaling_mixed")\n'

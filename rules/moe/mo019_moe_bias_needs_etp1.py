@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, int_values, is_known, parallel, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, hf_model, int_values, known, parallel, value
 
 GPT = ('from megatron.bridge.models import GPTModelProvider\ncfg = _pretrain_common()\n'
        'cfg.model = GPTModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4, num_moe_experts=8)\n')
-HF = ('cfg = _pretrain_common()\n'
-      'cfg.model = AutoBridge.from_hf_pretrained("x").to_megatron_provider(load_weights=False)\n')
+HF = "cfg = _pretrain_common()\n" + hf_model()
 ETP = "model.expert_tensor_parallel_size"
 BIAS = "model.add_bias_linear"
 
@@ -87,7 +86,7 @@ fails with that message.
     def check(self, cfg, ctx):
         experts = value(cfg, "model.num_moe_experts", None)
         bias = value(cfg, BIAS, False)
-        if experts is None or not is_known(experts) or bias is not True:
+        if experts is None or not known(experts) or bias is not True:
             return
         par = parallel(cfg)
         if not int_values(par.etp) or par.etp == 1:

@@ -8,13 +8,14 @@ from mblint.rulekit import (
     allowed_values,
     fine_grained_offloading_known_on,
     format_value,
+    hf_model,
     known,
     str_list,
     suggest,
     value,
 )
 
-HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF = "cfg = _pretrain_common()\n" + hf_model()
 FG = "cfg.model.fine_grained_activation_offloading = True\n"
 FLAG = "model.fine_grained_activation_offloading"
 MODS = "model.offload_modules"

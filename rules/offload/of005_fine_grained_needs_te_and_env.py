@@ -8,12 +8,13 @@ from mblint.rulekit import (
     Severity,
     env_var,
     fine_grained_offloading_known_on,
+    hf_model,
     known,
     knows_field,
     value,
 )
 
-HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF = "cfg = _pretrain_common()\n" + hf_model()
 FG = "cfg.model.fine_grained_activation_offloading = True\ncfg.model.offload_modules = ['core_attn']\n"
 FLAG = "model.fine_grained_activation_offloading"
 
@@ -75,7 +76,7 @@ megatron/bridge/training/config.py:1945-1985.
                 "cfg.model.offload_modules = ['core_attn']",
                 message="NVTE_CPU_OFFLOAD_V1 is not set in cfg.env_vars", unsafe=False,
                 fixed="cfg = _pretrain_common()\ncfg.env_vars[\"NVTE_CPU_OFFLOAD_V1\"] = '1'\n"
-                      "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                      + hf_model() +
                       "cfg.model.fine_grained_activation_offloading = True  # error\n"
                       "cfg.model.offload_modules = ['core_attn']"),
         Example(HF + FG + "cfg.model.transformer_impl = 'local'  # error", version="0.3"),

@@ -9,7 +9,7 @@ from mblint.rulekit import (
     Rule,
     Severity,
     int_values,
-    is_known,
+    known,
     last_set_of,
     offline_packing,
     specs_present,
@@ -86,7 +86,7 @@ for CP/SP), or turn the flag off. The other way is shown as an alternative.
     def check(self, cfg, ctx):
         flag = offline_packing(cfg)
         present = specs_present(cfg)
-        if not is_known(flag) or not is_known(present):
+        if not known(flag) or not known(present):
             return
         fields = ["dataset.enable_offline_packing", SPECS_06]
         # The field written last is what the recipe wants; the fix makes the other agree, and the

@@ -6,6 +6,7 @@ from mblint.rulekit import (
     Rule,
     Severity,
     cuda_graphs,
+    hf_model,
     int_values,
     offline_packing,
     offline_packing_known_on,
@@ -60,7 +61,7 @@ megatron/core/transformer/cuda_graphs.py:2096-2111,2320 (static inputs of seq_le
 0.6.2 data/datasets/gpt_sft.py:643-646 (pad_to_max_length pads to max_seq_length).
 """
     _TE_GRAPHS = ("cfg = _sft_common()\n"
-                  "cfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+                  + hf_model() +
                   "cfg.model.cuda_graph_impl = 'transformer_engine'\n"
                   "cfg.dataset.dataset_kwargs = {'pad_to_max_length': True}\n")
     valid = [

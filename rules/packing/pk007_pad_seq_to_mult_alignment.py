@@ -3,14 +3,14 @@ from __future__ import annotations
 import math
 
 from mblint.rulekit import (
-    ABSENT,
     Example,
     FixIntent,
     Rule,
     Severity,
     cp_sp_alignment_all,
+    hf_model,
     int_values,
-    is_known,
+    known,
     offline_packing,
     offline_packing_known_on,
     specs_path,
@@ -61,8 +61,7 @@ including `dist.eval_context_parallel_size`).
 (the same multiple used for collate padding); 0.3.1 megatron/bridge/data/datasets/packed_sequence.py:242-246
 ("For THD/context parallel, set to (context_parallel_size * 2)"); docs/training/packed-sequences.md:84-97.
 """
-    _LLAMA = ("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B')"
-              ".to_megatron_provider(load_weights=False)\n")
+    _LLAMA = "cfg = _sft_common()\n" + hf_model("meta-llama/Meta-Llama-3-8B")
     valid = [
         "cfg = _sft_common()",
         _LLAMA + "cfg.model.context_parallel_size = 2\ncfg.model.tensor_model_parallel_size = 8\ncfg.model.sequence_parallel = True\n"
@@ -98,13 +97,13 @@ including `dist.eval_context_parallel_size`).
             return
         path = f"{specs_path(cfg)}.pad_seq_to_mult"
         pad = value(cfg, path)
-        if not is_known(pad) or pad is ABSENT:
+        if not known(pad):
             return
         pad_value = 1 if pad is None else pad
         if not int_values(pad_value) or pad_value <= 0:
             return
         align = cp_sp_alignment_all(cfg)
-        if not is_known(align) or pad_value % align.required == 0:
+        if not known(align) or pad_value % align.required == 0:
             return
         target = math.lcm(pad_value, align.required)
         severity = Severity.ERROR if pad_value % align.cp_required else Severity.WARNING

@@ -5,7 +5,7 @@ from mblint.rulekit import (
     FixIntent,
     Rule,
     Severity,
-    is_known,
+    known,
     pad_to_max_length,
     specs_path,
     specs_present,
@@ -78,7 +78,7 @@ size for CUDA graphs, which is why `pad_cu_seqlens` is on).
         if value(cfg, path) is not True:
             return
         pad_max, field = pad_to_max_length(cfg)
-        if not is_known(pad_max) or pad_max:
+        if not known(pad_max) or pad_max:
             return
         target = "dataset.dataset_kwargs.pad_to_max_length"
         if cfg.type_of("dataset") not in (None, "GPTSFTDatasetConfig", "FinetuningDatasetConfig") \

@@ -5,6 +5,7 @@ from mblint.rulekit import (
     FixIntent,
     Rule,
     Severity,
+    hf_model,
     in_batch_packing,
     knows_field,
     model_family_hints,
@@ -57,8 +58,8 @@ Unsafe (changes the data layout): turn the packing mode back off.
 575-579,719-723; recipes/qwen_vl/h100/qwen35_vl.py:371-372 (and 471, 571, 671, 769);
 0.3.1 megatron/bridge/recipes/qwen/qwen3_next.py:149-159; recipes/glm/glm45.py:281-290.
 """
-    _next = ("cfg.model = AutoBridge.from_hf_pretrained('Qwen/Qwen3-Next-80B-A3B-Instruct')"
-             ".to_megatron_provider(load_weights=False)\ncfg.tokenizer.tokenizer_model = 'Qwen/Qwen3-Next-80B-A3B-Instruct'\n")
+    _next = (hf_model("Qwen/Qwen3-Next-80B-A3B-Instruct")
+             + "cfg.tokenizer.tokenizer_model = 'Qwen/Qwen3-Next-80B-A3B-Instruct'\n")
     valid = [
         "cfg = _sft_common()\n" + _next + "cfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None",
         "cfg = _sft_common()\ncfg.tokenizer.tokenizer_model = 'meta-llama/Meta-Llama-3-8B'",

@@ -6,7 +6,7 @@ from mblint.rulekit import (
     Severity,
     data_parallel_size,
     int_values,
-    is_known,
+    known,
     offline_packing,
     offline_packing_known_on,
     parallel,
@@ -71,7 +71,7 @@ num_microbatches_calculator.py; skills/nemo-mbridge-perf-sequence-packing/SKILL.
         dp = data_parallel_size(cfg, ctx.world_size)
         gbs = value(cfg, "train.global_batch_size")
         mbs = value(cfg, "train.micro_batch_size")
-        if not is_known(dp) or not int_values(gbs, mbs) or mbs <= 0:
+        if not known(dp) or not int_values(gbs, mbs) or mbs <= 0:
             return
         step = mbs * dp
         if gbs % step == 0:

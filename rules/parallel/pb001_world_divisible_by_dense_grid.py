@@ -7,13 +7,14 @@ from mblint.rulekit import (
     Rule,
     Severity,
     dist_train,
+    hf_model,
     int_values,
     min_gpus,
     non_dividing_factor,
     parallel,
 )
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("meta-llama/Llama-3.1-8B")
 FIELDS = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size"]
 
 

@@ -6,13 +6,14 @@ from mblint.rulekit import (
     Example,
     Rule,
     Severity,
+    hf_model,
     int_values,
     min_gpus,
     non_dividing_factor,
     parallel,
 )
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("Qwen/Qwen3-30B-A3B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("Qwen/Qwen3-30B-A3B")
 FIELDS = ["model.expert_tensor_parallel_size", "model.expert_model_parallel_size", "model.pipeline_model_parallel_size"]
 
 

@@ -7,6 +7,7 @@ from mblint.rulekit import (
     Severity,
     dist_train,
     has_check,
+    hf_model,
     int_values,
     is_round,
     known,
@@ -14,7 +15,7 @@ from mblint.rulekit import (
     value,
 )
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("meta-llama/Llama-3.1-8B")
 GRID = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size"]
 
 

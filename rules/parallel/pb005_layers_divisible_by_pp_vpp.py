@@ -1,10 +1,21 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, assigned, int_values, is_hybrid_stack, known, parallel, value
+from mblint.rulekit import (
+    Example,
+    Rule,
+    Severity,
+    assigned,
+    hf_model,
+    int_values,
+    is_hybrid_stack,
+    known,
+    parallel,
+    value,
+)
 
 MODEL = ('from megatron.bridge.models import GPTModelProvider\n'
          'cfg.model = GPTModelProvider(num_layers=32, hidden_size=64, num_attention_heads=4)\n')
-HF_MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+HF_MODEL = hf_model("meta-llama/Llama-3.1-8B")
 HYBRID = ('from megatron.bridge.models import MambaModelProvider\n'
           'cfg.model = MambaModelProvider(num_layers=30, hidden_size=64)\n')
 

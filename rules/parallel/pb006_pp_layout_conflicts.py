@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, known, value
+from mblint.rulekit import Example, Rule, Severity, hf_model, known, value
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("meta-llama/Llama-3.1-8B")
 UNEVEN = ("model.num_layers_in_first_pipeline_stage", "model.num_layers_in_last_pipeline_stage")
 ACCOUNT = ("model.account_for_embedding_in_pipeline_split", "model.account_for_loss_in_pipeline_split")
 

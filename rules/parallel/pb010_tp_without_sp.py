@@ -1,15 +1,13 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, int_values, parallel
+from mblint.rulekit import Example, FixIntent, Rule, Severity, hf_model, int_values, parallel
 
 # A provider class mblint knows: an AutoBridge model without its config.json may be any
 # provider, some of which turn sequence parallelism on in finalize() (see the doc).
 MODEL = ('from megatron.bridge.models import GPTModelProvider\n'
          'cfg.model = GPTModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4)\n')
 # modelled on 0.6.2's qwen3_vl_235b_a22b_sft_32gpu_h100_bf16_config (no config.json at hand)
-HF_QWEN3_VL_MOE = ('cfg = _sft_common_vlm()\n'
-                   'cfg.model = AutoBridge.from_hf_pretrained("Qwen/Qwen3-VL-235B-A22B-Instruct").to_megatron_provider('
-                   'load_weights=False)\n')
+HF_QWEN3_VL_MOE = "cfg = _sft_common_vlm()\n" + hf_model("Qwen/Qwen3-VL-235B-A22B-Instruct")
 
 
 QWEN3_VL_MOE = ("from megatron.bridge.models.qwen_vl.qwen3_vl_provider import Qwen3VLMoEModelProvider\n"

@@ -1,8 +1,19 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, format_value, known, last_set_of, layout_stages, parallel, value
+from mblint.rulekit import (
+    Example,
+    Rule,
+    Severity,
+    format_value,
+    hf_model,
+    known,
+    last_set_of,
+    layout_stages,
+    parallel,
+    value,
+)
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("deepseek-ai/DeepSeek-V3").to_megatron_provider(load_weights=False)\n'
+MODEL = hf_model("deepseek-ai/DeepSeek-V3")
 LAYOUT_16 = '"Et|(tt|)*14L"'  # 16 stages: "Et", 14 x "tt", "L"
 FIELDS = ["model.pipeline_model_parallel_layout", "model.pipeline_model_parallel_size",
           "model.virtual_pipeline_model_parallel_size"]

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, format_value, is_hybrid_stack, known, layout_stages, value
+from mblint.rulekit import Example, Rule, Severity, format_value, hf_model, is_hybrid_stack, known, layout_stages, value
 
 MODEL = ("from megatron.bridge.models import GPTModelProvider\n"
          "cfg.model = GPTModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4)\n"
@@ -61,8 +61,8 @@ megatron/core/transformer/pipeline_parallel_layer_layout.py:85-113 (`validate_la
         "cfg = _pretrain_common()\n" + MODEL + LAYOUT + "[['embedding', 'decoder', 'decoder'], ['decoder', 'decoder', 'loss']]",
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.mtp_num_layers = 1\n" + LAYOUT + '"Ett|ttmL"',
         # the layer count unknown (an HF model without its config.json)
-        "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('deepseek-ai/DeepSeek-V3')"
-        ".to_megatron_provider(load_weights=False)\ncfg.model.pipeline_model_parallel_size = 2\n" + LAYOUT + '"Ett|tL"',
+        "cfg = _pretrain_common()\n" + hf_model("deepseek-ai/DeepSeek-V3")
+        + "cfg.model.pipeline_model_parallel_size = 2\n" + LAYOUT + '"Ett|tL"',
         Example("cfg = _pretrain_common()\n" + MODEL + LAYOUT + '"Ettt|tL"', version="0.3"),
     ]
     invalid = [

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, format_value, known, precision_value, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, format_value, hf_model, known, precision_value, value
 
 PAO = "optimizer.use_precision_aware_optimizer"
 
@@ -63,7 +63,7 @@ megatron/bridge/training/config.py:1925-1942.
                 fixed="cfg = _pretrain_common()\ncfg.optimizer.use_precision_aware_optimizer = True\n"
                       "cfg.optimizer.use_distributed_optimizer = True  # error\ncfg.ddp.use_distributed_optimizer = True"),
         "cfg = _pretrain_common()\ncfg.optimizer.optimizer = 'sgd'\ncfg.optimizer.use_precision_aware_optimizer = True  # error",
-        "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+        "cfg = _pretrain_common()\n" + hf_model() +
         "cfg.mixed_precision = None\ncfg.model.bf16 = True\ncfg.model.fp16 = False\ncfg.optimizer.bf16 = False\n"
         "cfg.optimizer.use_precision_aware_optimizer = True  # error",
         Example("cfg = _pretrain_common()", dotlist=("optimizer.use_precision_aware_optimizer=true",

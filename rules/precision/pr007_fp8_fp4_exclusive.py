@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, format_value, known, mixed_precision_kind, precision_value
+from mblint.rulekit import Example, Rule, Severity, format_value, hf_model, known, mixed_precision_kind, precision_value
 
-HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF = "cfg = _pretrain_common()\n" + hf_model()
 
 
 class Fp8Fp4Exclusive(Rule):

@@ -7,13 +7,14 @@ from mblint.rulekit import (
     Severity,
     format_value,
     has_overrides,
+    hf_model,
     known,
     mixed_precision_kind,
     precision_value,
 )
 
 MP = "cfg = _pretrain_common()\ncfg.mixed_precision = bf16_mixed()\n"
-HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF = "cfg = _pretrain_common()\n" + hf_model()
 
 
 def _param_flag(cfg, name: str):

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, known, value
+from mblint.rulekit import Example, FixIntent, Rule, Severity, hf_model, known, value
 
-HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF = "cfg = _pretrain_common()\n" + hf_model()
 
 
 class TeCrossEntropyFusion(Rule):

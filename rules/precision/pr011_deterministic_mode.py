@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from mblint.rulekit import ABSENT, Example, FixIntent, Rule, Severity, env_var, has_check, known, value
+from mblint.rulekit import ABSENT, Example, FixIntent, Rule, Severity, env_var, has_check, hf_model, known, value
 
-HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF = "cfg = _pretrain_common()\n" + hf_model()
 CHOICES = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS")
 DET = "model.deterministic_mode"
 

@@ -4,6 +4,7 @@ from mblint.rulekit import (
     Example,
     Rule,
     Severity,
+    hf_model,
     known,
     recompute_modules_allowed,
     selective_recompute_modules,
@@ -11,7 +12,7 @@ from mblint.rulekit import (
     suggest,
 )
 
-HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF = "cfg = _pretrain_common()\n" + hf_model()
 
 
 class ValidRecomputeModules(Rule):

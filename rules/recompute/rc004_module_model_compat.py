@@ -5,6 +5,7 @@ from mblint.rulekit import (
     Rule,
     Severity,
     format_value,
+    hf_model,
     known,
     recompute_modules_allowed,
     selective_recompute_modules,
@@ -12,7 +13,7 @@ from mblint.rulekit import (
     value,
 )
 
-HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF = "cfg = _pretrain_common()\n" + hf_model()
 SEL = "cfg.model.recompute_granularity = 'selective'\n"
 
 # module -> (field, predicate on the field's value, default, requirement text)

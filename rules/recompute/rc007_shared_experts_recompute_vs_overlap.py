@@ -4,13 +4,14 @@ from mblint.rulekit import (
     Example,
     Rule,
     Severity,
+    hf_model,
     known,
     selective_recompute_modules,
     selective_recompute_modules_known,
     value,
 )
 
-HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF = "cfg = _pretrain_common()\n" + hf_model()
 SEL = "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = ['shared_experts']\n"
 
 

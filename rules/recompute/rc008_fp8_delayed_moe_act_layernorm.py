@@ -5,13 +5,14 @@ from mblint.rulekit import (
     Rule,
     Severity,
     format_value,
+    hf_model,
     known,
     precision_value,
     selective_recompute_modules,
     selective_recompute_modules_known,
 )
 
-HF = "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False)\n"
+HF = "cfg = _pretrain_common()\n" + hf_model()
 MP = HF + "cfg.mixed_precision = bf16_mixed()\ncfg.mixed_precision.fp8 = 'hybrid'\ncfg.model.recompute_granularity = 'selective'\n"
 
 

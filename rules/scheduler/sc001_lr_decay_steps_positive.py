@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, int_values, knows_field, value
+from mblint.rulekit import Example, Rule, Severity, hf_model, int_values, knows_field, value
 
 
 class LrDecayStepsPositive(Rule):
@@ -42,8 +42,9 @@ llama31_405b_sft_128gpu_h100_bf16_config with train.train_iters=0 fails with thi
         "cfg = _pretrain_common()\ncfg.train.train_iters = 10",
         "cfg = _pretrain_common()\ncfg.train.train_iters = 0\ncfg.scheduler.lr_decay_iters = 100",
         "cfg = _pretrain_common()\nfor n in (0, 10):\n    cfg.train.train_iters = n",
-        "cfg = _pretrain_common()\ncfg.train.train_iters = 0\ncfg.train.global_batch_size = "
-        "AutoBridge.from_hf_pretrained('x').to_megatron_provider(load_weights=False).num_layers",
+        # the batch size unknown: an AutoBridge model's layer count without its config.json
+        "cfg = _pretrain_common()\n" + hf_model() + "cfg.train.train_iters = 0\n"
+        "cfg.train.global_batch_size = cfg.model.num_layers",
         Example("cfg = _pretrain_common()\ncfg.train.train_iters = 100", version="0.3"),
     ]
     invalid = [

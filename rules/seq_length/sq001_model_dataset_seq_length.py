@@ -8,6 +8,7 @@ from mblint.rulekit import (
     Severity,
     canonical_seq_datasets,
     dataset_is,
+    hf_model,
     int_values,
     is_round,
     value,
@@ -48,22 +49,22 @@ GPTSFTDatasetConfig, DirectHFSFTDatasetConfig, EnergonDatasetConfig, MockVLMSFTD
 0.6.2 megatron/bridge/training/config.py:1479-1500; 0.3.1 megatron/bridge/training/config.py:1591-1605.
 """
     valid = [
-        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "cfg = _sft_common()\n" + hf_model("meta-llama/Meta-Llama-3-8B") +
         "cfg.model.seq_length = 2048",
-        "cfg = _pretrain_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "cfg = _pretrain_common()\n" + hf_model("meta-llama/Meta-Llama-3-8B") +
         "cfg.model.seq_length = 4096\ncfg.dataset.seq_length = 4096",
-        "cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        "cfg = _sft_common()\n" + hf_model("meta-llama/Meta-Llama-3-8B") +
         "for n in (2048, 4096):\n    cfg.model.seq_length = n",
     ]
     invalid = [
-        Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        Example("cfg = _sft_common()\n" + hf_model("meta-llama/Meta-Llama-3-8B") +
                 "cfg.model.seq_length = 2048  # error\ncfg.dataset.seq_length = 4096",
                 message="model.seq_length is 2048, but dataset.seq_length is 4096", unsafe=True,
-                fixed="cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+                fixed="cfg = _sft_common()\n" + hf_model("meta-llama/Meta-Llama-3-8B") +
                       "cfg.model.seq_length = 4096  # error\ncfg.dataset.seq_length = 4096"),
-        Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        Example("cfg = _sft_common()\n" + hf_model("meta-llama/Meta-Llama-3-8B") +
                 "cfg.model.seq_length = 2048", dotlist=("dataset.seq_length=8192",)),
-        Example("cfg = _sft_common()\ncfg.model = AutoBridge.from_hf_pretrained('meta-llama/Meta-Llama-3-8B').to_megatron_provider(load_weights=False)\n"
+        Example("cfg = _sft_common()\n" + hf_model("meta-llama/Meta-Llama-3-8B") +
                 "cfg.model.seq_length = 4096  # error", version="0.3"),
     ]
 

@@ -10,8 +10,9 @@ from mblint.rulekit import (
     Severity,
     cp_sp_alignment_all,
     dataset_is,
+    hf_model,
     int_values,
-    is_known,
+    known,
     value,
 )
 
@@ -52,8 +53,7 @@ datasets, SQ001).
 ## Sources
 0.6.2 megatron/bridge/training/config.py:1206-1225.
 """
-    _model = ("cfg.model = AutoBridge.from_hf_pretrained('Qwen/Qwen3-VL-8B-Instruct')"
-              ".to_megatron_provider(load_weights=False)\n")
+    _model = hf_model("Qwen/Qwen3-VL-8B-Instruct")
     valid = [
         "cfg = _sft_common_vlm()\n" + _model + "cfg.model.context_parallel_size = 4\ncfg.dataset.seq_length = 4096",
         "cfg = _sft_common()\n" + _model + "cfg.model.context_parallel_size = 4\ncfg.dataset.seq_length = 4100",
@@ -75,7 +75,7 @@ datasets, SQ001).
             return
         seq = value(cfg, "dataset.seq_length")
         align = cp_sp_alignment_all(cfg)
-        if not int_values(seq) or seq <= 0 or not is_known(align) or seq % align.required == 0:
+        if not int_values(seq) or seq <= 0 or not known(align) or seq % align.required == 0:
             return
         target = math.ceil(seq / align.required) * align.required
         yield ctx.report(

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import BRIDGE_GPT_DATASET, Example, Rule, Severity, dataset_is, is_known
+from mblint.rulekit import BRIDGE_GPT_DATASET, Example, Rule, Severity, dataset_is, known
 
 
 class GptDatasetSeqLengthRequired(Rule):
@@ -57,7 +57,7 @@ Pass `seq_length=model.seq_length`. No automatic fix.
             resolved = cfg.get(path)
             if resolved is None:
                 continue
-            if is_known(resolved.value):
+            if known(resolved.value):
                 return
             if any(origin.kind != "default" for origin in resolved.origins):
                 return  # set somewhere, just not knowable
