@@ -19,6 +19,7 @@ from mblint.hf_config import HF_CONFIG_MISSING, HF_CONFIG_UNUSABLE, unusable_con
 from mblint.schema import load_schema
 from mblint.model import EffectiveConfig, Origin
 from mblint.paths import Confinement, confinement_for
+from mblint.readers import Job
 from mblint.results import FileError, FileResult, Report, decoded_result
 from mblint.rule import Rule, RuleContext, RulePlan
 from mblint.suggestions import MAX_SUGGESTED, nearest_names
@@ -538,7 +539,7 @@ class Engine:
     # ----- python ------------------------------------------------------------------------
 
     def check_recipe(self, path: Path, function: str, text: str, report: FileResult,
-                     overrides: Iterable = (), dotlist: tuple[str, ...] = ()) -> EffectiveConfig | None:
+                     overrides: Iterable = (), dotlist: tuple[str, ...] = (), job: Job | None = None) -> EffectiveConfig | None:
         try:
             graph = self.project.resolve_graph(path, function)
         except SourceError as error:
@@ -564,7 +565,7 @@ class Engine:
         if missing:
             report.notes.append(f"{HF_CONFIG_MISSING}{cfg.recipe.label}: {', '.join(missing)}")
         report.notes.extend(sorted({note for note in cfg.notes if note.startswith(HF_CONFIG_UNUSABLE)}))
-        self.run_rules(cfg, text, report)
+        self.run_rules(cfg, text, report, job)
         return cfg
 
     def apply_overrides(self, graph, overrides: tuple, dotlist: tuple[str, ...], report: FileResult) -> bool:
@@ -586,19 +587,38 @@ class Engine:
             return False
         return True
 
-    def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult) -> None:
-        world_size, source = self.world_size_for(cfg, text)
+    def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult, job: Job | None = None) -> set[str]:
+        """The one way every job's configuration is checked: the enabled rules run on ``cfg``,
+        their findings appended to ``report``; a rule that raises is an error of the run (exit
+        code 2), never a pass. The world size is the option's, else the one ``job`` decides
+        (unknown when the launch's is), else the recipe's (``world_size_for``); a finding may
+        land in the files being linted and the job's own. Returns the ids of the rules that read
+        the world size the job decided."""
+        if job is not None and job.world_source and not self.options.world_size:
+            world_size, source = job.world_size, job.world_source
+        else:
+            world_size, source = self.world_size_for(cfg, text)
+        calls = self.config_rules(cfg.schema_version, world_size, source, job.files if job else frozenset()).calls(cfg)
+        watched = job is not None and bool(job.world_source) and source == job.world_source
+        if watched:
+            for ctx in calls.contexts:
+                ctx.read_world_size = False
         crashes: list[str] = []  # a rule that raised: an error (exit 2), never a passing run
-        self.config_rules(cfg.schema_version, world_size, source).calls(cfg).run(cfg, report.findings, crashes)
-        report.errors.extend(FileError(cfg.recipe.path, crash) for crash in crashes)
+        calls.run(cfg, report.findings, crashes)
+        if job is not None and job.where is not None:
+            where = job.where
+            report.errors.extend(FileError(where.path, crash, where.line, where.column) for crash in crashes)
+        else:
+            report.errors.extend(FileError(cfg.recipe.path, crash) for crash in crashes)
+        return {ctx.rule.id for ctx in calls.contexts if ctx.read_world_size} if watched else set()
 
-    def config_rules(self, line: str, world_size: int | None, source: str) -> RulePlan:
+    def config_rules(self, line: str, world_size: int | None, source: str,
+                     job_files: frozenset[str] = frozenset()) -> RulePlan:
         """The plan of each enabled rule that checks a configuration of the schema ``line``
-        (its key),
-        with its context. Rules and contexts hold no state of their own, so they are made once
-        per distinct setting instead of once per configuration; the plan skips a rule whose
-        precondition is False on a configuration."""
-        editable = self.editable_frozen()
+        (its key), with its context. Rules and contexts hold no state of their own, so they are
+        made once per distinct setting instead of once per configuration; the plan skips a rule
+        whose precondition is False on a configuration."""
+        editable = self.editable_frozen() | job_files if job_files else self.editable_frozen()
         key = (line, world_size, source, editable)
         plans = self._plans_for_rules()
         chosen = plans.get(key)

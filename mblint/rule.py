@@ -106,10 +106,20 @@ class RuleContext:
     def __init__(self, rule: Rule, world_size: int | None = None, world_size_source: str = "",
                  settings: dict | None = None, editable_paths: frozenset[str] | None = None) -> None:
         self.rule = rule
-        self.world_size = world_size
+        self._world_size = world_size
         self.world_size_source = world_size_source
         self.settings = settings or {}
         self.editable_paths = editable_paths
+        self.read_world_size = False  # whether the rule asked for the world size since the engine last cleared it
+
+    @property
+    def world_size(self) -> int | None:
+        self.read_world_size = True
+        return self._world_size
+
+    @world_size.setter
+    def world_size(self, value: int | None) -> None:
+        self._world_size = value
 
     @property
     def world_size_from_name(self) -> bool:

@@ -1,6 +1,7 @@
-"""Linting a paired override file reports what the file causes; the recipe's own findings are
-counted in a note, not moved to the recipe's def line as if the file caused them (issue 21,
-section 4)."""
+"""Linting a paired override file reports what the file causes on the file's lines, and the
+recipe's own findings at the recipe's lines (where linting the recipe puts them: never moved to
+its def line as if the file caused them, issue 21 section 4), the override file related: the
+job's verdict is the whole job (issue 31)."""
 
 from __future__ import annotations
 
@@ -34,16 +35,19 @@ def _lint(tmp_path: Path, mb_roots, yaml_text: str) -> tuple[dict, str]:
     return json.loads(result.stdout), result.stderr  # notes go to stderr beside JSON
 
 
-def test_the_recipe_s_own_finding_is_a_note_on_the_override_file_s_run(tmp_path: Path, mb_roots) -> None:
+def test_the_recipe_s_own_finding_is_at_its_line_on_the_override_file_s_run(tmp_path: Path, mb_roots) -> None:
     report, notes = _lint(tmp_path, mb_roots, "train:\n  train_iters: 100\n")
-    assert report["findings"] == []
-    assert "1 finding of r.py::my_sft_config is the recipe's own, not caused by o.yaml" in notes
+    [finding] = report["findings"]
+    assert (finding["rule"], finding["location"]["path"], finding["location"]["line"]) == ("PK006", "r.py", 8)
+    assert {"location": {"path": "o.yaml", "line": 1, "column": 1, "end_line": 1, "end_column": 2},
+            "message": "in the job of r.py::my_sft_config with the override file o.yaml"} in finding["related"]
+    assert "the recipe's own" not in notes
 
 
 def test_what_the_override_file_causes_is_reported_on_its_line(tmp_path: Path, mb_roots) -> None:
     report, _ = _lint(tmp_path, mb_roots, "train:\n  micro_batch_size: 2\n")  # PK001, caused by the file
     places = [(f["rule"], f["location"]["path"], f["location"]["line"]) for f in report["findings"]]
-    assert places == [("PK001", "o.yaml", 3)]
+    assert places == [("PK001", "o.yaml", 3), ("PK006", "r.py", 8)]
 
 
 PACKED_MBS2 = """from megatron.bridge.recipes.common import _sft_common

@@ -72,9 +72,9 @@ def _configs(monkeypatch, paths, **options) -> list:
     configs = []
     run_rules = Engine.run_rules
 
-    def keep(self, cfg, text, report):
+    def keep(self, cfg, text, report, job=None):
         configs.append(cfg)
-        return run_rules(self, cfg, text, report)
+        return run_rules(self, cfg, text, report, job)
 
     monkeypatch.setattr(Engine, "run_rules", keep)
     Engine(CheckOptions(jobs=1, **options), LoadedPlugins(rules=GATED)).check_paths(paths)

@@ -212,18 +212,19 @@ def _lint(make_engine, paths, texts):
     check_recipe = engine.check_recipe
     run_rules = engine.run_rules
 
-    def check_recipe_tracked(path, function, text, report, overrides=(), dotlist=()):
+    def check_recipe_tracked(path, function, text, report, overrides=(), dotlist=(), job=None):
         current["overrides"] = tuple(str(o) for o in overrides) + tuple(dotlist)
         try:
-            return check_recipe(path, function, text, report, overrides=overrides, dotlist=dotlist)
+            return check_recipe(path, function, text, report, overrides=overrides, dotlist=dotlist, job=job)
         finally:
             current["overrides"] = ()
 
-    def run_rules_tracked(cfg, text, report):
+    def run_rules_tracked(cfg, text, report, job=None):
         start = len(report.findings)
-        run_rules(cfg, text, report)
+        world_readers = run_rules(cfg, text, report, job)
         for finding in report.findings[start:]:
             captured[id(finding)] = (finding, cfg, current["overrides"])
+        return world_readers
 
     engine.check_recipe = check_recipe_tracked
     engine.run_rules = run_rules_tracked

@@ -18,14 +18,49 @@ Readers never import the engine: what they may ask of it is ``Services``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from mblint.extract.modules import SourceError
+    from mblint.findings import Finding
     from mblint.model import EffectiveConfig, Origin
     from mblint.results import FileResult
-    from mblint.rule import RulePlan
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a job adds to its recipe when a reader runs the rules on it: the job's files (the
+    recipe's, the launch script, the override files; display paths), where its findings land
+    as they do when the recipe's file is linted (mblint still edits only the files it lints);
+    the world size the launch decides (``world_source`` "launch"; None when it is unknown there)
+    or, without a ``world_source``, the recipe's own; and where the job is (``where``,
+    the launch line or the override file), named by ``about`` on the findings the recipe has
+    in the job."""
+
+    files: frozenset[str] = frozenset()
+    world_size: int | None = None
+    world_source: str = ""
+    where: "Origin | None" = None
+    about: str = ""
+
+
+def in_project(display: str) -> bool:
+    """Whether a file shown as ``display`` is inside the project (a path below the display
+    root): a place that reports, SARIF's above all, can name."""
+    return not (display.startswith(("/", "../")) or display == "..")
+
+
+def in_project_place(finding: "Finding", job: Job) -> "Finding":
+    """A finding of ``job`` where a report can show it: a place outside the project (an
+    installed Megatron-Bridge recipe's line) becomes the job's place, that line related."""
+    from mblint.findings import Related
+
+    if not in_project(finding.location.path):
+        finding.related = (Related(finding.location, "the recipe's own problem is here"),) + finding.related
+        finding.location = job.where
+    return finding
 
 
 class Reader(Protocol):
@@ -56,11 +91,13 @@ class Services(Protocol):
     def editable_frozen(self) -> frozenset[str]: ...
 
     def check_recipe(self, path: Path, function: str, text: str, report: "FileResult",
-                     overrides: Any = (), dotlist: tuple[str, ...] = ()) -> "EffectiveConfig | None": ...
+                     overrides: Any = (), dotlist: tuple[str, ...] = (), job: Job | None = None) -> "EffectiveConfig | None": ...
+
+    def run_rules(self, cfg: "EffectiveConfig", text: str, report: "FileResult", job: Job | None = None) -> set[str]: ...
 
     def world_size_for(self, cfg: "EffectiveConfig", text: str) -> tuple[int | None, str]: ...
 
-    def config_rules(self, line: str, world_size: int | None, source: str) -> "RulePlan": ...
+    def config_rules(self, line: str, world_size: int | None, source: str, job_files: frozenset[str] = frozenset()) -> Any: ...
 
     def rule_in_force(self, rule_id: str) -> Any: ...
 

@@ -18,8 +18,7 @@ from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit, re
 from mblint.extract.shell import MAX_SCRIPT_BYTES, Span, parse_script
 from mblint.findings import Finding, Related, Severity
 from mblint.model import UNKNOWN, Origin
-from mblint.rule import RuleContext, RulePlan
-from mblint.schema import load_schema
+from mblint.readers import Job, in_project_place
 
 if TYPE_CHECKING:
     from mblint.readers import Services
@@ -274,22 +273,35 @@ class LaunchReader:
             return deps
         alone = baseline.build()
         text = interp.finder.load(recipe_path).mblint_text
-        launch_files = {display} | {engine.project_display(p) for p in yaml_files}
-        findings, world_readers = self.rule_findings(cfg, launch, text, result, display, launch_files)
-        own = {f.identity() for f in self.recipe_findings(alone, text, result)}
-        findings = [f for f in findings if f.identity() not in own]
+        launch_files = frozenset({display} | {engine.project_display(p) for p in yaml_files})
+        where = self.origin(display, launch.entry_word.span)
+        decides = launch.world_size is not None or launch.world_unknown is not None  # else the recipe's guess
+        job = Job(launch_files, launch.world_size, "launch" if decides else "", where,
+                  f"the job launched at {display}:{launch.line}")
+        start = len(result.findings)
+        world_readers = engine.run_rules(cfg, text, result, job)
+        findings = result.findings[start:]
+        del result.findings[start:]
+        if launch.world_size is None and world_readers:
+            self.finding("LA002", display, launch.world_unknown,
+                         "the world size is unknown (a launcher option here is not known): what "
+                         f"{', '.join(sorted(world_readers))} check against it was not checked", result, Severity.INFO)
+            world_readers = set()
+        self.relate_world_size(findings, world_readers, launch, display)
+        own = {_what_it_says(f): f for f in self.recipe_findings(alone, text, launch_files | {cfg.recipe.path})}
         findings = self.beyond_unknown_arguments(cfg, launch, command_line, findings, display, result)
-        kept = 0
+        kept = []
         for finding in findings:
-            finding.fixes = ()  # no writer edits a launch script yet
-            if finding.location.path not in launch_files:
+            if finding.location.path in launch_files:
+                pass  # on the launch's own words
+            elif _what_it_says(finding) in own:  # the recipe's own problem, in this job too: where linting the recipe puts it
+                finding = in_project_place(own.pop(_what_it_says(finding)), job)
+            else:
                 self.relocate(finding, display, launch, finding.rule_id in world_readers)
-            result.findings.append(finding)
-            kept += 1
-        name_the_job(findings, self.origin(display, launch.entry_word.span), f"the job launched at {display}:{launch.line}")
-        if own:
-            result.notes.append(f"{display}:{launch.line}: {len(own)} finding(s) of {alone.recipe.label} itself are "
-                                "not repeated here (lint the recipe's file to see them)")
+            finding.fixes = ()  # no writer edits a launch script yet
+            kept.append(finding)
+        name_the_job(kept, where, job.about)
+        result.findings.extend(kept)
         return deps
 
     def beyond_unknown_arguments(self, cfg, launch: Launch, command_line: list, findings: list, display: str,
@@ -329,48 +341,21 @@ class LaunchReader:
                 made.append(parse_dotlist(setting.item, origin))
         return made
 
-    def rule_findings(self, cfg, launch: Launch, text: str, result: "FileResult", display: str,
-                      launch_files: set[str]) -> tuple[list[Finding], set[str]]:
-        """The rules' findings on the launched configuration, with the world size the launch
-        fixes; the launch's own files (script, override files) are where findings may land."""
-        engine = self.engine
-        if engine.options.world_size:
-            world, source = engine.options.world_size, "option"
-        elif launch.world_size is not None:
-            world, source = launch.world_size, "launch"
-        elif launch.world_unknown is not None:
-            world, source = None, "launch"  # not the recipe name's guess: the launch decides, unknown here
-        else:
-            world, source = engine.world_size_for(cfg, text)
-        contexts = []
-        editable = engine.editable_frozen() | frozenset(launch_files)
-        for rule_class in engine.rules:
-            if not rule_class.checks_configurations or not rule_class.applies_to(load_schema(cfg.schema_version)):
-                continue
-            contexts.append((rule_class(), _WatchedContext(rule_class, world, source, editable)))
-        findings: list[Finding] = []
-        crashes: list[str] = []  # a rule that raised: an error (exit 2), never a passing run, as on a recipe
-        RulePlan(contexts).calls(cfg).run(cfg, findings, crashes)
-        for crash in crashes:
-            result.errors.append(_error(display, launch, crash))
-        readers = {rule.id for rule, ctx in contexts if ctx.read_world}
-        if world is None and launch.world_unknown is not None and readers:
-            self.finding("LA002", display, launch.world_unknown,
-                         "the world size is unknown (a launcher option here is not known): what "
-                         f"{', '.join(sorted(readers))} check against it was not checked", result, Severity.INFO)
-        if source == "launch" and world is not None:
-            for finding in findings:
-                if finding.rule_id in readers:
-                    where = self.origin(display, launch.world_spans[0])
-                    finding.related = finding.related + (Related(where, f"world size {world} = {launch.world_text} "
-                                                                        "(from this launch)"),)
-        return findings, readers if source == "launch" and world is not None else set()
+    def relate_world_size(self, findings: list[Finding], readers: set[str], launch: Launch, display: str) -> None:
+        """The launch's world size, related to the findings of the rules that read it."""
+        for finding in findings:
+            if finding.rule_id in readers:
+                where = self.origin(display, launch.world_spans[0])
+                finding.related = finding.related + (Related(where, f"world size {launch.world_size} = "
+                                                                    f"{launch.world_text} (from this launch)"),)
 
-    def recipe_findings(self, cfg, text: str, result: "FileResult") -> list[Finding]:
+    def recipe_findings(self, cfg, text: str, job_files: frozenset[str]) -> list[Finding]:
+        """The findings the recipe has alone, at its own world size, placed as in the job: a
+        comparison, not a job of its own."""
         engine = self.engine
         world, source = engine.world_size_for(cfg, text)
         findings: list[Finding] = []
-        engine.config_rules(cfg.schema_version, world, source).calls(cfg).run(cfg, findings, [])
+        engine.config_rules(cfg.schema_version, world, source, job_files).calls(cfg).run(cfg, findings, [])
         return findings
 
     def relocate(self, finding: Finding, display: str, launch: Launch, by_world_size: bool) -> None:
@@ -415,27 +400,15 @@ def launch_configuration(engine: "Services", path: Path, line: int) -> tuple:
     return None, reasons[-1] if reasons else f"no launch line mblint can read at line {line}"
 
 
-class _WatchedContext(RuleContext):
-    """A rule context that remembers whether its rule read the world size."""
-
-    def __init__(self, rule, world_size, source, editable) -> None:
-        super().__init__(rule, world_size, source, editable_paths=editable)
-        self.read_world = False
-
-    @property
-    def world_size(self):
-        self.read_world = True
-        return self._world_size
-
-    @world_size.setter
-    def world_size(self, value) -> None:
-        self._world_size = value
-
-
 def _entry_unknown():
     from mblint.readers.entry import UNKNOWN as ENTRY_UNKNOWN
 
     return ENTRY_UNKNOWN
+
+
+def _what_it_says(finding: Finding) -> tuple:
+    """What a finding says, wherever it is placed."""
+    return (finding.rule_id, finding.fields, finding.message)
 
 
 def _error(display: str, launch: Launch, message: str):

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from mblint.arbitration import name_the_job
 from mblint.extract.modules import OUTSIDE_PROJECT, SourceError
-from mblint.findings import Finding
 from mblint.model import Origin
+from mblint.readers import Job, in_project_place
 from mblint.results import FileError
 
 if TYPE_CHECKING:
@@ -70,41 +70,15 @@ class OverridesReader:
             return set()
         report.recipes += 1
         before = len(report.findings)
-        engine.check_recipe(recipe_path, function, text, report, overrides=[path], dotlist=engine.options.dotlist)
-        self.leave_out_recipe_own_findings(recipe_path, function, text, path, report, before)
         display = engine.project_display(path)
-        name_the_job(report.findings[before:], Origin(display, 1, 1, 1, 2, "override"),
-                     f"the job of {engine.project_display(recipe_path)}::{function} with the override file {display}")
+        job = Job(frozenset((display, engine.project_display(recipe_path))), where=Origin(display, 1, 1, 1, 2, "override"),
+                  about=f"the job of {engine.project_display(recipe_path)}::{function} with the override file {display}")
+        engine.check_recipe(recipe_path, function, text, report, overrides=[path], dotlist=engine.options.dotlist,
+                            job=job)
+        for finding in report.findings[before:]:  # the recipe's own problems, in this job too
+            in_project_place(finding, job)
+        name_the_job(report.findings[before:], job.where, job.about)
         return engine.dependencies(recipe_path) | {recipe_path.resolve()}
-
-    def leave_out_recipe_own_findings(self, recipe_path: Path, function: str, text: str, override: Path,
-                                      report: "FileResult", start: int) -> None:
-        """The findings from ``start`` on that the recipe has without the override file are
-        not caused by it: they are counted in a note instead of reported on the override's run
-        (linting the recipe reports them at their own lines)."""
-        engine = self.engine
-        added = report.findings[start:]
-        if not added:
-            return
-        try:
-            graph = engine.project.resolve_graph(recipe_path, function)
-        except (SourceError, LookupError):
-            return
-        if graph is None:
-            return
-        alone = graph.build()
-        own: list[Finding] = []
-        world_size, source = engine.world_size_for(alone, text)
-        engine.config_rules(alone.schema_version, world_size, source).calls(alone).run(alone, own, [])
-        causes = {(f.rule_id, f.fields, f.message) for f in own}
-        kept = [f for f in added if (f.rule_id, f.fields, f.message) not in causes]
-        if len(kept) == len(added):
-            return
-        report.findings[start:] = kept
-        left = len(added) - len(kept)
-        report.notes.append(f"{left} finding{'s' if left != 1 else ''} of {engine.project_display(recipe_path)}::"
-                            f"{function} {'are' if left != 1 else 'is'} the recipe's own, not caused by "
-                            f"{engine.project_display(override)}: lint the recipe to see {'them' if left != 1 else 'it'}")
 
     def unpaired(self, path: Path, unpaired, report: "FileResult") -> None:
         """An override file paired with no recipe is a SY005 finding on its first section;

@@ -1,0 +1,117 @@
+"""A job's verdict is the whole job (issue 31): a recipe's own error is reported when its launch
+script or override file is linted, at the recipe's line with the job related (at the job's line
+when the recipe is outside the project), once per place and problem, and the exit code follows.
+A rule that crashes fails the run on every path (issue 32)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from integration_support import run
+from mblint.engine import CheckOptions, Engine
+from mblint.plugins import LoadedPlugins, load_plugins
+from mblint.rulekit import Rule, Severity
+
+# Offline packing with micro-batch 2: Megatron-Bridge 0.6.2 training/config.py:1466-1470
+# ("Micro batch size should be 1 when training with packed sequence") -> PK001 on line 10.
+RECIPE = """from megatron.bridge.recipes.common import _sft_common
+from megatron.bridge.data.packing import PackedSequenceSpecs
+
+
+def my_sft_config():
+    cfg = _sft_common()
+    cfg.dataset.enable_offline_packing = True
+    cfg.dataset.offline_packing_specs = PackedSequenceSpecs(packed_sequence_size=2048, pad_seq_to_mult=1)
+    cfg.dataset.seq_length = 2048
+    cfg.train.micro_batch_size = 2
+    cfg.train.global_batch_size = 32
+    return cfg
+"""
+# In-batch packing with micro-batch 1: 0.6.2 training/config.py:1480-1484 rejects it. The
+# recipe sets micro_batch_size = 1 at recipes/ministral3/h100/ministral3.py:84, and
+# _sft_common_vlm turns in-batch packing on (recipes/common.py:421).
+SHIPPED = "ministral3_3b_sft_1gpu_h100_bf16_config"
+SHIPPED_FILE = "megatron/bridge/recipes/ministral3/h100/ministral3.py"
+
+
+def check(tmp_path: Path, mb06: Path, *paths: str):
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    result = run(["check", "--no-cache", "--format", "json", "--search-path", str(mb06), *paths], tmp_path)
+    return result, json.loads(result.stdout)["findings"]
+
+
+def places(findings: list[dict]) -> list[tuple]:
+    return sorted((f["rule"], f["location"]["path"], f["location"]["line"]) for f in findings)
+
+
+def related(finding: dict) -> list[tuple]:
+    return [(r["location"]["path"], r["location"]["line"], r["message"]) for r in finding["related"]]
+
+
+def test_a_shipped_recipe_s_own_error_fails_its_launch_script(tmp_path, mb06):
+    (tmp_path / "launch.sh").write_text(f"#!/bin/bash\ntorchrun --nproc_per_node=1 scripts/training/run_recipe.py "
+                                        f"--recipe {SHIPPED}\n")
+    result, findings = check(tmp_path, mb06, "launch.sh")
+    assert result.exit_code == 1, result.stderr
+    [finding] = findings
+    assert (finding["rule"], finding["location"]["path"], finding["location"]["line"]) == ("PK002", "launch.sh", 2)
+    own = related(finding)[0]
+    assert own[0].endswith(SHIPPED_FILE) and own[1:] == (84, "the recipe's own problem is here")
+
+
+def test_a_shipped_recipe_s_own_error_fails_its_override_file(tmp_path, mb06):
+    (tmp_path / "o.yaml").write_text(f"# mblint: recipe={SHIPPED}\ntrain:\n  train_iters: 10\n")
+    result, findings = check(tmp_path, mb06, "o.yaml")
+    assert result.exit_code == 1, result.stderr
+    assert places(findings) == [("PK002", "o.yaml", 1)]
+
+
+def test_a_project_recipe_s_own_error_is_at_its_line_in_the_override_file_s_job(tmp_path, mb06):
+    (tmp_path / "r.py").write_text(RECIPE)
+    (tmp_path / "o.yaml").write_text("# mblint: recipe=r.py::my_sft_config\ntrain:\n  train_iters: 100\n")
+    result, findings = check(tmp_path, mb06, "o.yaml")
+    assert result.exit_code == 1, result.stderr
+    assert places(findings) == [("PK001", "r.py", 10)]
+    assert ("o.yaml", 1, "in the job of r.py::my_sft_config with the override file o.yaml") in related(findings[0])
+    alone, recipe_findings = check(tmp_path, mb06, "r.py")
+    assert places(recipe_findings) == places(findings)  # the same error at the same place
+    _, both = check(tmp_path, mb06, "r.py", "o.yaml")
+    assert places(both) == [("PK001", "r.py", 10)]  # once per place and problem
+
+
+def test_fix_edits_only_the_files_being_linted(tmp_path, mb06):
+    (tmp_path / "r.py").write_text(RECIPE)
+    (tmp_path / "o.yaml").write_text("# mblint: recipe=r.py::my_sft_config\ntrain:\n  train_iters: 100\n")
+    before = {name: (tmp_path / name).read_text() for name in ("r.py", "o.yaml")}
+    result = run(["check", "--no-cache", "--fix", "--unsafe-fixes", "--search-path", str(mb06), "o.yaml"], tmp_path)
+    assert result.exit_code == 1, result.stderr
+    assert {name: (tmp_path / name).read_text() for name in before} == before
+
+
+class CrashingRule(Rule):
+    id = "ZZ901"
+    name = "crashing-rule"
+    severity = Severity.ERROR
+    summary = "Raises on every configuration."
+    doc = "".join(f"## {section}\nx\n" for section in ("What it does", "Why it matters", "Example", "Fix",
+                                                         "Versions", "Sources"))
+
+    def check(self, cfg, ctx):
+        raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
+
+
+@pytest.mark.parametrize("linted", ["r.py", "o.yaml", "launch.sh"])
+def test_a_rule_that_crashes_is_an_error_on_every_path(tmp_path, mb06, linted):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "r.py").write_text(RECIPE)
+    (tmp_path / "o.yaml").write_text("# mblint: recipe=r.py::my_sft_config\ntrain:\n  train_iters: 100\n")
+    (tmp_path / "launch.sh").write_text("torchrun --nproc_per_node=8 scripts/training/run_recipe.py "
+                                        "--recipe llama32_1b_pretrain_config\n")
+    engine = Engine(CheckOptions(search_paths=(mb06,)), LoadedPlugins(rules=[*load_plugins().rules, CrashingRule]))
+    engine.display_root = tmp_path
+    report = engine.check_paths([str(tmp_path / linted)])
+    assert report.resolved == 1
+    assert [e.message for e in report.errors if "internal error in rule ZZ901" in e.message], report.notes
