@@ -291,3 +291,29 @@ def _not_regular(path: Path, sizes: dict[Path, int], status: os.stat_result | No
         return "cannot read file: not a regular file (a FIFO, socket or device)"
     sizes[path] = status.st_size
     return None
+
+
+class ExplicitFiles:
+    """The files named on the command line, resolved only when a settings exclude asks."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self._resolved: set[Path] | None = None
+
+    def __contains__(self, path: Path) -> bool:
+        if self._resolved is None:
+            self._resolved = {Path(p).resolve() for p in self.paths if Path(p).is_file()}
+        return path.resolve() in self._resolved
+
+
+def directive_free(path: Path) -> bool:
+    """``path``'s text does not mention "mblint": no suppression comment can be in it."""
+    from mblint.extract.modules import MAX_SOURCE_BYTES, SOURCE_OVERLAY
+    from mblint.paths import read_regular
+
+    if SOURCE_OVERLAY and path.resolve() in SOURCE_OVERLAY:  # a text standing in for the file (stdin)
+        return "mblint" not in SOURCE_OVERLAY[path.resolve()]
+    try:  # never a FIFO or device, never past the size limit
+        return b"mblint" not in read_regular(path, MAX_SOURCE_BYTES)
+    except (OSError, ValueError):
+        return False

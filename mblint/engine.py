@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from mblint.arbitration import one_per_place, unique
-from mblint.discover import YAML_SUFFIXES, discover
+from mblint.discover import YAML_SUFFIXES, ExplicitFiles, directive_free, discover
 from mblint.extract.modules import SourceError, SourceLimit
 from mblint.findings import Finding, Severity
 from mblint.hf_config import HF_CONFIG_MISSING, HF_CONFIG_UNUSABLE, unusable_config_notes
@@ -22,14 +21,13 @@ from mblint.paths import Confinement, confinement_for
 from mblint.readers import Job
 from mblint.results import FileError, FileResult, Report, decoded_result
 from mblint.rule import Rule, RuleContext, RulePlan
-from mblint.suggestions import MAX_SUGGESTED, nearest_names
+from mblint.selection import select_rules, selector_problem
 from mblint.suppress import apply_suppressions
+from mblint.world_size import WorldSizes
 
 if TYPE_CHECKING:
     from mblint.plugins import LoadedPlugins
 
-WORLD_SIZE_COMMENT = r"#\s*mblint:\s*world[-_]size\s*=\s*(\d+)"  # compiled by re when a file mentions mblint
-WORLD_SIZE_NAME = re.compile(r"_(\d+)gpus?_")
 
 
 @dataclass(eq=False, repr=False)
@@ -55,39 +53,6 @@ class CheckOptions:
     schema_source: str = "auto"  # "bundled": never derive the schema from a Megatron-Bridge source at hand
 
 
-def select_rules(rules: Iterable[type[Rule]], select: tuple[str, ...], ignore: tuple[str, ...],
-                 extend_select: tuple[str, ...] = ()) -> list[type[Rule]]:
-    def matches(rule: type[Rule], selectors: tuple[str, ...]) -> bool:
-        return any(s == "ALL" or rule.id.startswith(s) or rule.name == s for s in selectors)
-
-    chosen = []
-    for rule in rules:
-        selected = matches(rule, select) if select else True
-        if extend_select and matches(rule, extend_select):
-            selected = True
-        if selected and not matches(rule, ignore):
-            chosen.append(rule)
-    return chosen
-
-
-def selector_problem(where: str, selectors: Iterable[str], rules: Iterable[type[Rule]]) -> str | None:
-    """What is wrong with ``selectors`` (rule ids, id prefixes, names, ALL) given at ``where``,
-    with a did-you-mean for each that selects no rule; None when every one selects some rule."""
-    rules = list(rules)
-    problems = []
-    unknown = [selector for selector in selectors
-               if selector != "ALL" and not any(rule.id.startswith(selector) or rule.name == selector for rule in rules)]
-    for selector in unknown[:MAX_SUGGESTED]:
-        close = nearest_names(selector, [rule.id for rule in rules] + [rule.name for rule in rules])
-        prefixes = ", ".join(sorted({rule.id.rstrip("0123456789") for rule in rules}))
-        hint = (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close
-                else f" (rule ids begin with {prefixes}; see `mblint rules`)")
-        problems.append(f"{selector!r} selects no rule{hint}")
-    if len(unknown) > MAX_SUGGESTED:
-        problems.append(f"and {len(unknown) - MAX_SUGGESTED:,} more selectors select no rule")
-    return f"{where}: {'; '.join(problems)}" if problems else None
-
-
 class Engine:
     def __init__(self, options: CheckOptions, plugins: "LoadedPlugins | None" = None) -> None:
         self.options = options
@@ -95,8 +60,7 @@ class Engine:
         self._project = None
         self.editable: set[str] = set()
         self.used_rules: set = set()
-        self._world_size_comments: dict[str, int | None] = {}
-        self._world_sizes: dict[tuple, tuple[int | None, str]] = {}
+        self.world_sizes = WorldSizes(self.settings_for_display)
         self.settings_errors: set[str] = set()
         self.directive_free: set[str] = set()  # display paths whose text never mentions "mblint"
         self._settings_by_display: dict = {}
@@ -247,7 +211,7 @@ class Engine:
             elif folder not in self.project.hf_config_folders:
                 self.project.hf_config_folders.append(folder)
 
-    def excluded_by_settings(self, path: Path, explicit: "_ExplicitFiles") -> bool:
+    def excluded_by_settings(self, path: Path, explicit: ExplicitFiles) -> bool:
         settings = self.settings_for(path)
         if settings is None or not settings.exclude:
             return False
@@ -338,7 +302,7 @@ class Engine:
                          allows=self.confinement.allows)
         self._known_sizes = found.sizes
         self._known_link_modes = found.link_modes
-        explicit = _ExplicitFiles(paths)
+        explicit = ExplicitFiles(paths)
         found.python = [p for p in found.python if self.settings_readable(p)]
         found.yaml = [p for p in found.yaml if self.settings_readable(p)]
         found.python = [p for p in found.python if not self.excluded_by_settings(p, explicit)]
@@ -514,7 +478,7 @@ class Engine:
                 return not self.project.interpreter_for(path).finder.load(path).mblint_text
             except SourceError:
                 return False
-        return _directive_free(path)
+        return directive_free(path)
 
     def dependencies(self, path: Path) -> set[Path]:
         try:
@@ -641,32 +605,7 @@ class Engine:
     def world_size_for(self, cfg: EffectiveConfig, text: str) -> tuple[int | None, str]:
         """The world size rules assume for ``cfg`` and where it came from: the option, the
         settings or comment of the recipe's file, or the function's name; kept per function."""
-        key = (self.display_root, cfg.recipe.path, cfg.recipe.function)
-        found = self._world_sizes.get(key)
-        if found is None:
-            found = self._world_sizes[key] = self._world_size_uncached(cfg, text)
-        return found
-
-    def _world_size_uncached(self, cfg: EffectiveConfig, text: str) -> tuple[int | None, str]:
-        if self.options.world_size:
-            return self.options.world_size, "option"
-        settings = self.settings_for_display(cfg.recipe.path)
-        if settings is not None and settings.world_size:
-            return settings.world_size, "setting"
-        from_comment = self.world_size_comment(cfg.recipe.path, text)
-        if from_comment is not None:
-            return from_comment, "comment"
-        match = WORLD_SIZE_NAME.search(f"_{cfg.recipe.function}_")
-        if match:
-            return int(match.group(1)), "name"
-        return None, ""
-
-    def world_size_comment(self, recipe_path: str, text: str) -> int | None:
-        """The ``# mblint: world-size=N`` comment of the recipe's file (searched once per file)."""
-        if recipe_path not in self._world_size_comments:
-            match = re.search(WORLD_SIZE_COMMENT, text) if "mblint" in text else None  # else never compiled
-            self._world_size_comments[recipe_path] = int(match.group(1)) if match else None
-        return self._world_size_comments[recipe_path]
+        return self.world_sizes.of(cfg, text, self.options.world_size, self.display_root)
 
     def not_analysed_finding(self, path: Path, line: int, column: int, width: int, message: str,
                              report: FileResult, recipe: str | None = None) -> None:
@@ -709,31 +648,6 @@ class Engine:
 
             self._launch_reader = LaunchReader(self)
         return self._launch_reader
-
-
-class _ExplicitFiles:
-    """The files named on the command line, resolved only when a settings exclude asks."""
-
-    def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
-        self._resolved: set[Path] | None = None
-
-    def __contains__(self, path: Path) -> bool:
-        if self._resolved is None:
-            self._resolved = {Path(p).resolve() for p in self.paths if Path(p).is_file()}
-        return path.resolve() in self._resolved
-
-
-def _directive_free(path: Path) -> bool:
-    from mblint.extract.modules import MAX_SOURCE_BYTES, SOURCE_OVERLAY
-    from mblint.paths import read_regular
-
-    if SOURCE_OVERLAY and path.resolve() in SOURCE_OVERLAY:  # a text standing in for the file (stdin)
-        return "mblint" not in SOURCE_OVERLAY[path.resolve()]
-    try:  # never a FIFO or device, never past the size limit
-        return b"mblint" not in read_regular(path, MAX_SOURCE_BYTES)
-    except (OSError, ValueError):
-        return False
 
 
 def summarise_missing_hf_configs(report: Report) -> None:

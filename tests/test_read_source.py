@@ -75,7 +75,7 @@ def test_a_source_that_mentions_mblint_keeps_its_text_for_comments():
     text = "# mblint: world-size=8\nx = 1\n"
     source = parse_source(Path("m.py"), text)
     assert source.mblint_text == text
-    assert Engine(CheckOptions(jobs=1)).world_size_comment("m.py", source.mblint_text) == 8
+    assert Engine(CheckOptions(jobs=1)).world_sizes.comment("m.py", source.mblint_text) == 8
 
 
 def test_a_text_read_for_a_file_the_finder_parsed_by_another_name_is_dropped(tmp_path, monkeypatch):
