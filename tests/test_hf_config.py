@@ -587,3 +587,72 @@ def test_a_config_json_still_absent_keeps_the_cached_result(hub, tmp_path, mb06)
     write_snapshot(hub, "zai-org/GLM-4.5", GLM45)
     third = run()
     assert third.cache_hits == 0 and [f.rule_id for f in third.findings] == ["PB005"]
+
+
+# ----- a bridge that converts the config itself (Megatron-Bridge after 0.6) -------------------
+
+# Megatron-Bridge main's LlamaBridge: no provider_bridge of its own; it overrides
+# hf_config_to_provider_kwargs, which the base provider_bridge calls
+# (models/llama/llama_bridge.py, models/conversion/model_bridge.py provider_bridge).
+OVERRIDING_LLAMA_BRIDGE = '''
+from megatron.core.models.gpt.gpt_model import GPTModel
+from transformers import LlamaForCausalLM
+
+from megatron.bridge.models.conversion.model_bridge import MegatronModelBridge
+
+
+@MegatronModelBridge.register_bridge(source=LlamaForCausalLM, target=GPTModel, model_type="llama")
+class LlamaBridge(MegatronModelBridge):
+    def hf_config_to_model_config_kwargs(self, hf_config):
+        config_kwargs = super().hf_config_to_provider_kwargs(hf_config)
+        config_kwargs.update(normalization="RMSNorm", gated_linear_unit=True, rope_scaling=False)
+        rope_scaling = getattr(hf_config, "rope_scaling", None) or {}
+        if rope_scaling.get("rope_type") == "llama3":
+            config_kwargs["rope_scaling"] = True
+        return config_kwargs
+
+    def hf_config_to_provider_kwargs(self, hf_config):
+        return self.hf_config_to_model_config_kwargs(hf_config)
+'''
+# A bridge whose field filter mblint does not follow: the generic conversion is unknown.
+FILTERING_LLAMA_BRIDGE = OVERRIDING_LLAMA_BRIDGE.replace(
+    "    def hf_config_to_provider_kwargs(self, hf_config):\n        return self.hf_config_to_model_config_kwargs(hf_config)\n",
+    "    def _should_map_hf_config_field(self, hf_config, hf_name, megatron_name, value):\n"
+    "        return hf_name != 'head_dim'\n")
+
+
+@pytest.fixture(scope="module")
+def mb_with_bridge(tmp_path_factory, mb06):
+    """A copy of the 0.6.2 tree whose Llama bridge is replaced by ``source``."""
+    import shutil
+
+    def make(name: str, source: str) -> Path:
+        root = tmp_path_factory.mktemp(name)
+        shutil.copytree(mb06 / "megatron", root / "megatron")
+        (root / "megatron" / "bridge" / "models" / "llama" / "llama_bridge.py").write_text(source)
+        return root
+    return {"overriding": make("overriding", OVERRIDING_LLAMA_BRIDGE),
+            "filtering": make("filtering", FILTERING_LLAMA_BRIDGE)}
+
+
+def test_a_bridge_converting_the_config_itself_is_followed(hub, tmp_path, mb_with_bridge):
+    write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", LLAMA3_8B)
+    cfg = resolve_recipe(recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B"), "model_config",
+                         search_paths=[mb_with_bridge["overriding"]])
+    assert cfg.value("model.num_layers") == 32
+    assert cfg.value("model.num_attention_heads") == 32
+    assert Path(cfg.last_origin("model.num_layers").path).name == "config.json"
+    assert cfg.value("model.normalization") == "RMSNorm"  # the override's own update
+    assert cfg.value("model.rope_scaling") is False
+
+
+def test_a_conversion_mblint_cannot_follow_leaves_the_architecture_unknown(hub, tmp_path, mb_with_bridge):
+    """Not the provider class's defaults (num_layers 0, hidden_size 0): PB005 said "num_layers
+    0 + 2 is not divisible by PP 16" on Megatron-Bridge main's Llama 3.1 405B recipes."""
+    write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", LLAMA3_8B)
+    path = recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B", {"pipeline_model_parallel_size": 16})
+    root = mb_with_bridge["filtering"]
+    cfg = resolve_recipe(path, "model_config", search_paths=[root])
+    for field in ("model.num_layers", "model.hidden_size", "model.num_attention_heads"):
+        assert not is_known(cfg.value(field)), field
+    assert lint(tmp_path, path, "PB005", root) == []

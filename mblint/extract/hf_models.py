@@ -28,7 +28,7 @@ from mblint.extract.hf_transformers import ABSENT_ATTRIBUTE, config_class_chain
 from mblint.extract.modules import module_name_guess
 from mblint.extract.positions import _with_kind
 from mblint.extract.scopes import Frame
-from mblint.extract.values import External, FuncRef, Obj
+from mblint.extract.values import External, FuncRef, Obj, true_slots
 from mblint.hf_config import HF_CONFIG_MISSING, HF_CONFIG_UNUSABLE, HFConfig, HFConfigError, find_config, read_config
 from mblint.model import UNKNOWN, Origin, Unknown
 from mblint.paths import read_head
@@ -38,7 +38,10 @@ BRIDGE_PACKAGE = "megatron.bridge.models"
 BASE_BRIDGE = "megatron.bridge.models.conversion.model_bridge.MegatronModelBridge"
 MAX_BRIDGE_FILES = 2000
 # The base class's generic conversion, applied by mblint where the chain reaches it.
-NATIVE_METHODS = ("provider_bridge", "hf_config_to_provider_kwargs", "make_vocab_size_divisible_by")
+# ``_hf_config_to_megatron_kwargs`` is the generic conversion's name where
+# ``hf_config_to_provider_kwargs`` became a thin wrapper around it (after 0.6).
+CONVERSION_METHODS = ("hf_config_to_provider_kwargs", "_hf_config_to_megatron_kwargs")
+NATIVE_METHODS = ("provider_bridge", "make_vocab_size_divisible_by", *CONVERSION_METHODS)
 _DTYPES = {"float16": "torch.float16", "bfloat16": "torch.bfloat16", "float32": "torch.float32"}
 _PRETRAINED = ClassSpec("transformers.PreTrainedModel", "PreTrainedModel", "transformers", (), fields={})
 _HF_CONFIG = ClassSpec("transformers.PretrainedConfig", "PretrainedConfig", "transformers", (), fields={})
@@ -520,13 +523,35 @@ class HFModelsMixin:
             if sub is None or name == "provider_bridge":
                 return UNKNOWN  # another config than the model's
             state = sub
-        kwargs, origins = self.provider_kwargs(state)
-        if name == "hf_config_to_provider_kwargs":
+        if name == "provider_bridge" and self.overrides(state, "hf_config_to_provider_kwargs"):
+            kwargs, origins = self.overridden_provider_kwargs(state, node, frame)
+        else:
+            kwargs, origins = self.provider_kwargs(state)
+        if name in CONVERSION_METHODS:
+            if kwargs is None:
+                return UNKNOWN
             result = self.new_obj(None, self.origin(node, frame))
             for key, value in kwargs.items():
                 result.set(key, value, origins.get(key))
             return result
         return self.base_provider(state, kwargs, origins, node, frame)
+
+    @staticmethod
+    def overrides(state: BridgeState, name: str) -> bool:
+        """Whether a bridge class below ``MegatronModelBridge`` defines ``name``."""
+        return any(cls.method(name) is not None for cls in state.chain[:-1])
+
+    def overridden_provider_kwargs(self, state: BridgeState, node: ast.AST, frame: Frame) -> tuple[dict | None, dict]:
+        """The kwargs a bridge's own ``hf_config_to_provider_kwargs`` returns, interpreted;
+        None when they are not a dict mblint can read whole."""
+        result = self.bridge_call(BridgeInstance(state, 0, 0), "hf_config_to_provider_kwargs",
+                                  [state.config_obj], {}, node, frame)
+        if not (isinstance(result, Obj) and result.is_dict and not result.open):
+            return None, {}
+        slots = true_slots(result)
+        kwargs = {key: value for key, (value, _) in slots.items()}
+        origins = {key: found[-1] for key, (_, found) in slots.items() if found}
+        return kwargs, origins
 
     def provider_class(self, state: BridgeState) -> ClassSpec | None:
         for cls in state.chain:
@@ -537,19 +562,18 @@ class HFModelsMixin:
             return value.spec if hasattr(value, "spec") and isinstance(value.spec, ClassSpec) else None
         return self.schema.find_class("GPTModelProvider")
 
-    def provider_kwargs(self, state: BridgeState) -> tuple[dict, dict]:
-        """``hf_config_to_provider_kwargs``: (values, origins) by provider field."""
+    def provider_kwargs(self, state: BridgeState) -> tuple[dict | None, dict]:
+        """The generic conversion (``hf_config_to_provider_kwargs``): (values, origins) by
+        provider field; (None, {}) when mblint cannot follow it (every mapped field unknown)."""
         values = state.config.values
         kwargs: dict[str, Any] = {}
         origins: dict[str, Origin] = {}
         mapping = self.class_attribute(state, "CONFIG_MAPPING")
-        overridden = any(cls.method(n) is not None for cls in state.chain[:-1]
-                         for n in ("_should_map_hf_config_field", "hf_config_to_provider_kwargs"))
-        if not isinstance(mapping, list) or overridden:
-            return {}, {}  # every mapped field unknown
+        if not isinstance(mapping, list) or self.overrides(state, "_should_map_hf_config_field"):
+            return None, {}
         for pair in mapping:
             if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
-                return {}, {}
+                return None, {}
             hf_name, field = pair
             if field in kwargs and not (isinstance(kwargs[field], Unknown) and field not in origins):
                 continue
@@ -670,6 +694,10 @@ class HFModelsMixin:
         spec = self.provider_class(state)
         if spec is None:
             return UNKNOWN
+        if kwargs is None:
+            # The conversion could not be followed: what it maps is unknown, not the class's default.
+            kwargs = dict.fromkeys(self.schema.hf_derived_fields & set(spec.fields), UNKNOWN)
+            kwargs["_mla_rope_params"] = UNKNOWN
         mla_params = kwargs.pop("_mla_rope_params", None)
         accepted = {key: value for key, value in kwargs.items() if key in spec.fields}
         site = {key: origins[key] for key in accepted if key in origins}

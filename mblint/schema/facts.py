@@ -581,6 +581,8 @@ SOURCE_CHECKS: dict[str, tuple[str, str]] = {
         "core/model_parallel_config.py", r"Transformer Engine cross entropy loss fusion has known stability issues"),
     "local_graphs_full_iteration_only": ("bridge/utils/cuda_graph.py", r"def is_full_iteration_cuda_graph"),
     "energon_mbs_mirror": ("bridge/training/config.py", r"EnergonDatasetConfig\.micro_batch_size must match"),
+    "energon_native_packing_qwen_vl": (
+        "bridge/data/builders/energon.py", r"Energon native sequence packing currently supports only QwenVLEnergonTaskEncoderConfig"),
     # issue 24: what Megatron-Bridge does to a configuration before Megatron-Core sees it
     "none_graph_impl_clears_scope": (
         "bridge/utils/cuda_graph.py", r'if cuda_graph_impl == "none":\s*\n\s*clear_cuda_graph_modules\(config\)'),
