@@ -13,6 +13,7 @@ from mblint.rulekit import (
     known,
     offline_packing,
     offline_packing_known_on,
+    pad_to_max_length,
     specs_path,
     value,
 )
@@ -35,7 +36,12 @@ and, in 0.6.x, `dist.eval_context_parallel_size`.
 Each sequence inside a pack is split across context-parallel ranks in THD layout, which needs
 every segment to be divisible by 2*CP (0.6.2 data/packing/offline.py:175 "Runtime segments ...
 must be divisible for THD+CP"); otherwise the CP partitioning fails at the first step. Sequence
-parallelism additionally shards each segment over TP ranks. `ConfigContainer.validate()` does
+parallelism shards the whole pack over TP ranks (per CP rank: CP*TP over the pack): a pack not
+padded to the full width is padded to a multiple of `pad_seq_to_mult` (0.6.2
+data/packing/gpt_sft.py:191-198), so that multiple must divide by CP*TP. A pack padded to the
+full `packed_sequence_size` (`pad_to_max_length`, as the SQuAD helper sets,
+recipes/utils/dataset_utils.py:130-132) with CP 1 needs only that width aligned: no code needs
+each segment aligned to TP then, so the SP part is not reported there (with CP > 1 it still is). `ConfigContainer.validate()` does
 not check this for offline packing; only `scripts/training/run_recipe.py` repairs it. The CP part
 is an error; a violation of only the SP part is reported as a warning.
 
@@ -70,6 +76,10 @@ including `dist.eval_context_parallel_size`).
         _LLAMA + "for cp in (1, 2):\n    cfg.model.context_parallel_size = cp",
         # packing off
         _LLAMA + "cfg.model.context_parallel_size = 2\ncfg.dataset.enable_offline_packing = False\ncfg.dataset.offline_packing_specs = None",
+        # SP only, packs padded to the full (aligned) width: each segment needs no TP alignment
+        _LLAMA + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = True\n"
+        "cfg.dataset.dataset_kwargs = {'pad_to_max_length': True}\n"
+        "cfg.dataset.offline_packing_specs.packed_sequence_size = 4096",
     ]
     invalid = [
         # lcm(2*CP, CP*TP) = lcm(4, 16) = 16
@@ -83,6 +93,14 @@ including `dist.eval_context_parallel_size`).
                 version="0.3", unsafe=True,
                 fixed=_LLAMA + "cfg.model.context_parallel_size = 4\n"
                       "cfg.dataset.packed_sequence_specs.pad_seq_to_mult = 8  # error"),
+        # SP only, packs not padded to the full width: their width is a multiple of pad_seq_to_mult
+        Example(_LLAMA + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = True\n"
+                "cfg.dataset.dataset_kwargs = {'pad_to_max_length': False}\n"
+                "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 2  # finding",
+                message="TP=4 with sequence parallelism needs a multiple of 4", unsafe=True,
+                fixed=_LLAMA + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = True\n"
+                      "cfg.dataset.dataset_kwargs = {'pad_to_max_length': False}\n"
+                      "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 4  # finding"),
         # the evaluation CP counts too: lcm(2*2, 2*4) = 8
         Example(_LLAMA + "cfg.model.context_parallel_size = 2\ncfg.dataset.offline_packing_specs.pad_seq_to_mult = 4  # error\n"
                 "cfg.dist.eval_context_parallel_size = 4", unsafe=True,
@@ -105,8 +123,11 @@ including `dist.eval_context_parallel_size`).
         align = cp_sp_alignment_all(cfg)
         if not known(align) or pad_value % align.required == 0:
             return
+        sp_only = pad_value % align.cp_required == 0
+        if align.cp_required == 1 and _padded_to_an_aligned_width(cfg, align.required):
+            return  # CP 1: sequence parallelism splits the whole pack, which is aligned
         target = math.lcm(pad_value, align.required)
-        severity = Severity.ERROR if pad_value % align.cp_required else Severity.WARNING
+        severity = Severity.WARNING if sp_only else Severity.ERROR
         yield ctx.report(
             cfg,
             f"pad_seq_to_mult is {pad if pad is not None else 'None (1)'}, but {align.text}",
@@ -116,3 +137,11 @@ including `dist.eval_context_parallel_size`).
                              description=f"set pad_seq_to_mult to lcm({pad_value}, {align.required}) = {target}; "
                                          "the packed dataset is rebuilt")],
         )
+
+
+def _padded_to_an_aligned_width(cfg, required: int) -> bool:
+    """Every pack padded to the full packed_sequence_size (pad_to_max_length), which the
+    alignment divides: what sequence parallelism splits is the whole pack, not its segments."""
+    padded, _ = pad_to_max_length(cfg)
+    width = value(cfg, f"{specs_path(cfg)}.packed_sequence_size")
+    return padded is True and int_values(width) and width > 0 and width % required == 0
