@@ -66,22 +66,23 @@ def test_any_safe_fix_that_contradicts_a_written_value_becomes_unsafe(tmp_path: 
     assert safety == {"unset.py": [True], "written.py": [False]}
 
 
-def test_fixes_of_different_findings_on_one_field_are_planned_together(tmp_path: Path) -> None:
-    """PK001's unsafe fix (MBS 1, GBS 64 -> 32, pack 2048 -> 4096: the same tokens per step) must
-    not be half undone by PK006's fix of the pack size in a later round; the summary counts what
-    was done."""
+def test_a_fix_that_leaves_a_new_finding_is_dropped_and_named(tmp_path: Path) -> None:
+    """Issue 33 section 5. PK001's unsafe fix (MBS 1, GBS 64 -> 32, pack 2048 -> 4096: the same
+    tokens per step, as Megatron-Bridge's own error proposes) leaves packs twice dataset.seq_length
+    wide, a PK006 finding the recipe did not have: the fix trades one problem for another, so it
+    is dropped, said so with the finding it would leave, and nothing is written."""
     from integration_support import recipe
 
     original = recipe(2).replace("global_batch_size=8", "global_batch_size=64")
     (tmp_path / "r.py").write_text(original)
+    before = run(["check", "--no-cache", "r.py"], tmp_path)
+    assert "PK001" in before.stdout and "PK006" not in before.stdout
     result = run(["check", "--no-cache", "--fix", "--unsafe-fixes", "--show-fixes", "r.py"], tmp_path)
-    text = (tmp_path / "r.py").read_text()
-    assert "micro_batch_size=1, global_batch_size=32" in text
-    assert "packed_sequence_size=4096" in text  # PK001's pack stands
-    assert "Fixed 1 finding with 3 edits in 1 file." in result.stderr
-    assert ("Not fixed: r.py:12: PK006 set packed_sequence_size to 2048 (it would undo the PK001 fix that set "
-            "dataset.offline_packing_specs.packed_sequence_size to 4096 in this run" in result.stderr)
-    assert "r.py:12:55: PK006" in result.stdout  # still reported: the user chooses
+    assert (tmp_path / "r.py").read_text() == original
+    assert "fix dropped: r.py:8: PK001 set micro_batch_size to 1 (it leaves a new finding: PK006 [warning] " \
+           "dataset.offline_packing_specs.packed_sequence_size is 4096, but dataset.seq_length is 2048" in result.stderr
+    assert "Fixed" not in result.stderr
+    assert "PK001" in result.stdout and "PK006" not in result.stdout  # the recipe as it was
 
 
 PACKED = """from megatron.bridge.recipes.common import _sft_common
@@ -114,6 +115,19 @@ def test_fixes_of_a_recipe_and_its_override_file_never_compound(tmp_path: Path, 
     assert "cfg.train.global_batch_size = 16" in recipe and "packed_sequence_size=8192" in recipe
     assert "cfg.train.micro_batch_size = 2" in recipe
     assert (tmp_path / "o.yaml").read_text().endswith("micro_batch_size: 1\n")
-    assert "Not fixed: r.py:11: PK001" in result.stdout + result.stderr
+    assert (result.stdout + result.stderr).count("Not fixed: r.py:11: PK001") == 1  # once, not per configuration
     assert "would undo the PK001 fix" in result.stdout + result.stderr
     assert result.exit_code == 1
+
+
+def test_a_fix_not_made_is_said_once_for_a_recipe_and_its_override_file(tmp_path: Path, mb_roots) -> None:
+    """Issue 33 section 5: the recipe's PK001 is a finding of both configurations (the recipe
+    alone and with its override file); its "Not fixed" line was printed once per configuration."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "r.py").write_text(PACKED)
+    (tmp_path / "o.yaml").write_text("# mblint: recipe=r.py::my_sft_config\ntrain:\n  train_iters: 10\n")
+    result = run(["check", "--no-cache", "--select", "PK001", "--fix", "--show-fixes", "--search-path",
+                  str(mb_roots["0.6"]), "r.py", "o.yaml"], tmp_path)
+    output = result.stdout + result.stderr
+    assert output.count("Not fixed: r.py:11: PK001") == 1, output
+    assert "unsafe fix: use --unsafe-fixes" in output

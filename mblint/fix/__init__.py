@@ -43,7 +43,9 @@ texts, plans the groups (edits in place first; groups that must add assignments 
 round without in-place edits, so a fix in a recipe that others call is seen by them before
 they get an assignment of their own), applies them in memory, checks that every edited file
 parses, and re-lints with the edited texts standing in for the files. A group whose file does
-not parse or whose finding is still there afterwards is dropped and reported. Rounds repeat
+not parse, whose finding is still there afterwards, or whose result has a finding the texts did
+not have before (or a more severe one: a fix must not trade one problem for another) is dropped
+and reported with the reason. Rounds repeat
 to a fixed point, at most ``MAX_ROUNDS``. Files are written only at the end, only when their
 bytes change, atomically, keeping their mode, and never over a file that changed on disk
 since it was read.
@@ -162,7 +164,7 @@ def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bo
     fixed_fields: dict[tuple[str, str], tuple] = {}  # (recipe, field) -> (value, the fix that set it)
     for round_number in range(1, max_rounds + 1):
         groups, unfixable = _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed, fixed_fields)
-        run.unfixable = unfixable
+        run.unfixable = list(dict.fromkeys(unfixable))  # one record per place, whatever the configurations
         if not groups:
             break
         run.rounds = round_number
@@ -184,6 +186,16 @@ def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bo
                     run.dropped.extend(_records(group, "the finding is still reported after the fix"))
                 active = [g for g in active if g not in stuck]
                 continue
+            worse = _worsening_groups(active, captured, captured2, make_engine, paths, texts, states, parsed)
+            if worse:
+                for group, new_finding in worse:
+                    failed_keys.add(group.key)
+                    run.dropped.extend(_records(group, f"it leaves a new finding: {new_finding.rule_id} "
+                                                       f"[{new_finding.severity.name.lower()}] {new_finding.message}"))
+                # The others may hold only part of their fix (an edit they shared with a dropped
+                # group was left to it): plan them again, whole, next round.
+                active = []
+                continue
             for group in active:
                 run.applied.extend(_records(group))
                 run.fixed_findings += 1
@@ -199,6 +211,44 @@ def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bo
             continue
     run.report = report
     return run
+
+
+def _severities(captured: dict) -> dict[tuple, int]:
+    """The worst severity of each finding (by ``finding_key``) of a lint."""
+    worst: dict[tuple, int] = {}
+    for finding, cfg, overrides in captured.values():
+        key = finding_key(finding, cfg, overrides)
+        worst[key] = max(worst.get(key, -1), int(finding.severity))
+    return worst
+
+
+def _new_findings(before: dict[tuple, int], captured: dict) -> list:
+    """The findings of ``captured`` that ``before`` did not have, or had less severe."""
+    return [finding for finding, cfg, overrides in captured.values()
+            if int(finding.severity) > before.get(finding_key(finding, cfg, overrides), -1)]
+
+
+def _worsening_groups(active, captured, captured_after, make_engine, paths, texts, states, parsed) -> list:
+    """The groups whose fix leaves a finding the texts did not have before (or a worse one),
+    each with one such finding. A fix must not trade one problem for another: when the new
+    finding comes from the groups together, each is tried alone; if none is at fault alone,
+    all are."""
+    before = _severities(captured)
+    new = _new_findings(before, captured_after)
+    if not new:
+        return []
+    if len(active) == 1:
+        return [(active[0], new[0])]
+    worse = []
+    for group in active:
+        alone, broken = _apply([group], texts, states, parsed)
+        if broken:
+            continue
+        _, _, captured_alone = _lint(make_engine, paths, alone)
+        found = _new_findings(before, captured_alone)
+        if found:
+            worse.append((group, found[0]))
+    return worse or [(group, new[0]) for group in active]
 
 
 def _lint(make_engine, paths, texts):
@@ -407,7 +457,7 @@ def fix_command(make_engine, paths: list[str], *, unsafe: bool, diff: bool, show
     if show_fixes or diff:
         for record in run.applied:
             echo(f"{verb}: {record}", err=True)
-    for record in run.dropped:
+    for record in dict.fromkeys(run.dropped):  # one line per edit, whatever the configurations
         echo(f"mblint: note: fix dropped: {record}", err=True)
     unsafe_left = len({(r.rule_id, r.path, r.line) for r in run.unfixable if r.reason == UNSAFE_REASON})
     more = (f" ({unsafe_left}{' more' if run.applied else ''} finding{'s' if unsafe_left != 1 else ''} with an "

@@ -92,7 +92,9 @@ assignment is silently dead; an unknown YAML key is logged as a warning and skip
 `key=value` overrides in Hydra struct mode, which rejects a key that does not exist:
 "Could not override 'optimizer.finetune_lr'. To append to your config use
 +optimizer.finetune_lr=3" (confirmed with Megatron-Bridge 0.6.2). Hence WARNING for Python
-and YAML, ERROR for a command-line override.
+and YAML, ERROR for a command-line override. A model from `AutoBridge` (its provider class known
+only at run time, or from the model's config.json) gets the same verdict either way: a key no
+provider class has is missing from whichever class the run builds.
 
 ## Example
 ```python
@@ -148,6 +150,9 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
                         "skips this override key",
                 fixed_yaml="optimizer:\n  lr: 0.0003\n  finetune_lr: 0.0001  # error\n"),
         Example("cfg = _pretrain_common()", dotlist=("optimizer.finetune_lr=3",)),
+        # the model's class known only at run time: still rejected by Hydra's struct mode
+        Example("cfg = _pretrain_common()\n" + HF_MODEL, dotlist=("model.num_layrs=2",),
+                message="a command-line key=value override of a missing key is rejected by Hydra's struct mode"),
         # a field of no provider class, on a model from AutoBridge (the Qwen3 MoE recipes' dead line);
         # moe_a2a_overlap is the performance scripts' name for the expert-parallel A2A overlap
         Example("cfg = _pretrain_common()\n" + HF_MODEL + "cfg.model.moe_a2a_overlap = False  # error",
@@ -181,7 +186,9 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
             if origin is None or origin.kind not in ("set", "override") or path in deprecated:
                 continue
             reported.append(path)
-            yield self.finding(cfg, ctx, schema, path, HF_PROVIDER_LABEL, provider_fields(schema), origin, "assign")
+            action = next((action for applied, where, action, _ in cfg.applied_overrides
+                           if applied == path and where == origin), "assign")
+            yield self.finding(cfg, ctx, schema, path, HF_PROVIDER_LABEL, provider_fields(schema), origin, action)
         for path, origin, action, written in cfg.ignored_overrides:
             parent, _, leaf = path.rpartition(".")
             parent_type = cfg.type_of(parent)
@@ -218,7 +225,7 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
             message += f"; did you mean {suggestion}?"
             fixes = [FixIntent("rename", path, new_field=suggestion, safe=False,
                                description=f"rename {path} to {suggestion}")]
-        if is_leaf or cfg.origins(path):
+        if (is_leaf or cfg.origins(path)) and not rejected:
             return ctx.report(cfg, message, [path], primary=path,
                               severity=Severity.ERROR if rejected else Severity.WARNING, fixes=fixes)
         return ctx.report(cfg, message, [path], location=origin,

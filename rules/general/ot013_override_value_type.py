@@ -21,7 +21,7 @@ class OverrideValueType(Rule):
     name = "override-value-type"
     severity = Severity.ERROR
     other_severities = (Severity.WARNING,)
-    summary = "An override gives a field a value of the wrong type, or a count below 1."
+    summary = "An override gives a field a value of the wrong type; a count below 1 wherever it is written."
     tags = ("general", "overrides")
     doc = """## What it does
 Flags a YAML or command-line override whose value does not fit the field it sets, by the
@@ -29,7 +29,8 @@ field's type in the Megatron-Bridge release being linted: a string, a list or a 
 where the field holds a number or a flag (`train.micro_batch_size=abc`, `=[1,2]`), `inf` or
 `nan` where it holds an integer, and a batch size, parallel size or sequence length below 1
 (`train.micro_batch_size=0`, `-1`). A float with an integral value where the field is an
-integer (`=2.0`) is a warning.
+integer (`=2.0`) is a warning. A count below 1 is reported wherever it is written: an
+override, or a recipe line (`cfg.train.global_batch_size = 0`).
 
 ## Why it matters
 Megatron-Bridge turns the configuration into an untyped OmegaConf dictionary, merges the
@@ -37,6 +38,9 @@ YAML file and the Hydra overrides into it and sets the results back on the datac
 they are: nothing checks a value against the field's type. `"abc"` reaches the batch
 arithmetic as a string and the job fails at start-up on every rank, after the allocation;
 a count of 0 divides by zero or builds an empty process group; `inf` iterations never end.
+Written in a recipe, the count is just as wrong: Megatron-Bridge 0.6.2 rejects
+`train.global_batch_size = 0` (and -8) in `validate()` ("lr_decay_steps must be > 0"), and
+`train.micro_batch_size = 0` raises ZeroDivisionError there.
 
 ## Example
 ```sh
@@ -60,7 +64,6 @@ Hydra's override grammar (`OverrideLexer.g4`) for how `inf`, `nan`, `1_000` and 
         Example("cfg = _pretrain_common()", dotlist=("optimizer.lr=3",)),
         Example("cfg = _pretrain_common()", dotlist=("train.global_batch_size=null",)),
         Example("cfg = _pretrain_common()", yaml="checkpoint:\n  save: /results/run1\n"),
-        "cfg = _pretrain_common()\ncfg.train.micro_batch_size = 0",
     ]
     invalid = [
         Example("cfg = _pretrain_common()", dotlist=("train.micro_batch_size=abc",)),
@@ -68,9 +71,13 @@ Hydra's override grammar (`OverrideLexer.g4`) for how `inf`, `nan`, `1_000` and 
         Example("cfg = _pretrain_common()", yaml="train:\n  micro_batch_size: [1, 2]  # error\n"),
         Example("cfg = _pretrain_common()", yaml="train:\n  global_batch_size: 0  # error\n"),
         Example("cfg = _pretrain_common()", dotlist=("train.micro_batch_size=2.0",)),
+        Example("cfg = _pretrain_common()\ncfg.train.global_batch_size = 0  # error",
+                message="train.global_batch_size is 0, but it must be a count, at least 1"),
+        "cfg = _pretrain_common()\ncfg.train.micro_batch_size = -8  # error",
     ]
 
     def check(self, cfg, ctx):
+        yield from self.written_counts(cfg, ctx)
         if not cfg.overrides_applied:
             return
         schema = schema_of(cfg)
@@ -93,6 +100,17 @@ Hydra's override grammar (`OverrideLexer.g4`) for how `inf`, `nan`, `1_000` and 
             yield ctx.report(cfg, f"{path} = {format_value(value)} ({type(value).__name__}) from an override, but "
                                   f"the field is {expected} ({field.annotation}); Megatron-Bridge sets override "
                                   f"values on the config as they are", [path], primary=path, severity=severity)
+
+
+    def written_counts(self, cfg, ctx):
+        """Counts below 1 that a recipe (not an override, which the type check reports) sets."""
+        for path in POSITIVE_COUNTS:
+            current = cfg.value(path)
+            if not _is_number(current) or current >= 1 or cfg.last_kind(path) in (None, "default", "override"):
+                continue
+            yield ctx.report(cfg, f"{path} is {format_value(current)}, but it must be a count, at least 1; "
+                                  "Megatron-Bridge divides by it or fails its batch arithmetic at start-up",
+                             [path], primary=path)
 
 
 def _is_number(value) -> bool:
