@@ -149,7 +149,7 @@ class RuleContext:
         lasts = [cfg.last_origin(path) for path in fields]
         target = _fix_target(fixes)
         if location is None:
-            location = _primary_origin(cfg, lasts, primary, self.editable_paths, target)
+            location = _primary_origin(cfg, lasts, primary, self.editable_paths, target, fields)
         located = next((path for path in (primary, target, *fields)
                         if path is not None and cfg.last_origin(path) == location), None)
         related = _local_assignment(cfg, located, location)
@@ -263,9 +263,45 @@ def _fix_target(fixes: Sequence[FixIntent]) -> str | None:
 
 
 def _primary_origin(cfg: EffectiveConfig, lasts: list[Origin | None], primary: str | None,
-                    editable: frozenset[str] | None, target: str | None = None) -> Origin:
+                    editable: frozenset[str] | None, target: str | None = None,
+                    fields: Sequence[str] = ()) -> Origin:
     """Where the edit belongs: never a file mblint must not edit (an installed base builder),
-    and never a default the recipe did not write. ``lasts`` holds each field's last origin."""
+    and never a default the recipe did not write. ``lasts`` holds each field's last origin.
+    Unless the rule names the field at fault (``primary``), a place outside the recipe function
+    gives way to the recipe's own choice (``_own_choice``)."""
+    origin = _first_choice(cfg, lasts, primary, editable, target)
+    if origin.kind == "recipe":
+        return _object_origin(cfg, fields, editable) or origin
+    return origin if primary is not None else _own_choice(cfg, origin, lasts)
+
+
+def _own_choice(cfg: EffectiveConfig, origin: Origin, lasts: list[Origin | None]) -> Origin:
+    """A place in another function (a helper, a base recipe) is where the problem shows, not
+    always where it was chosen: the recipe's own line among the fields' last places, set last,
+    when there is one."""
+    if origin.kind == "override" or cfg.recipe.contains(origin):
+        return origin
+    own = [last for last in lasts if last is not None and last.kind not in ("default", "unknown")
+           and cfg.recipe.contains(last)]
+    return max(own, key=lambda o: o.seq) if own else origin
+
+
+def _object_origin(cfg: EffectiveConfig, fields: Sequence[str], editable: frozenset[str] | None) -> Origin | None:
+    """For fields whose places are all out of reach (a model's config.json, a provider class's
+    defaults): the recipe line that set the object holding them (``cfg.model = AutoBridge...``)."""
+    for path in fields:
+        parent = path.rpartition(".")[0]
+        while parent:
+            origins = cfg.origins(parent)
+            last = origins[-1] if origins else None
+            if last is not None and cfg.recipe.contains(last) and (editable is None or last.path in editable):
+                return last
+            parent = parent.rpartition(".")[0]
+    return None
+
+
+def _first_choice(cfg: EffectiveConfig, lasts: list[Origin | None], primary: str | None,
+                  editable: frozenset[str] | None, target: str | None = None) -> Origin:
 
     def editable_place(origin: Origin | None) -> Origin | None:
         """The origin itself when mblint may edit its file, else the innermost call in an

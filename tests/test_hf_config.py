@@ -656,3 +656,13 @@ def test_a_conversion_mblint_cannot_follow_leaves_the_architecture_unknown(hub, 
     for field in ("model.num_layers", "model.hidden_size", "model.num_attention_heads"):
         assert not is_known(cfg.value(field)), field
     assert lint(tmp_path, path, "PB005", root) == []
+
+
+def test_a_finding_on_fields_from_the_config_lands_on_the_autobridge_line(hub, tmp_path, mb06):
+    """MO017 on Qwen3-30B-A3B's 128 experts (config.json) with the router dtype left to the
+    provider class (its bridge sets none): the recipe line that builds the model, not the
+    ``def`` line (issue 33 section 4)."""
+    write_snapshot(hub, "Qwen/Qwen3-30B-A3B", QWEN3_30B_A3B)
+    path = recipe_file(tmp_path, "Qwen/Qwen3-30B-A3B")
+    [finding] = lint(tmp_path, path, "MO017", mb06)
+    assert (Path(finding.location.path).name, finding.location.line) == ("recipe.py", 7)  # cfg.model = AutoBridge...

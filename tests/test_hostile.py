@@ -385,7 +385,9 @@ def test_python_m_mblint_does_not_import_the_linted_tree(tree):
 
 
 def fix(*args: str):
-    return invoke("check", "--no-cache", "--fix", "--unsafe-fixes", *args)
+    # PK001 alone: its fix doubles the pack width, which PK006 reports, and a fix that leaves a
+    # new finding is dropped; these tests are about how files are written.
+    return invoke("check", "--no-cache", "--select", "PK001", "--fix", "--unsafe-fixes", *args)
 
 
 def test_fix_goes_through_a_link_inside_the_project_and_never_replaces_it(tree):

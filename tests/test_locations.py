@@ -166,3 +166,61 @@ def sft_config():
     assert finding.location.line == line_of(source, "# pack")
     assert "packed_sequence_size is 4096" in finding.message
     assert line_of(source, "# branch") not in [related.origin.line for related in finding.related]
+
+
+# ----- a shared helper in the linted files is where a problem shows, not where it was chosen ----
+# (issue 33 section 4: PB013 at recipes/deepseek/h100/deepseek_v3.py:62, the shared layout
+# helper, instead of the perf recipe's VP line; PK006 at the shared recipes/utils/dataset_utils.py:132)
+
+SHARED_HELPER = '''from megatron.bridge.models import GPTModelProvider
+from megatron.bridge.recipes.common import _pretrain_common
+
+
+def set_layout(model_cfg, layout):
+    model_cfg.pipeline_model_parallel_layout = layout  # line 6: shared by every recipe
+
+
+def base_config():
+    cfg = _pretrain_common()
+    cfg.model = GPTModelProvider(num_layers=13, hidden_size=64, num_attention_heads=4)
+    cfg.model.pipeline_model_parallel_size = 4
+    cfg.model.virtual_pipeline_model_parallel_size = 2
+    set_layout(cfg.model, "Et|(tt|)*6L")
+    return cfg
+
+
+def derived_config():
+    cfg = base_config()
+    cfg.model.virtual_pipeline_model_parallel_size = 4  # line 20: this recipe's choice
+    set_layout(cfg.model, "Et|(tt|)*6L")
+    return cfg
+'''
+
+
+def test_a_conflict_with_a_shared_helper_lands_on_the_recipes_own_line(tmp_path, mb06):
+    findings = lint(tmp_path, mb06, SHARED_HELPER, PLUGIN_RULES["PB013"])
+    by_recipe = {f.recipe.rpartition("::")[2]: f for f in findings}
+    assert set(by_recipe) == {"derived_config"}  # the layout's 8 stages are PP 4 x VP 2, not x 4
+    assert by_recipe["derived_config"].location.line == 20
+
+
+PACKED_ON_A_BASE_BUILDER = '''from megatron.bridge.recipes.common import _sft_common
+
+
+def long_context_config():
+    cfg = _sft_common()
+    cfg.dataset.seq_length = 8192  # line 6: the recipe's choice; the pack width is the builder's
+    cfg.model.seq_length = 8192
+    return cfg
+'''
+
+
+def test_a_pack_width_from_the_base_builder_lands_on_the_recipes_seq_length(tmp_path, mb06):
+    root = tmp_path / "project"
+    (root / "recipes").mkdir(parents=True)
+    source = root / "recipes" / "long.py"
+    source.write_text(PACKED_ON_A_BASE_BUILDER)
+    engine = Engine(CheckOptions(search_paths=(mb06,), version="0.6"), LoadedPlugins(rules=[PLUGIN_RULES["PK006"]]))
+    engine.display_root = root
+    [finding] = engine.check_paths([str(source)]).findings
+    assert (Path(finding.location.path).name, finding.location.line) == ("long.py", 6)

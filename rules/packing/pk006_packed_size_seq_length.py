@@ -100,7 +100,7 @@ megatron/core/transformer/cuda_graphs.py:2096-2111,2320 (static inputs of seq_le
             message += (f"; with {fixed_width} CUDA graphs captured for {seq} tokens and every packed row padded to "
                         f"{size} (pad_to_max_length), the shapes do not match at replay")
         yield ctx.report(
-            cfg, message, [path, "dataset.seq_length"], primary=path,
+            cfg, message, [path, "dataset.seq_length"],
             severity=Severity.ERROR if fixed_width else None,
             fixes=[FixIntent("set", path, seq, safe=False, description=f"set packed_sequence_size to {seq}")],
         )

@@ -7,7 +7,6 @@ from mblint.rulekit import (
     format_value,
     hf_model,
     known,
-    last_set_of,
     layout_stages,
     parallel,
     value,
@@ -100,7 +99,7 @@ PP), :283-321 (`parse_str_to_list`); Megatron-Core 0.16.1 transformer_config.py:
             yield ctx.report(
                 cfg, f"model.pipeline_model_parallel_layout has {stages} stages, which "
                      f"pipeline_model_parallel_size = {par.pp} does not divide; Megatron-Core rejects the layout",
-                FIELDS[:2], primary=last_set_of(cfg, FIELDS[:2]))
+                FIELDS[:2])
             return
         vpp = par.vpp
         if vpp is None or not isinstance(vpp, int) or vpp == stages // par.pp:
@@ -109,5 +108,5 @@ PP), :283-321 (`parse_str_to_list`); Megatron-Core 0.16.1 transformer_config.py:
             cfg, f"model.pipeline_model_parallel_layout has {stages} stages = PP {par.pp} x VP {stages // par.pp}, "
                  f"but virtual_pipeline_model_parallel_size is {format_value(vpp)}; Megatron-Core asserts "
                  f"\"virtual_pipeline_model_parallel_size conflicts with pipeline_model_parallel_layout\"",
-            FIELDS, primary=last_set_of(cfg, FIELDS))
+            FIELDS)
 
