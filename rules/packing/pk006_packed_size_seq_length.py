@@ -74,9 +74,9 @@ megatron/core/transformer/cuda_graphs.py:2096-2111,2320 (static inputs of seq_le
         Example("cfg = _sft_common()\ncfg.dataset.offline_packing_specs.packed_sequence_size = 4096  # error",
                 message="is 4096, but dataset.seq_length is 2048", unsafe=True,
                 fixed="cfg = _sft_common()\ncfg.dataset.offline_packing_specs.packed_sequence_size = 2048  # error"),
-        # reported where the pack width comes from (the base builder call), the edit the fix makes
-        Example("cfg = _sft_common()  # error\ncfg.dataset.seq_length = 4096", version="0.3", unsafe=True,
-                fixed="cfg = _sft_common()  # error\ncfg.dataset.seq_length = 4096\n"
+        # the pack width is the base builder's; the recipe's own choice, seq_length, is the place
+        Example("cfg = _sft_common()\ncfg.dataset.seq_length = 4096  # error", version="0.3", unsafe=True,
+                fixed="cfg = _sft_common()\ncfg.dataset.seq_length = 4096  # error\n"
                       "cfg.dataset.packed_sequence_specs.packed_sequence_size = 4096"),
         # TE graphs replay seq_length tokens; padded rows are packed_sequence_size wide: an error,
         # reported at the pack width (the edit)
