@@ -253,7 +253,7 @@ def test_an_edit_saved_while_a_fix_is_written_is_never_lost(project, monkeypatch
         return done
 
     monkeypatch.setattr(files, "_exchange", racing_exchange)
-    result = check("--fix", "--unsafe-fixes", "recipes/good.py")
+    result = check("--select", "PK001", "--fix", "--unsafe-fixes", "recipes/good.py")
     assert all(editor.wait(timeout=60) == 0 for editor in editors)
     assert target.read_text() == original + saved
     assert result.exit_code == 2 and "recipes/good.py: changed on disk" in result.stderr
@@ -270,7 +270,7 @@ def test_a_file_locked_by_another_writer_is_not_fixed(project):
     original = target.read_text()
     with open(target, "rb") as other:
         fcntl.flock(other, fcntl.LOCK_EX)
-        result = check("--fix", "--unsafe-fixes", "recipes/good.py")
+        result = check("--select", "PK001", "--fix", "--unsafe-fixes", "recipes/good.py")
     assert result.exit_code == 2 and "recipes/good.py: locked by another process; not overwritten" in result.stderr
     assert target.read_text() == original
 
@@ -425,7 +425,7 @@ def test_a_file_another_process_has_open_for_writing_is_not_fixed(project):
                                "import time; time.sleep(60)"], stdout=subprocess.PIPE)
     try:
         assert holder.stdout.readline() == b"opened\n"
-        result = check("--fix", "--unsafe-fixes", "recipes/good.py")
+        result = check("--select", "PK001", "--fix", "--unsafe-fixes", "recipes/good.py")
     finally:
         holder.kill()
         holder.wait()
