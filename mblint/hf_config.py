@@ -127,13 +127,25 @@ def _snapshot(repo: Path, revision: str) -> str | None:
 
 
 def _inside(path: Path, folder: Path) -> bool:
-    """``path`` is a regular file whose real location is inside ``folder``'s real location."""
+    """``path`` is a regular file whose real location is inside ``folder``'s real location;
+    False when there is no such file; HFConfigError when there is one mblint will not read (a
+    link out of ``folder``, a FIFO or device), saying so."""
+    if not os.path.lexists(path):
+        return False
     try:
         real = Path(os.path.realpath(path))
         base = Path(os.path.realpath(folder))
-        return real.is_relative_to(base) and stat.S_ISREG(os.stat(real).st_mode)
     except (OSError, ValueError):
         return False
+    if not real.is_relative_to(base):
+        raise HFConfigError(f"{path}: not read: a link out of {folder}")
+    try:
+        regular = stat.S_ISREG(os.stat(real).st_mode)
+    except (OSError, ValueError):
+        return False
+    if not regular:
+        raise HFConfigError(f"{path}: not read: not a regular file (a FIFO, socket or device)")
+    return True
 
 
 def _read_bounded(path: Path, limit: int) -> bytes:

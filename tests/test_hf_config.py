@@ -135,7 +135,8 @@ def test_links_out_and_oversized_files_are_refused(tmp_path, hub):
     (folder / "snapshots" / COMMIT / "config.json").symlink_to(outside)
     (folder / "refs").mkdir()
     (folder / "refs" / "main").write_text(COMMIT)
-    assert find_config("org/linked") is None
+    with pytest.raises(HFConfigError, match="not read: a link out of"):
+        find_config("org/linked")
     big = write_snapshot(hub, "org/big", LLAMA3_8B, via_blob=False)
     big.write_text(" " * (MAX_CONFIG_BYTES + 1) + "{}")
     with pytest.raises(HFConfigError, match="too large"):

@@ -151,6 +151,26 @@ def test_an_invalid_layer_count_in_config_json_is_said_to_be_invalid(project, hu
     assert f"num_hidden_layers = {json.dumps(layers)} is not a valid value (a count of at least 1)" in result.stderr
 
 
+
+@pytest.mark.parametrize("kind", ["link out", "fifo"])
+def test_a_config_json_that_is_a_link_out_or_a_fifo_is_said_to_be_refused(project, tmp_path, mb06, kind):
+    """Campaign of issue #32: an hf-config-paths folder's config.json linking outside it, or a
+    FIFO in its place, was reported as "not available here" (it is there, and refused)."""
+    folder = project / "configs" / "org" / "m"
+    folder.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(folder / "config.json")
+    else:
+        (tmp_path / "secret.json").write_text(json.dumps({**LLAMA_93_LAYERS, "token": "SECRET"}))
+        (folder / "config.json").symlink_to(tmp_path / "secret.json")
+    (project / "pyproject.toml").write_text("[project]\nname = 'victim'\n\n[tool.mblint]\nhf-config-paths = ['configs']\n")
+    (project / "recipe.py").write_text(RECIPE.format(model="org/m"))
+    result = check("--search-path", str(mb06), "recipe.py")
+    assert "not available here" not in result.stderr and "SECRET" not in result.output
+    why = "a link out of " if kind == "link out" else "not a regular file (a FIFO, socket or device)"
+    assert f"configs/org/m/config.json: not read: {why}" in result.stderr
+
+
 OPENERS = {"open", "fdopen", "read_text", "read_bytes", "FileIO"}
 WRITE_MODES = ("w", "a", "x")
 # mblint's own package data (the bundled schemas), never a linted file.
