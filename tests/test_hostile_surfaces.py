@@ -459,8 +459,8 @@ def test_a_file_another_process_has_open_for_writing_is_not_fixed(project):
 
 def test_brackets_nested_past_the_limit_in_an_override_file_are_sy002_at_once(project, monkeypatch):
     """Campaign of issue #32: ruamel's scanner walks every open bracket level for each token,
-    so 10,000 nested brackets (20 kB) took 29 s and the 500 kB an override file may hold
-    would take hours. Depth beyond MAX_YAML_FLOW_DEPTH is a limit, reported before parsing."""
+    so 10,000 nested brackets (20 kB) took 25-32 s on a loaded machine before the composer's
+    recursion stopped it. Depth beyond MAX_YAML_FLOW_DEPTH is a limit, reported before parsing."""
     from ruamel.yaml import scanner
 
     from mblint.overrides import MAX_YAML_FLOW_DEPTH
