@@ -14,7 +14,8 @@ from mblint.arbitration import one_per_place, unique
 from mblint.discover import YAML_SUFFIXES, ExplicitFiles, directive_free, discover
 from mblint.extract.modules import SourceError, SourceLimit
 from mblint.findings import Finding, Severity
-from mblint.hf_config import HF_CONFIG_MISSING, HF_CONFIG_UNUSABLE, unusable_config_notes
+from mblint.coverage import record_gaps
+from mblint.hf_config import HF_CONFIG_UNUSABLE, unusable_config_notes
 from mblint.schema import load_schema
 from mblint.model import EffectiveConfig, Origin
 from mblint.paths import Confinement, confinement_for
@@ -350,7 +351,7 @@ class Engine:
 
         report.checked = displays
         report.notes.extend(dict.fromkeys(schema["note"] for schema in report.schemas if schema.get("note")))
-        summarise_missing_hf_configs(report)
+        summarise_hf_config_notes(report)
         apply_suppressions(self, report, files)
         report.rules = sorted(self.used_rules or self.base_rules, key=lambda r: r.id)
         for message in sorted(self.settings_errors):
@@ -525,9 +526,6 @@ class Engine:
             return None
         cfg = graph.build()
         report.resolved += 1
-        missing = sorted({note[len(HF_CONFIG_MISSING):] for note in cfg.notes if note.startswith(HF_CONFIG_MISSING)})
-        if missing:
-            report.notes.append(f"{HF_CONFIG_MISSING}{cfg.recipe.label}: {', '.join(missing)}")
         report.notes.extend(sorted({note for note in cfg.notes if note.startswith(HF_CONFIG_UNUSABLE)}))
         self.run_rules(cfg, text, report, job)
         return cfg
@@ -568,7 +566,9 @@ class Engine:
             for ctx in calls.contexts:
                 ctx.read_world_size = False
         crashes: list[str] = []  # a rule that raised: an error (exit 2), never a passing run
+        start = len(report.findings)
         calls.run(cfg, report.findings, crashes)
+        record_gaps(cfg.recipe.label, report.findings[start:], self.rules, report.unchecked)
         if job is not None and job.where is not None:
             where = job.where
             report.errors.extend(FileError(where.path, crash, where.line, where.column) for crash in crashes)
@@ -650,21 +650,9 @@ class Engine:
         return self._launch_reader
 
 
-def summarise_missing_hf_configs(report: Report) -> None:
-    """One note for every recipe whose model's config.json was not at hand (each recipe
-    leaves one): how many, which models, and how to provide them."""
+def summarise_hf_config_notes(report: Report) -> None:
+    """The notes recipes left on config.json files they could not use, one per file (a
+    config.json not found is a coverage finding, CV002)."""
     report.notes = unusable_config_notes(report.notes)
-    marked = [note for note in report.notes if note.startswith(HF_CONFIG_MISSING)]
-    if not marked:
-        return
-    report.notes = [note for note in report.notes if not note.startswith(HF_CONFIG_MISSING)]
-    models = sorted({model.strip() for note in marked for model in note.split(": ", 2)[-1].split(", ")})
-    shown = ", ".join(models[:8]) + (f" and {len(models) - 8} more" if len(models) > 8 else "")
-    report.notes.append(
-        f"{len(marked)} recipe{'s use' if len(marked) != 1 else ' uses'} Hugging Face models whose config.json is "
-        f"not available here ({shown}): their provider class and architecture fields (layers, heads, experts...) "
-        "are unknown and the checks that need them did not run. Put the config in the local Hugging Face cache "
-        "(`huggingface-cli download ORG/NAME config.json`; HF_HUB_CACHE or HF_HOME say where it is) or in a "
-        "folder of ORG/NAME/config.json files named by `hf-config-paths` in the settings.")
 
 

@@ -30,7 +30,6 @@ from typing import Iterable
 from mblint.paths import FileTooLarge, NotRegularFile, read_regular
 
 MAX_CONFIG_BYTES = 1 << 20
-HF_CONFIG_MISSING = "hf-config-missing: "  # the note a recipe leaves per model whose config.json is not at hand
 HF_CONFIG_UNUSABLE = "hf-config-unusable: "  # the note a recipe leaves per config.json it cannot use, with why
 OUTSIDE = "not read: outside the project, its search paths and the Hugging Face cache"
 # Sizes of the architecture that transformers and Megatron-Core take as counts: a value below 1

@@ -171,6 +171,8 @@ class EffectiveConfig:
         # Attribute stores on a string or None in the recipe (AttributeError at run time):
         # (origin, target source text, owner value, attribute name)
         self.attribute_errors: list = []
+        # Where the analysis of this configuration stopped (mblint.coverage.Gap), in order
+        self.gaps: list = []
         # The recipe name that cfg.mixed_precision held before the resolver expanded it into
         # the MixedPrecisionConfig its factory builds (None: no name was expanded).
         self.mixed_precision_name: str | None = None

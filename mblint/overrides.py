@@ -202,6 +202,11 @@ def _next_seq() -> int:
     return next(_override_clock)
 
 
+# OmegaConf resolves ``${...}`` (another key, ``oc.env``, a resolver) when the job starts
+INTERPOLATION = "${"
+INTERPOLATED = "an interpolation (${...}) that OmegaConf resolves when the job starts"
+
+
 class _Merge:
     def __repr__(self) -> str:
         return "<merge>"
@@ -215,6 +220,8 @@ def _plain_yaml(value: Any, depth: int = 0) -> Any:
         return UNKNOWN
     if isinstance(value, str) and value == "???":
         return Unknown("mandatory value (???) not given")
+    if isinstance(value, str) and INTERPOLATION in value:
+        return Unknown(INTERPOLATED)
     if isinstance(value, dict):
         return {str(k): _plain_yaml(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -266,6 +273,8 @@ def parse_dotlist(item: str, origin: Origin) -> Override:
 
 
 def parse_value(text: str) -> Any:
+    if INTERPOLATION in text:
+        return Unknown(INTERPOLATED)
     parser = _ValueParser(text)
     value = parser.value(top=True)
     parser.skip_space()

@@ -246,6 +246,7 @@ class ResolvedRecipe:
         cfg.applied_overrides = [(path, o.origin, o.action, o.value) for path, o in self.applied]
         cfg.overrides_applied = self.overrides_applied > 0
         cfg.attribute_errors = list(self.interp.attribute_errors)
+        cfg.gaps = list(self.interp.gaps)
         return cfg
 
     def expand_named_mixed_precision(self) -> str | None:

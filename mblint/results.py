@@ -30,7 +30,7 @@ class FileResult:
     def __init__(self, findings: list[Finding] | None = None, errors: list[FileError] | None = None,
                  notes: list[str] | None = None, recipes: int = 0, resolved: int = 0,
                  directive_free: bool = False, not_analysed: list | None = None,
-                 schemas: list[dict] | None = None) -> None:
+                 schemas: list[dict] | None = None, unchecked: list | None = None) -> None:
         self.findings = [] if findings is None else findings
         self.schemas = [] if schemas is None else schemas  # the schemas its recipes were linted against
         self.errors = [] if errors is None else errors
@@ -39,12 +39,13 @@ class FileResult:
         self.resolved = resolved
         self.directive_free = directive_free
         self.not_analysed = [] if not_analysed is None else not_analysed  # [display path, why]
+        self.unchecked = [] if unchecked is None else unchecked  # [job, coverage rule id]: a gap of the job
 
     def to_dict(self) -> dict:
         return {"findings": [finding_to_dict(f) for f in self.findings],
                 "errors": [vars(e) for e in self.errors], "notes": self.notes,
                 "recipes": self.recipes, "resolved": self.resolved, "directive_free": self.directive_free,
-                "not_analysed": self.not_analysed, "schemas": self.schemas}
+                "not_analysed": self.not_analysed, "schemas": self.schemas, "unchecked": self.unchecked}
 
     @classmethod
     def from_dict(cls, data: dict, seen: set | None = None) -> "FileResult":
@@ -53,7 +54,8 @@ class FileResult:
         findings = data["findings"] if seen is None else _unseen(data["findings"], seen)
         return cls([finding_from_dict(f) for f in findings], [FileError(**e) for e in data["errors"]],
                    list(data["notes"]), data["recipes"], data["resolved"], data.get("directive_free", False),
-                   [list(entry) for entry in data.get("not_analysed", [])], list(data.get("schemas", ())))
+                   [list(entry) for entry in data.get("not_analysed", [])], list(data.get("schemas", ())),
+                   [[str(job), str(rule)] for job, rule in data.get("unchecked", [])])
 
 
 class Report:
@@ -79,6 +81,7 @@ class Report:
         self.not_analysed = [] if not_analysed is None else not_analysed  # [display path, why] of the files given
         self.confinement = None  # mblint.paths.Confinement: the files the text report may quote; None: any
         self.schemas: list[dict] = []  # each schema the files were linted against, once
+        self.unchecked: list = []  # [job, coverage rule id] for each gap of a job (mblint.coverage)
 
     def add_schemas(self, schemas: list[dict]) -> None:
         for schema in schemas:
@@ -88,6 +91,7 @@ class Report:
     def add(self, result: FileResult) -> None:
         self.findings.extend(result.findings)
         self.not_analysed.extend(result.not_analysed)
+        self.unchecked.extend(result.unchecked)
         self.errors.extend(result.errors)
         self.notes.extend(result.notes)
         self.recipes += result.recipes

@@ -111,6 +111,7 @@ class RuleContext:
         self.settings = settings or {}
         self.editable_paths = editable_paths
         self.read_world_size = False  # whether the rule asked for the world size since the engine last cleared it
+        self.planned_rules: tuple = ()  # the rule classes that check the same configurations (RulePlan)
 
     @property
     def world_size(self) -> int | None:
@@ -181,6 +182,9 @@ class RulePlan:
 
     def __init__(self, pairs: list[tuple[Rule, RuleContext]]) -> None:
         self.pairs = pairs
+        planned = tuple(type(rule) for rule, _ in pairs)
+        for _, ctx in pairs:
+            ctx.planned_rules = planned
         self.preconditions = tuple(dict.fromkeys(
             type(rule).precondition for rule, _ in pairs if type(rule).precondition is not None))
         self._all_calls = RuleCalls(pairs)

@@ -45,12 +45,15 @@ What is here:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from mblint.coverage import COVERAGE_TAG, MODEL_CONFIG_MISSING, UNFOLLOWED_CALL, Gap
+from mblint.coverage import reached_from as coverage_reached_from
 from mblint.extract.megatron import HF_PROVIDER_LABEL  # the type name of an AutoBridge model whose class is not known
 from mblint.findings import Finding, FixIntent, Related, Severity
 from mblint.model import ABSENT, NOT_PLAIN_TYPES, UNKNOWN, EffectiveConfig, Origin, Unknown, is_known, is_node
@@ -61,6 +64,7 @@ from mblint.suggestions import suggest
 from mblint.testing import Example, hf_model
 
 __all__ = [
+    "COVERAGE_TAG", "MODEL_CONFIG_MISSING", "UNFOLLOWED_CALL", "Gap", "gaps", "report_gap",
     "ABSENT", "BRIDGE_GPT_DATASET", "COLLATE_DATASET_TYPES_06", "GRAPH_MODULE_NAMES", "HF_PROVIDER_LABEL",
     "NAME_GPUS_BELOW_LAYOUT", "PARALLEL_SIZE_PATHS", "SEQ_LENGTHS_DIFFER", "SFT_DATASET_TYPES_06", "SPECS_06",
     "UNKNOWN", "UNPADDED_PACKS_UNDER_GRAPHS", "WORLD_NOT_DIVISIBLE_BY_DENSE_GRID", "EffectiveConfig", "Example",
@@ -1046,3 +1050,29 @@ def layout_stages(layout: Any) -> list[list[str]] | None:
     if any(letter not in _LAYER_LETTERS for letter in text.replace("|", "")):
         return None
     return [[_LAYER_LETTERS[letter] for letter in stage] for stage in text.split("|")]
+
+
+# ----- coverage: where the analysis of a configuration stopped ---------------------------
+
+
+def gaps(cfg: EffectiveConfig, kind: str) -> list[Gap]:
+    """The places of ``kind`` (``UNFOLLOWED_CALL``, ``MODEL_CONFIG_MISSING``) where mblint's
+    analysis of ``cfg`` stopped, one per place, in program order."""
+    seen: set = set()
+    found = []
+    for gap in cfg.gaps:
+        if gap.kind == kind and gap.origin is not None and (gap.origin, gap.subject) not in seen:
+            seen.add((gap.origin, gap.subject))
+            found.append(gap)
+    return found
+
+
+def report_gap(ctx: RuleContext, cfg: EffectiveConfig, gap: Gap, message: str) -> Finding:
+    """A finding where ``gap`` stopped the analysis, with the recipe's call that led there when
+    that place is in a file that is not linted."""
+    finding = ctx.report(cfg, message, location=gap.origin)
+    caller = coverage_reached_from(cfg, gap.origin, ctx.editable_paths)
+    if caller is None:
+        return finding
+    return dataclasses.replace(finding, related=(Related(caller, f"{cfg.recipe.function} reaches it here"),
+                                                 *finding.related))

@@ -123,7 +123,7 @@ def check_in_workers(engine: Any, paths: list[Path], groups: list[list[Path]], j
 
 def _file_result_reduced(result: FileResult) -> tuple:
     return FileResult, (result.findings, result.errors, result.notes, result.recipes, result.resolved,
-                        result.directive_free, result.not_analysed, result.schemas)
+                        result.directive_free, result.not_analysed, result.schemas, result.unchecked)
 
 
 def _file_error_reduced(error: FileError) -> tuple:

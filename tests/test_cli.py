@@ -81,7 +81,8 @@ def test_plain_paths_mean_check(tmp_path, monkeypatch):
     assert finding["location"] == {"path": "recipe.py", "line": 14, "column": 5, "end_line": 14, "end_column": 37}
     assert finding["recipe"] == "recipe.py::tiny_sft_config"
     assert document["summary"] == {"files": 1, "recipes": 2, "resolved": 2, "findings": 1,
-                                   "suppressed": 0, "baselined": 0, "stale_baseline": [], "not_analysed": []}
+                                   "suppressed": 0, "baselined": 0, "stale_baseline": [], "not_analysed": [],
+                                   "not_fully_checked": {"jobs": 0, "by_rule": {}}}
 
 
 def test_select_ignore_and_fail_on(tmp_path, monkeypatch):

@@ -295,24 +295,34 @@ def test_checks_silent_without_config(hub, tmp_path, mb06):
     assert lint(tmp_path, path, "PB005", mb06) == []
 
 
-def test_one_note_counts_the_recipes_without_config(hub, tmp_path, mb06):
-    first = recipe_file(tmp_path, "zai-org/GLM-4.5", {"pipeline_model_parallel_size": 8})
-    second = tmp_path / "other.py"
-    second.write_text(first.read_text().replace("model_config", "other_config"))
+def _check_all_rules(paths: list[Path], mb06: Path):
     from mblint.engine import CheckOptions, Engine
     from mblint.plugins import LoadedPlugins
     from rules import mblint_rules
 
-    engine = Engine(CheckOptions(search_paths=(mb06,), jobs=1), LoadedPlugins(rules=mblint_rules()))
-    report = engine.check_paths([str(first), str(second)])
-    notes = [note for note in report.notes if "config.json is not available" in note]
-    assert len(notes) == 1 and notes[0].startswith("2 recipes use") and "zai-org/GLM-4.5" in notes[0]
-    assert "hf-config-missing" not in "".join(report.notes)
-    write_snapshot(hub, "zai-org/GLM-4.5", GLM45)
-    report = Engine(CheckOptions(search_paths=(mb06,), jobs=1), LoadedPlugins(rules=mblint_rules())).check_paths(
-        [str(first), str(second)])
+    return Engine(CheckOptions(search_paths=(mb06,), jobs=1), LoadedPlugins(rules=mblint_rules())).check_paths(
+        [str(path) for path in paths])
+
+
+def test_missing_config_is_a_finding_at_the_call_once_per_place(hub, tmp_path, mb06):
+    """A config.json not at hand is a CV002 finding (in every format, not a stderr note) at the
+    from_hf_pretrained call, naming the model; two recipes reaching one call give one finding,
+    and the summary counts both jobs as not fully checked."""
+    from mblint.report.text import summary_line
+
+    first = recipe_file(tmp_path, "zai-org/GLM-4.5", {"pipeline_model_parallel_size": 8})
+    first.write_text(first.read_text() + "\n\ndef other_config():\n    return model_config()\n")
+    report = _check_all_rules([first], mb06)
+    missing = [f for f in report.findings if f.rule_id == "CV002"]
+    assert len(missing) == 1 and (missing[0].location.line, missing[0].location.column) == (7, 17)
+    assert "zai-org/GLM-4.5" in missing[0].message and "did not run" in missing[0].message
     assert not [note for note in report.notes if "config.json" in note]
-    assert [f.rule_id for f in report.findings].count("PB005") == 2
+    assert "2 jobs not fully checked (CV002 model-config-not-found: 2)" in summary_line(report)
+    write_snapshot(hub, "zai-org/GLM-4.5", GLM45)
+    report = _check_all_rules([first], mb06)
+    assert not [f for f in report.findings if f.rule_id == "CV002"]
+    assert "not fully checked" not in summary_line(report)
+    assert [f.rule_id for f in report.findings].count("PB005") == 1
 
 
 def test_settings_folder_of_configs(hub, tmp_path, mb06):

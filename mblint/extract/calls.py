@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from mblint import coverage
 from mblint.extract.hf_models import BridgeInstance
 from mblint.extract.limits import MAX_CALL_DEPTH, MAX_STEPS, MAX_UNUSED_RECIPE_RESULTS
 from mblint.extract.modules import ModuleSource
@@ -53,14 +54,15 @@ class _CallTrace:
     (its origins' ``seq`` lie between), the call chain it was made through, and the notes and
     attribute errors it recorded."""
 
-    __slots__ = ("low", "high", "entry", "notes", "attribute_errors")
+    __slots__ = ("low", "high", "entry", "notes", "attribute_errors", "gaps")
 
-    def __init__(self, low: int, high: int, entry: tuple, notes: list, attribute_errors: list) -> None:
+    def __init__(self, low: int, high: int, entry: tuple, notes: list, attribute_errors: list, gaps: list) -> None:
         self.low = low
         self.high = high
         self.entry = entry
         self.notes = notes
         self.attribute_errors = attribute_errors
+        self.gaps = gaps
 
 
 class CallsMixin:
@@ -87,12 +89,13 @@ class CallsMixin:
             self.unused_recipe_results.pop(key, None)
             return self.reuse(*self.memo[key])
         hits = self.limit_hits
-        start, notes, errors = self.clock, len(self.notes), len(self.attribute_errors)
+        start, notes, errors, gaps = self.clock, len(self.notes), len(self.attribute_errors), len(self.gaps)
         entry = self.call_sites
         result = self.call_function_uncached(func, args, kwargs, site)
         # A result cut short by a limit depends on the calls around it: not reused.
         if key is not None and self.call_stack_clean() and self.limit_hits == hits:
-            trace = _CallTrace(start, self.clock, entry, self.notes[notes:], self.attribute_errors[errors:])
+            trace = _CallTrace(start, self.clock, entry, self.notes[notes:], self.attribute_errors[errors:],
+                               self.gaps[gaps:])
             self.remember(key, result, trace)
         return result
 
@@ -132,6 +135,8 @@ class CallsMixin:
         self.clock += trace.high - trace.low
         for origin, *rest in trace.attribute_errors:
             self.attribute_errors.append((rebase.origin(origin), *rest))
+        for gap in trace.gaps:
+            self.gaps.append(gap._replace(origin=rebase.origin(gap.origin)))
         return self.copy_result(result, frozen, rebase)
 
     def freeze_result(self, value: Any) -> dict:
@@ -244,9 +249,28 @@ class CallsMixin:
             return self.call_external(func, args, kwargs, node, frame, kw_origins)
         return self.unmodelled_call(func, args, kwargs, node, frame)
 
-    def unmodelled_call(self, func: Any, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
-        self.havoc_values(list(args) + list(kwargs.values()), node, frame)
+    def unmodelled_call(self, func: Any, args: list, kwargs: dict, node: ast.AST, frame: Frame,
+                        method_of: Any = None) -> Any:
+        """A call mblint cannot follow: the objects it receives (``method_of``: the object whose
+        method it is) become unknown, and handing it a configuration object is a gap."""
+        values = [*args, *kwargs.values()]
+        handed = [index for index, value in enumerate(values) if _config_object(value)]
+        if isinstance(method_of, Obj):
+            values.append(method_of)
+            if _config_object(method_of):
+                handed.append(-1)
+        if handed and isinstance(node, ast.Call) and frame is not None:
+            self.record_unfollowed_call(node, handed, frame, isinstance(func, External))
+        self.havoc_values(values, node, frame)
         return UNKNOWN
+
+    def record_unfollowed_call(self, node: ast.Call, handed: list[int], frame: Frame, unread: bool) -> None:
+        name = coverage.root_name(node.func)
+        imported = coverage.import_of(name, frame.scope.source.tree) if name else ""
+        if imported and unread:
+            imported += ", a module mblint does not read"
+        gap = coverage.unfollowed_call(node, handed, imported)
+        self.gaps.append(gap._replace(origin=self.origin(node, frame)))
 
     def call_external(self, func: External, args: list, kwargs: dict, node: ast.AST, frame: Frame, kw_origins: dict) -> Any:
         qualname = func.qualname
@@ -279,7 +303,7 @@ class CallsMixin:
             return _string_method(target, name, args, kwargs)
         if isinstance(target, Obj) and target.is_dict:
             return self.dict_method(target, name, args, kwargs, node, frame)
-        return self.unmodelled_call(method, args + [target], kwargs, node, frame)
+        return self.unmodelled_call(method, args, kwargs, node, frame, method_of=target)
 
     def dict_method(self, target: Obj, name: str, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
         origin = self.origin(node, frame)
@@ -326,3 +350,8 @@ class CallsMixin:
         self.havoc_obj(target, origin)
         return UNKNOWN
 
+
+def _config_object(value: Any) -> bool:
+    """A config object (of a known class, or an AutoBridge model whose class is not known), not
+    a dict: what a configuration is made of."""
+    return isinstance(value, Obj) and (value.cls is not None or value.label is not None)

@@ -29,7 +29,8 @@ from mblint.extract.modules import module_name_guess
 from mblint.extract.positions import _with_kind
 from mblint.extract.scopes import Frame
 from mblint.extract.values import External, FuncRef, Obj, true_slots
-from mblint.hf_config import HF_CONFIG_MISSING, HF_CONFIG_UNUSABLE, HFConfig, HFConfigError, find_config, read_config
+from mblint.coverage import MODEL_CONFIG_MISSING, Gap
+from mblint.hf_config import HF_CONFIG_UNUSABLE, HFConfig, HFConfigError, find_config, read_config
 from mblint.model import UNKNOWN, Origin, Unknown
 from mblint.paths import read_head
 from mblint.schema import ClassSpec
@@ -280,7 +281,8 @@ class HFModelsMixin:
             self.notes.append(HF_CONFIG_UNUSABLE + config)
             return None
         if config is None:
-            self.notes.append(HF_CONFIG_MISSING + (model_id if isinstance(model_id, str) else "<a model mblint cannot name>"))
+            named = model_id if isinstance(model_id, str) else ""
+            self.gaps.append(Gap(self.origin(node, frame), MODEL_CONFIG_MISSING, named))
             return None
         index = self.bridge_index()
         bridge = index.bridge_for(config.values) if index is not None else None

@@ -89,6 +89,8 @@ class Interpreter(ScopesMixin, MegatronMixin, HFModelsMixin, StateMixin, CallsMi
         # Attribute stores on values that are not config objects (a string, None): they raise
         # AttributeError when the recipe runs. (origin, target source, owner, attribute)
         self.attribute_errors: list[tuple] = []
+        self.gaps: list = []  # mblint.coverage.Gap: where the analysis of this recipe stopped
+        self.unreadable_modules: dict = {}  # path -> SourceError: imported modules that could not be read
         self.hf_configs: dict = {}  # (model id, revision) -> HFConfig | None, read once per run
         self.hf_config_folders: tuple = ()  # folders of config files named in the settings
         self.hf_config_classes: dict = {}  # model_type -> transformers config class chain (or None)

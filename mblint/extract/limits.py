@@ -163,6 +163,7 @@ class LimitsMixin:
         self.notes = []
         self.limits = []
         self.attribute_errors = []
+        self.gaps = []
 
     def limit(self, message: str) -> None:
         """Record that a limit was hit (once per message); the value at hand becomes unknown."""

@@ -212,6 +212,17 @@ BUILTIN_SPECIALS = {
 }
 
 
+def _cast(interp: "Interpreter", args: list, kwargs: dict, node: ast.AST, frame: "Frame") -> Any:
+    """``typing.cast(type, value)`` returns ``value`` as it is."""
+    if len(args) == 2 and not kwargs:
+        return args[1]
+    return kwargs.get("val", UNKNOWN) if len(args) == 1 and set(kwargs) == {"val"} else UNKNOWN
+
+
+# Functions of modules mblint does not read that it evaluates all the same.
+EXTERNAL_SPECIALS = {"typing.cast": _cast}
+
+
 # What a name no scope defines stands for (each builtin's External made once).
 _BUILTIN_NAMES = {"True": True, "False": False, "None": None,
                   **{name: External(f"builtins.{name}") for name in (*PURE_BUILTINS, *BUILTIN_SPECIALS)}}
@@ -224,5 +235,7 @@ def _external_builtin(qualname: str) -> tuple:
     short = qualname[len("builtins."):] if qualname.startswith("builtins.") else qualname
     if short.startswith("math.") or (short.rsplit(".", 1)[-1] in MATH_NAMES and "math" in short):
         short = "math." + short.rsplit(".", 1)[-1]
-    return PURE_BUILTINS.get(short), None if short in PURE_BUILTINS else BUILTIN_SPECIALS.get(short)
+    if short in PURE_BUILTINS:
+        return PURE_BUILTINS[short], None
+    return None, BUILTIN_SPECIALS.get(short) or EXTERNAL_SPECIALS.get(short)
 

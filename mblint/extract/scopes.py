@@ -218,6 +218,8 @@ class ScopesMixin:
             self.notes.append(f"{error.path}:{error.line}: {error.message}")
             if isinstance(error, SourceLimit):
                 self.limit(f"imported module {self.finder.display(error.path)}: {error.message}")
+            else:
+                self.unreadable_modules[path] = error
             return None
 
     def run_module_body(self, scope: ModuleScope) -> None:

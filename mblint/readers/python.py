@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mblint.coverage import unnamed_builders, unreadable_imports
 from mblint.extract.modules import SourceError
 from mblint.model import Origin
 
@@ -78,7 +79,20 @@ class PythonReader:
             if engine.check_recipe(path, node.name, text, report, dotlist=engine.options.dotlist) is not None:
                 analysed.add(node.name)
             steps += interp.steps
+        for node in unnamed_builders(interp.finder.load(path).tree, functions):
+            if self.builds_a_configuration(path, node.name):
+                report.recipes += 1
+                engine.check_recipe(path, node.name, text, report, dotlist=engine.options.dotlist)
+                analysed.add(node.name)
         self.report_main_only_calls(path, analysed, report)
+        for error in unreadable_imports(interp, path):  # their names are unknown to the recipes
+            engine.syntax_finding(error, report)
+
+    def builds_a_configuration(self, path: Path, function: str) -> bool:
+        try:
+            return self.engine.project.resolve_graph(path, function) is not None
+        except (SourceError, LookupError):
+            return False
 
     def report_main_only_calls(self, path: Path, analysed: set[str], report: "FileResult") -> None:
         """SY005 at each call of a configuration builder that only the module's

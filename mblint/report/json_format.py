@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from mblint.coverage import jobs_not_fully_checked
 from mblint.findings import Finding
 from mblint.model import json_value
 from mblint.results import Report
@@ -31,6 +32,7 @@ def finding_json(finding: Finding) -> dict:
 
 
 def render(report: Report) -> str:
+    jobs, reasons = jobs_not_fully_checked(report)
     document = {
         "version": 1,
         "findings": [finding_json(f) for f in report.findings],
@@ -38,7 +40,8 @@ def render(report: Report) -> str:
         "summary": {"files": report.files, "recipes": report.recipes, "resolved": report.resolved,
                     "findings": len(report.findings), "suppressed": report.suppressed,
                     "baselined": report.baselined, "stale_baseline": [str(e) for e in report.stale_baseline],
-                    "not_analysed": [{"path": path, "reason": reason} for path, reason in report.not_analysed]},
+                    "not_analysed": [{"path": path, "reason": reason} for path, reason in report.not_analysed],
+                    "not_fully_checked": {"jobs": jobs, "by_rule": reasons}},
         "schemas": list(getattr(report, "schemas", ())),
     }
     return json.dumps(document, indent=2) + "\n"

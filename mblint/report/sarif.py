@@ -26,6 +26,7 @@ import sarif_om as om
 
 from mblint import __version__
 from mblint.baseline import recipe_function
+from mblint.coverage import coverage_rule_ids
 from mblint.findings import Finding, Severity
 from mblint.model import Origin
 from mblint.results import Report
@@ -82,10 +83,19 @@ def build_log(report: Report, root: Path | None = None, display_root: Path | Non
         results=results,
         original_uri_base_ids={SRCROOT: om.ArtifactLocation(uri=root.as_uri().rstrip("/") + "/")},
         column_kind="unicodeCodePoints",
-        invocations=[om.Invocation(execution_successful=not report.errors)],
+        invocations=[om.Invocation(execution_successful=not report.errors,
+                                   tool_execution_notifications=_gap_notifications(report, results) or None)],
         properties={"megatronBridgeSchemas": list(getattr(report, "schemas", ()))},
     )
     return om.SarifLog(version="2.1.0", schema_uri=SCHEMA_URI, runs=[run])
+
+
+def _gap_notifications(report: Report, results: list[om.Result]) -> list[om.Notification]:
+    """Each coverage finding again as a notification of the run: where the analysis stopped."""
+    gap_rules = coverage_rule_ids(report.rules)
+    return [om.Notification(message=result.message, level=result.level, locations=result.locations,
+                            associated_rule=om.ReportingDescriptorReference(id=result.rule_id, index=result.rule_index))
+            for result in results if result.rule_id in gap_rules]
 
 
 def _descriptor(rule: Any) -> om.ReportingDescriptor:

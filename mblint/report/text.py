@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mblint.coverage import jobs_not_fully_checked
 from mblint.findings import Finding, Severity
 from mblint.report import all_printable, printable  # noqa: F401 - printable: imported from here too
 from mblint.results import Report
@@ -73,7 +74,8 @@ def recipe_count(recipes: tuple[str, ...]) -> str:
 
 
 def summary_line(report: Report) -> str:
-    """"All checks passed" only when every file given was analysed and nothing stopped mblint."""
+    """"All checks passed" only when every file given was analysed, no job has a gap and nothing
+    stopped mblint."""
     counts = {severity: 0 for severity in Severity}
     for finding in report.findings:
         counts[finding.severity] += 1
@@ -109,8 +111,15 @@ def fix_lines(report: Report) -> list[str]:
 
 
 def _unchecked(report: Report) -> str:
-    """What was not analysed and the errors that stopped mblint, when there are any."""
+    """What was not analysed, the jobs not fully checked and the errors that stopped mblint,
+    when there are any."""
     parts = []
+    jobs, reasons = jobs_not_fully_checked(report)
+    if jobs:
+        names = {rule.id: rule.name for rule in getattr(report, "rules", ())}
+        why = ", ".join(f"{rule_id} {names.get(rule_id, '')}: {count}".replace(" :", ":")
+                        for rule_id, count in reasons.items())
+        parts.append(f"{_count(jobs, 'job')} not fully checked ({why})")
     not_analysed = sorted({path for path, _ in getattr(report, "not_analysed", ())})
     if not_analysed:
         names = ", ".join(not_analysed[:3]) + (", ..." if len(not_analysed) > 3 else "")

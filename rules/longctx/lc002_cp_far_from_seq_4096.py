@@ -34,7 +34,7 @@ class CpFarFromSeq4096(Rule):
     name = "cp-far-from-seq-over-4096"
     severity = Severity.INFO
     summary = "context_parallel_size is far (more than 4x) from the seq_length / 4096 rule of thumb."
-    tags = ("long-context", "context-parallel", "performance")
+    tags = ("long-context", "context-parallel", "performance", "world-size")
     doc = f"""## What it does
 Computes the rule-of-thumb CP, `target = seq_length / {SHARD}` rounded to a power of two (at
 least 1), and flags `model.context_parallel_size` more than {FACTOR}x below or above it, at
