@@ -69,9 +69,8 @@ def _short(node: ast.AST) -> str:
 
 def reached_from(cfg: Any, origin: Origin, editable: frozenset[str] | None) -> Origin | None:
     """The innermost call in a linted file through which the recipe reached ``origin``, a place
-    in a file that is not linted (an installed Megatron-Bridge); None when there is none. A gap
-    is reported where the analysis stopped, once for every recipe that reaches it; this call
-    is where the user's recipe led there."""
+    in a file that is not linted (an installed Megatron-Bridge); None when there is none (or
+    ``origin`` is in a linted file)."""
     if editable is None or origin.path in editable:
         return None
     if origin.via and cfg.recipe.contains(origin.via[0].origin()):

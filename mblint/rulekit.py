@@ -1068,11 +1068,11 @@ def gaps(cfg: EffectiveConfig, kind: str) -> list[Gap]:
 
 
 def report_gap(ctx: RuleContext, cfg: EffectiveConfig, gap: Gap, message: str) -> Finding:
-    """A finding where ``gap`` stopped the analysis, with the recipe's call that led there when
-    that place is in a file that is not linted."""
-    finding = ctx.report(cfg, message, location=gap.origin)
+    """A finding where ``gap`` stopped the analysis; when that place is in a file that is not
+    linted (an installed Megatron-Bridge, which code scanning cannot annotate), at the recipe's
+    call that led there instead, the place itself related."""
     caller = coverage_reached_from(cfg, gap.origin, ctx.editable_paths)
     if caller is None:
-        return finding
-    return dataclasses.replace(finding, related=(Related(caller, f"{cfg.recipe.function} reaches it here"),
-                                                 *finding.related))
+        return ctx.report(cfg, message, location=gap.origin)
+    finding = ctx.report(cfg, message, location=caller)
+    return dataclasses.replace(finding, related=(Related(gap.origin, "the analysis stopped here"), *finding.related))

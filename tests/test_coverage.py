@@ -125,3 +125,22 @@ def test_an_override_whose_value_is_unknown_is_said(tmp_path: Path) -> None:
     reported = [(f["rule"], f["location"]["path"], f["location"]["line"])
                 for f in json.loads(on_command_line.stdout)["findings"]]
     assert ("CV004", "--set", 1) in reported and "PK001" in [rule for rule, _, _ in reported]  # the other one is known
+
+
+def test_a_gap_in_a_file_not_linted_lands_on_the_recipe_line_that_reaches_it(tmp_path: Path) -> None:
+    """Code scanning annotates only files of the repository: a gap inside an installed module
+    is reported at the linted recipe's call, the place itself related."""
+    installed = tmp_path / "site"
+    installed.mkdir()
+    (installed / "vendor_recipes.py").write_text(with_tweaks(BAD_RECIPE))
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "r.py").write_text("from vendor_recipes import sft_config\n\n\n"
+                                               "def my_config():\n    return sft_config()\n")
+    sarif = json.loads(run(["check", "--no-cache", "--format", "sarif", "--search-path", str(installed), "r.py"],
+                           tmp_path / "project").stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["ruleId"] == "CV001"
+    place = result["locations"][0]["physicalLocation"]
+    assert place["artifactLocation"]["uri"] == "r.py" and place["region"]["startLine"] == 5
+    related = result["relatedLocations"][0]["physicalLocation"]
+    assert related["artifactLocation"]["uri"].endswith("vendor_recipes.py") and related["region"]["startLine"] == 16
