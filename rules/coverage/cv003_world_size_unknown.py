@@ -60,7 +60,7 @@ over TP * PP * CP).
 
     def check(self, cfg, ctx):
         if ctx.world_size is not None or ctx.world_size_source == "launch":
-            return  # a launch line that leaves it unknown says so itself, at the launch line (LA002)
+            return  # a launch line that leaves it unknown says so itself, at the launch line
         par = parallel(cfg)
         if not int_values(par.tp, par.pp, par.cp):
             return  # the checks that need the world size need these too
