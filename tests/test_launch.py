@@ -83,8 +83,10 @@ def fixture_report(mb06):
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_fixture_findings(fixture_report, name):
     display = f"fixtures/launch/{name}"
+    # The jobs' coverage gaps (their recipes' AutoBridge models have no config.json in the tests'
+    # empty cache: CV002) are pinned in test_coverage.py and test_job_verdict.py, not here.
     found = sorted((f.rule_id, f.severity.name.lower(), f.location.line, f.location.column)
-                   for f in fixture_report.findings if f.location.path == display)
+                   for f in fixture_report.findings if f.location.path == display and not f.rule_id.startswith("CV"))
     assert found == sorted(EXPECTED[name])
 
 
@@ -365,7 +367,8 @@ def test_an_unknown_argument_may_override_anything(tmp_path, mb06):
     # RC001 (full recompute without method), PB003 (12 % 8; DP depends on TP/PP/CP, which the
     # array could set) and the recipe's own PR010 (cross_entropy_fusion_impl 'te',
     # h100/llama3.py) are held back; the misspelt key written after the array stands
-    assert found == [("LA002", 3, 38), ("OT001", 3, 52)]
+    # the job's gap stands whatever the array sets: the recipe's AutoBridge model has no config.json here
+    assert found == [("CV002", 2, 29), ("LA002", 3, 38), ("OT001", 3, 52)]
     [note] = [f for f in report.findings if f.rule_id == "LA002"]
     assert note.message.startswith("3 finding(s) on this launch not reported")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mblint.arbitration import name_the_job
+from mblint.coverage import coverage_rule_ids
 from mblint.extract.launch import Launch, Setting, find_launches
 from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit, read_source
 from mblint.extract.shell import MAX_SCRIPT_BYTES, Span, parse_script
@@ -315,11 +316,12 @@ class LaunchReader:
         span, written_before = launch.unknown_overrides[-1]
         trailing = [o for o, s in zip(command_line, launch.settings) if not s.flag]
         after = {o.origin.seq for o in trailing[written_before:]}
+        gaps = coverage_rule_ids(self.engine.rules)  # where analysis stopped, whatever the argument sets
         kept = []
         for finding in findings:
             # a rejected key is in no field: its place is the finding's own location
             lasts = [cfg.last_origin(path) or finding.location for path in finding.fields]
-            if finding.fields and all(o is not None and o.seq in after for o in lasts):
+            if finding.rule_id in gaps or (finding.fields and all(o is not None and o.seq in after for o in lasts)):
                 kept.append(finding)
         dropped = len(findings) - len(kept)
         if dropped:

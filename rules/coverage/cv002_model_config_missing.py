@@ -1,8 +1,10 @@
 from __future__ import annotations
 
-from mblint.rulekit import COVERAGE_TAG, MODEL_CONFIG_MISSING, Example, Rule, Severity, gaps, report_gap
+from mblint.rulekit import COVERAGE_TAG, MODEL_CONFIG_MISSING, Example, Rule, Severity, gaps, hf_model, report_gap
 
-MODEL = 'cfg.model = AutoBridge.from_hf_pretrained("example-org/not-in-any-cache").to_megatron_provider()'
+MODEL = hf_model("example-org/not-in-any-cache").rstrip("\n")
+# the model's name comes from an import mblint cannot read
+MODEL_FROM_IMPORT = hf_model("x").replace("'x'", "MODEL_ID")
 
 
 class ModelConfigMissing(Rule):
@@ -50,7 +52,7 @@ Megatron-Bridge `AutoBridge.from_hf_pretrained` / `to_megatron_provider`.
         Example("cfg = _pretrain_common()\n" + MODEL + "  # error",
                 message="example-org/not-in-any-cache: its config.json is not available here"),
         Example("cfg = _pretrain_common()\nfrom mycompany.models import MODEL_ID\n"
-                "cfg.model = AutoBridge.from_hf_pretrained(MODEL_ID).to_megatron_provider()  # error",
+                + MODEL_FROM_IMPORT.rstrip("\n") + "  # error",
                 message="the model's name is unknown here"),
     ]
 

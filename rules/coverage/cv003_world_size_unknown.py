@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import COVERAGE_TAG, Example, Rule, Severity, int_values, parallel
+from mblint.rulekit import COVERAGE_TAG, Example, Rule, Severity, hf_model, int_values, parallel
 
 WORLD_SIZE_TAG = "world-size"
 
@@ -44,16 +44,16 @@ over TP * PP * CP).
 """
     valid = [
         Example("cfg = _pretrain_common()\ncfg.model = None", world_size=8),
-        Example("cfg = _pretrain_common()\n"
-                'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider()\n'
+        Example("cfg = _pretrain_common()\n" +
+                hf_model("meta-llama/Llama-3.1-8B") +
                 "cfg.model.tensor_model_parallel_size = 2", world_size=8),
-        Example("cfg = _pretrain_common()\n"
-                'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider()\n'
+        Example("cfg = _pretrain_common()\n" +
+                hf_model("meta-llama/Llama-3.1-8B") +
                 "cfg.model.tensor_model_parallel_size = 2", function="llama3_8b_pretrain_8gpu_config"),
     ]
     invalid = [
-        Example("cfg = _pretrain_common()\n"
-                'cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.1-8B").to_megatron_provider()\n'
+        Example("cfg = _pretrain_common()\n" +
+                hf_model("meta-llama/Llama-3.1-8B") +
                 "cfg.model.tensor_model_parallel_size = 2",
                 message="example_config: the world size is unknown, so the checks that need it did not run"),
     ]
