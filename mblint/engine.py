@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from mblint.arbitration import one_per_place, unique
 from mblint.discover import YAML_SUFFIXES, ExplicitFiles, directive_free, discover
 from mblint.extract.modules import SourceError, SourceLimit
-from mblint.findings import Finding, Severity
+from mblint.findings import ENCODING, Finding, Severity
 from mblint.coverage import record_gaps
 from mblint.hf_config import HF_CONFIG_UNUSABLE, unusable_config_notes
 from mblint.schema import load_schema
@@ -396,7 +396,7 @@ class Engine:
         resolver = self.options.settings
         if resolver is not None:
             options["settings"] = {"config": str(resolver.config), "isolated": resolver.isolated}
-        key = cache.settings_key({"options": options, "rules": fingerprint,
+        key = cache.settings_key({"options": options, "rules": fingerprint, "encoding": ENCODING,
                                   "plugins": self.plugins.versions, "cwd": str(self.display_root)})
         return cache.ResultCache(folder, key)
 

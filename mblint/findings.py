@@ -85,80 +85,52 @@ class Finding:
         return (self.rule_id, self.location.path, self.location.line, self.location.column, self.message)
 
 
-def origin_from_dict(data: dict) -> Origin:
-    return Origin(data["path"], data["line"], data["column"], data["end_line"], data["end_column"],
-                     data.get("kind", "set"), data.get("seq", 0))
+# ----- the one encoding of a finding ----------------------------------------------------------
+#
+# A finding leaves the process that found it in two ways: into the result cache (JSON) and from
+# a worker process to the parent (a pickle). Both carry ``encode(finding)``: each part as the
+# tuple of its constructor's arguments, in the order ``PARTS`` gives (JSON makes the tuples
+# lists); ``decode`` rebuilds it. An origin goes as its place, kind and sequence, without
+# ``via`` (the calls that reached it hold whole syntax trees) or ``through``; a finding goes
+# unsuppressed.
+
+PARTS = {
+    Origin: ("path", "line", "column", "end_line", "end_column", "kind", "seq"),
+    Related: ("origin", "message"),
+    FixIntent: ("action", "field", "value", "new_field", "safe", "description", "alternative"),
+    Finding: ("rule_id", "rule_name", "severity", "message", "location", "related", "fields", "recipe", "fixes",
+              "extra", "problem", "recipes"),
+}
+ENCODING = 3  # changes whenever PARTS does: it keys the cache
 
 
-def _related_from_dict(data: dict) -> Related:
-    return Related(origin_from_dict(data["origin"]), data["message"])
+def _origin_parts(origin: Origin) -> tuple:
+    return (origin.path, origin.line, origin.column, origin.end_line, origin.end_column, origin.kind, origin.seq)
 
 
-def _fix_from_dict(data: dict) -> FixIntent:
-    return FixIntent(data["action"], data["field"], data.get("value"), data.get("new_field"), data.get("safe", True),
-                     data.get("description", ""), data.get("alternative", False))
+def encode(finding: Finding) -> tuple:
+    """``finding`` as plain values (see ``PARTS``), for the cache and for worker processes."""
+    return (finding.rule_id, finding.rule_name, int(finding.severity), finding.message,
+            _origin_parts(finding.location),
+            tuple((_origin_parts(related.origin), related.message) for related in finding.related),
+            tuple(finding.fields), finding.recipe,
+            tuple((fix.action, fix.field, fix.value, fix.new_field, fix.safe, fix.description, fix.alternative)
+                  for fix in finding.fixes),
+            finding.extra, finding.problem, tuple(finding.recipes))
 
 
-def finding_to_dict(finding: Finding) -> dict:
-    def origin(o: Origin) -> dict:
-        return {**o.to_json(), "kind": o.kind, "seq": o.seq}
-
-    return {
-        "rule_id": finding.rule_id, "rule_name": finding.rule_name, "severity": int(finding.severity),
-        "message": finding.message, "location": origin(finding.location),
-        "related": [{"origin": origin(r.origin), "message": r.message} for r in finding.related],
-        "fields": list(finding.fields), "recipe": finding.recipe,
-        "fixes": [{"action": f.action, "field": f.field, "value": f.value, "new_field": f.new_field,
-                   "safe": f.safe, "description": f.description, "alternative": f.alternative}
-                  for f in finding.fixes],
-        "extra": finding.extra, "problem": finding.problem, "recipes": list(finding.recipes),
-    }
+def decode(parts) -> Finding:
+    """The finding ``encode`` gave ``parts`` for (tuples, or the lists JSON made of them)."""
+    rule_id, rule_name, severity, message, location, related, fields, recipe, fixes, extra, problem, recipes = parts
+    return Finding(rule_id, rule_name, _SEVERITIES[severity], message, Origin(*location),
+                   tuple(Related(Origin(*origin), text) for origin, text in related), tuple(fields), recipe,
+                   tuple(FixIntent(*fix) for fix in fixes), False, extra, problem, tuple(recipes))
 
 
-def identity_of(data: dict) -> tuple:
-    """``Finding.identity`` of a finding still in its ``finding_to_dict`` form."""
-    location = data["location"]
-    return (data["rule_id"], location["path"], location["line"], location["column"], data["message"])
-
-
-def finding_from_dict(data: dict) -> Finding:
-    return Finding(
-        data["rule_id"], data["rule_name"], _SEVERITIES[data["severity"]], data["message"],
-        origin_from_dict(data["location"]), tuple(_related_from_dict(r) for r in data["related"]),
-        tuple(data["fields"]), data["recipe"], tuple(_fix_from_dict(f) for f in data["fixes"]),
-        False, data.get("extra", {}), data.get("problem", ""), tuple(data.get("recipes", ())),
-    )
+def identity_of(parts) -> tuple:
+    """``Finding.identity`` of a finding still encoded."""
+    location = parts[4]
+    return (parts[0], location[0], location[1], location[2], parts[3])
 
 
 _SEVERITIES = {int(severity): severity for severity in Severity}
-
-
-# Findings sent to another process of the same run go as pickles in which every finding part
-# is rebuilt from a tuple of its values by one call (the unpickler's REDUCE), not from the dict
-# that ``finding_to_dict`` makes (a Python call per finding, origin, related place and fix on
-# both sides) nor from its ``__dict__`` (object.__reduce_ex__, and an interned key per field).
-# An origin goes as its place, kind and sequence, without ``via`` (the calls that reached it
-# hold whole syntax trees), as ``finding_to_dict`` keeps it.
-
-
-def _origin_reduced(origin: Origin) -> tuple:
-    return Origin, (origin.path, origin.line, origin.column, origin.end_line, origin.end_column, origin.kind,
-                       origin.seq)
-
-
-def _finding_reduced(finding: Finding) -> tuple:
-    return Finding, (finding.rule_id, finding.rule_name, finding.severity, finding.message, finding.location,
-                     tuple(finding.related), tuple(finding.fields), finding.recipe, tuple(finding.fixes), False,
-                     finding.extra, finding.problem, finding.recipes)
-
-
-def _related_reduced(related: Related) -> tuple:
-    return Related, (related.origin, related.message)
-
-
-def _fix_reduced(fix: FixIntent) -> tuple:
-    return FixIntent, (fix.action, fix.field, fix.value, fix.new_field, fix.safe, fix.description, fix.alternative)
-
-
-TRANSFER_REDUCERS = {Origin: _origin_reduced, Finding: _finding_reduced, Related: _related_reduced,
-                     FixIntent: _fix_reduced}

@@ -3,7 +3,7 @@ Reporters read a ``Report``; they decide nothing."""
 
 from __future__ import annotations
 
-from mblint.findings import Finding, finding_from_dict, finding_to_dict, identity_of
+from mblint.findings import Finding, decode, encode, identity_of
 
 
 class FileError:
@@ -42,7 +42,7 @@ class FileResult:
         self.unchecked = [] if unchecked is None else unchecked  # [job, coverage rule id]: a gap of the job
 
     def to_dict(self) -> dict:
-        return {"findings": [finding_to_dict(f) for f in self.findings],
+        return {"findings": [encode(f) for f in self.findings],
                 "errors": [vars(e) for e in self.errors], "notes": self.notes,
                 "recipes": self.recipes, "resolved": self.resolved, "directive_free": self.directive_free,
                 "not_analysed": self.not_analysed, "schemas": self.schemas, "unchecked": self.unchecked}
@@ -52,7 +52,7 @@ class FileResult:
         """``seen``: identities of the findings already reported; a finding whose identity is
         in it is left out (a duplicate the report drops anyway) and is never decoded."""
         findings = data["findings"] if seen is None else _unseen(data["findings"], seen)
-        return cls([finding_from_dict(f) for f in findings], [FileError(**e) for e in data["errors"]],
+        return cls([decode(f) for f in findings], [FileError(**e) for e in data["errors"]],
                    list(data["notes"]), data["recipes"], data["resolved"], data.get("directive_free", False),
                    [list(entry) for entry in data.get("not_analysed", [])], list(data.get("schemas", ())),
                    [[str(job), str(rule)] for job, rule in data.get("unchecked", [])])
@@ -119,13 +119,13 @@ def decoded_result(cached: dict) -> FileResult | None:
         if not all(isinstance(n, str) for n in result.notes) or not all(map(_well_formed, result.findings)):
             raise TypeError("not a result")
         return result
-    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError):
         return None
 
 
 def _well_formed(finding: Finding) -> bool:
     places = (finding.location, *(related.origin for related in finding.related))
-    return (isinstance(finding.message, str) and isinstance(finding.recipe, str)
+    return (isinstance(finding.message, str) and isinstance(finding.recipe, str) and isinstance(finding.problem, str)
             and all(isinstance(recipe, str) for recipe in finding.recipes)
             and all(isinstance(place.path, str) and all(type(number) is int for number in
                     (place.line, place.column, place.end_line, place.end_column)) for place in places))

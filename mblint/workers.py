@@ -17,7 +17,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from mblint.findings import TRANSFER_REDUCERS
+from mblint.findings import decode, encode
 from mblint.results import FileError, FileResult
 
 _work: Callable[[Any], Any] | None = None
@@ -122,8 +122,14 @@ def check_in_workers(engine: Any, paths: list[Path], groups: list[list[Path]], j
 
 
 def _file_result_reduced(result: FileResult) -> tuple:
-    return FileResult, (result.findings, result.errors, result.notes, result.recipes, result.resolved,
-                        result.directive_free, result.not_analysed, result.schemas, result.unchecked)
+    return _file_result, ([encode(finding) for finding in result.findings], result.errors, result.notes,
+                          result.recipes, result.resolved, result.directive_free, result.not_analysed, result.schemas,
+                          result.unchecked)
+
+
+def _file_result(findings: list, *rest: Any) -> FileResult:
+    """A file result sent by a worker, its findings in the encoding the cache has too."""
+    return FileResult([decode(parts) for parts in findings], *rest)
 
 
 def _file_error_reduced(error: FileError) -> tuple:
@@ -135,15 +141,14 @@ _TRANSFER_TABLE: dict | None = None
 
 def dumps_for_transfer(value: Any) -> bytes:
     """``value`` (file results, the findings in them) pickled for another process of the same
-    run, each part rebuilt from a tuple of its values (see ``TRANSFER_REDUCERS``)."""
+    run: a result as the tuple of its values, its findings encoded (``mblint.findings.encode``)."""
     import copyreg
     import io
     import pickle
 
     global _TRANSFER_TABLE
     if _TRANSFER_TABLE is None:
-        _TRANSFER_TABLE = {**copyreg.dispatch_table, **TRANSFER_REDUCERS, FileResult: _file_result_reduced,
-                           FileError: _file_error_reduced}
+        _TRANSFER_TABLE = {**copyreg.dispatch_table, FileResult: _file_result_reduced, FileError: _file_error_reduced}
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = _TRANSFER_TABLE

@@ -172,7 +172,7 @@ def test_a_worker_sends_a_result_as_its_cached_form_keeps_it():
     import pickle
 
     from mblint.workers import dumps_for_transfer
-    from mblint.findings import Finding, FixIntent, Related, Severity, finding_to_dict
+    from mblint.findings import Finding, FixIntent, Related, Severity, encode
     from mblint.model import Origin
     from mblint.results import FileError, FileResult
 
@@ -198,7 +198,7 @@ def test_a_worker_sends_a_result_as_its_cached_form_keeps_it():
     assert [vars(e) for e in sent.errors] == [vars(e) for e in expected.errors]
     assert (sent.notes, sent.recipes, sent.resolved, sent.directive_free) == (["a note"], 2, 1, True)
     got, want = sent.findings[0], expected.findings[0]
-    assert got == want and finding_to_dict(got) == finding_to_dict(want)
+    assert got == want and encode(got) == encode(want)
     assert (type(got.related), type(got.fields), type(got.fixes), got.severity, got.suppressed) == \
         (tuple, tuple, tuple, Severity.ERROR, False)
     assert got.location.via == () and got.related[0].origin.via == ()
@@ -206,29 +206,34 @@ def test_a_worker_sends_a_result_as_its_cached_form_keeps_it():
     assert got.fixes == fixes and isinstance(got.related[0], Related)
 
 
-def test_every_field_of_a_finding_part_travels_from_a_worker():
-    """A field added to Finding, Related, FixIntent or Origin must be added to its transfer
-    reducer too, or it is lost on the way from a worker (Origin's ``via`` stays behind on
-    purpose: it holds syntax trees; so does ``through``: a finding names that place as a
-    related location of its own before it travels)."""
+def test_every_field_of_a_finding_part_is_encoded():
+    """A field added to Finding, Related, FixIntent or Origin must be added to the one encoding
+    (mblint.findings.PARTS, encode, decode), or it is lost in the cache and on the way from a
+    worker (Origin's ``via`` stays behind on purpose: it holds syntax trees; so does
+    ``through``: a finding names that place as a related location of its own before it leaves;
+    a finding leaves unsuppressed)."""
     import dataclasses
 
-    from mblint.findings import TRANSFER_REDUCERS, Finding, FixIntent, Related, Severity
+    from mblint.findings import PARTS, Finding, FixIntent, Related, Severity, decode, encode
     from mblint.model import Origin
 
-    origin = Origin("a.py", 1, 1, 1, 2)
-    samples = {
-        Origin: origin,
-        Related: Related(origin, "set here"),
-        FixIntent: FixIntent("set", "train.x"),
-        Finding: Finding("CP002", "cp-thing", Severity.ERROR, "message", origin),
-    }
-    left_behind = {Origin: {"via", "through"}}
-    assert set(samples) == set(TRANSFER_REDUCERS)
-    for cls, reducer in TRANSFER_REDUCERS.items():
-        names = getattr(cls, "_fields", None) or tuple(f.name for f in dataclasses.fields(cls))
-        _, values = reducer(samples[cls])
-        assert len(values) == len(names) - len(left_behind.get(cls, ())), cls.__name__
+    left_behind = {Origin: ("via", "through"), Finding: ("suppressed",)}
+    for cls, parts in PARTS.items():
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in left_behind.get(cls, ()))
+        assert names == parts, cls.__name__
+    origin = Origin("a.py", 2, 3, 4, 5, "override", 6)
+    fix = FixIntent("rename", "train.x", 7, "train.y", False, "rename x", True)
+    finding = Finding("CP002", "cp-thing", Severity.WARNING, "message", origin, (Related(origin, "set here"),),
+                      ("train.x",), "a.py::f", (fix,), extra={"k": 1})
+    again = decode(encode(finding))
+
+    def values(value):
+        cls = type(value)
+        if cls in PARTS:
+            return tuple(values(getattr(value, name)) for name in PARTS[cls])
+        return tuple(map(values, value)) if cls is tuple else value
+
+    assert values(again) == values(finding)
 
 
 def test_the_resolver_and_its_schema_are_ready_before_the_workers_start(tmp_path, monkeypatch):
