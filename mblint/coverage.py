@@ -12,6 +12,7 @@ import ast
 from typing import Any, NamedTuple
 
 from mblint.model import Origin
+from mblint.unanalysed import builds_config
 
 UNFOLLOWED_CALL = "unfollowed-call"
 MODEL_CONFIG_MISSING = "model-config-missing"
@@ -132,7 +133,7 @@ def unnamed_builders(tree: ast.Module, recipes: list[ast.FunctionDef]) -> list[a
     found = []
     for node in tree.body:
         if (isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and node.name not in named
-                and _callable_without_arguments(node.args) and _returns_a_value(node) and _builds_from_a_recipe(node)):
+                and _callable_without_arguments(node.args) and _returns_a_value(node) and builds_config(node)):
             found.append(node)
     return found
 
@@ -144,15 +145,3 @@ def _callable_without_arguments(spec: ast.arguments) -> bool:
 
 def _returns_a_value(function: ast.FunctionDef) -> bool:
     return any(isinstance(node, ast.Return) and node.value is not None for node in ast.walk(function))
-
-
-def _builds_from_a_recipe(function: ast.FunctionDef) -> bool:
-    """It names ConfigContainer or calls a ``*_config`` function."""
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and node.id == "ConfigContainer":
-            return True
-        if isinstance(node, ast.Call):
-            callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
-            if callee.endswith("_config"):
-                return True
-    return False

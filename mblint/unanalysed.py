@@ -135,7 +135,7 @@ def main_only_calls(tree: ast.Module, analysed: set[str]) -> list[MainOnlyCall]:
     function) and that no analysed recipe stands for (``analysed``: the function names whose
     configuration was resolved)."""
     builders = {node.name: node for node in tree.body
-                if isinstance(node, ast.FunctionDef) and (node.name.endswith("_config") or _builds_config(node))}
+                if isinstance(node, ast.FunctionDef) and (node.name.endswith("_config") or builds_config(node))}
     calls = []
     for block in (node for node in tree.body if _is_main_block(node)):
         for node in ast.walk(block):
@@ -161,7 +161,8 @@ def _is_main_block(node: ast.stmt) -> bool:
             and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides))
 
 
-def _builds_config(function: ast.FunctionDef) -> bool:
+def builds_config(function: ast.FunctionDef) -> bool:
+    """It names ConfigContainer or calls a ``*_config`` function."""
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and node.id == "ConfigContainer":
             return True
