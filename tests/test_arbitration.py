@@ -46,6 +46,8 @@ PAIRS = [
     ("PB001", "PB002", "example_config",
      PRETRAIN + LLAMA + "    cfg.model.tensor_model_parallel_size = 4\n    cfg.model.context_parallel_size = 4\n"
                         "    cfg.model.expert_model_parallel_size = 16\n", 8),
+    ("PB011", "LC003", "qwen3_30b_a3b_pretrain_8gpu_h100_bf16_config",
+     PRETRAIN + LLAMA + "    cfg.model.expert_model_parallel_size = 16\n", None),
     ("CG012", "MO003", "example_config", HYBRIDEP_PACKED, None),
     ("SQ001", "LC001", "example_config",
      PRETRAIN + LLAMA + "    cfg.model.seq_length = 131072\n    cfg.dataset.seq_length = 8192\n"

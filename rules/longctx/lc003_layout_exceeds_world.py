@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, hf_model, min_gpus, parallel
+from mblint.rulekit import NAME_GPUS_BELOW_LAYOUT, Example, Rule, Severity, hf_model, min_gpus, parallel
 
 MODEL = hf_model("Qwen/Qwen3-30B-A3B")
 FIELDS = ["model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.context_parallel_size",
@@ -14,8 +14,8 @@ class LayoutExceedsWorld(Rule):
     summary = "The layout's minimum GPU count PP * max(TP*CP, EP*ETP) exceeds the known world size."
     tags = ("long-context", "parallelism", "world-size")
     doc = """## What it does
-With a world size given explicitly (`--world-size`, a setting or a `# mblint: world-size=N`
-comment; recipe-name counts are PB011's), flags a layout whose minimum GPU count
+With a known world size (`--world-size`, a setting, a `# mblint: world-size=N` comment, or the
+recipe name's `_<N>gpu_` part: PB011's finding replaces this one there when both are selected), flags a layout whose minimum GPU count
 `PP * max(TP*CP, EP*ETP)` exceeds it, and says by how much.
 
 ## Why it matters
@@ -48,9 +48,6 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md ("Minimum GPU Count").
         "cfg = _pretrain_common()\n" + MODEL + "cfg.model.expert_model_parallel_size = 64",
         Example("cfg = _pretrain_common()\n" + MODEL + "for ep in (4, 64):\n    cfg.model.expert_model_parallel_size = ep",
                 world_size=8),
-        # name-derived world size: PB011's job
-        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.expert_model_parallel_size = 16",
-                function="qwen3_30b_a3b_pretrain_8gpu_h100_bf16_config"),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.context_parallel_size = 8", world_size=8, version="0.3"),
     ]
     invalid = [
@@ -58,15 +55,19 @@ skills/mbridge-perf-parallelism-strategies/SKILL.md ("Minimum GPU Count").
                 "cfg.model.context_parallel_size = 8  # error", world_size=16),
         Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.expert_model_parallel_size = 16  # error",
                 world_size=8, version="0.3"),
+        # the name's 8 GPUs: with PB011 selected too, its finding replaces this one (mblint/arbitration.py)
+        Example("cfg = _pretrain_common()\n" + MODEL + "cfg.model.expert_model_parallel_size = 16  # error",
+                function="qwen3_30b_a3b_pretrain_8gpu_h100_bf16_config", message="(from the recipe name)"),
     ]
 
     def check(self, cfg, ctx):
-        if ctx.world_size is None or ctx.world_size_from_name:
+        if ctx.world_size is None:
             return
         par = parallel(cfg)
         need = min_gpus(par)
         if not isinstance(need, int) or need <= ctx.world_size:
             return
         message = (f"the layout needs at least PP*max(TP*CP, EP*ETP) = {par.pp}*max({par.tp}*{par.cp}, "
-                   f"{par.ep}*{par.etp}) = {need} GPUs, but the world size is {ctx.world_size}")
-        yield ctx.report(cfg, message, FIELDS)
+                   f"{par.ep}*{par.etp}) = {need} GPUs, but the world size is {ctx.world_size}"
+                   f"{' (from the recipe name)' if ctx.world_size_from_name else ''}")
+        yield ctx.report(cfg, message, FIELDS, problem=NAME_GPUS_BELOW_LAYOUT if ctx.world_size_from_name else "")

@@ -13,7 +13,7 @@ class NameVsTopology(Rule):
     severity = Severity.WARNING
     summary = "The GPU count in the recipe name is below the layout's minimum PP * max(TP*CP, EP*ETP)."
     tags = ("parallelism", "world-size", "naming")
-    supersedes = ("PB001", "PB002")
+    supersedes = ("PB001", "PB002", "LC003")
     doc = """## What it does
 For a recipe whose name carries a GPU count (`<model>_<task>_<N>gpu_<hw>_<precision>_config`),
 flags N below the minimum GPU count of its layout, `PP * max(TP*CP, EP*ETP)`. (With an
