@@ -16,13 +16,12 @@ from mblint.extract.modules import SourceError, SourceLimit
 from mblint.findings import ENCODING, Finding, Severity
 from mblint.coverage import record_gaps
 from mblint.hf_config import HF_CONFIG_UNUSABLE, unusable_config_notes
-from mblint.schema import load_schema
 from mblint.model import EffectiveConfig, Origin
 from mblint.paths import Confinement, confinement_for
 from mblint.readers import Job
 from mblint.results import FileError, FileResult, Report, decoded_result
-from mblint.rule import Rule, RuleContext, RulePlan
-from mblint.selection import select_rules, selector_problem
+from mblint.rule_run import RuleRun
+from mblint.selection import selector_problem
 from mblint.suppress import apply_suppressions
 from mblint.world_size import WorldSizes
 
@@ -60,7 +59,6 @@ class Engine:
         self.display_root = Path.cwd()
         self._project = None
         self.editable: set[str] = set()
-        self.used_rules: set = set()
         self.world_sizes = WorldSizes(self.settings_for_display)
         self.settings_errors: set[str] = set()
         self.directive_free: set[str] = set()  # display paths whose text never mentions "mblint"
@@ -68,77 +66,14 @@ class Engine:
         self._settings_memo: dict = {}
         self._displays: dict = {}  # path -> display, for _displays_root and _displays_cwd
         self._displays_root = self._displays_cwd = None
-        self._plugins = None
         self._known_sizes: dict[Path, int] = {}  # bytes per file, as discovery found them
         self._known_link_modes: dict[Path, int] = {}  # os.lstat modes of the paths given, as discovery found them
         self._run_cwd: str | None = None  # the working folder, asked once per run
-        self.catalogued_rules = False  # rules are catalog stand-ins (mblint.catalog), not classes
         # What may be read: the project of the working folder, the search paths and the
         # installations of Megatron-Bridge; check_paths adds the projects of the paths it is given.
         self.confinement: Confinement = confinement_for([], options.search_paths)
         self.confinement_errors: set[tuple[str, str]] = set()  # (settings file, message)
-        if plugins is not None or not options.use_cache:
-            self.use_plugins(plugins)
-        # else: with a cache, the plugins come from the catalog when possible (make_cache)
-
-    # ----- rules ---------------------------------------------------------------------------
-
-    def use_plugins(self, plugins: "LoadedPlugins | None", catalogued: bool = False) -> None:
-        if plugins is None:
-            from mblint.plugins import load_plugins
-
-            plugins = load_plugins()
-        self._plugins = plugins
-        self.catalogued_rules = catalogued
-        self._all_rules = list(plugins.rules)
-        options = self.options
-        for option, selectors in (("--select", options.select), ("--extend-select", options.extend_select),
-                                  ("--ignore", options.ignore)):
-            problem = selector_problem(option, selectors, self._all_rules)
-            if problem:
-                from mblint.settings import SettingsError
-
-                raise SettingsError(problem)
-        self._base_rules = select_rules(self._all_rules, options.select, options.ignore, options.extend_select)
-        self._rules = self._base_rules
-        self._rules_cache: dict = {}
-        self._config_rules: dict = {}  # tuple of enabled rules -> plans by configuration kind
-        self._plans_rules: list | None = None
-        self._plans: dict = {}
-        self._rules_by_id: tuple = (None, {})
-
-    def load_rule_classes(self) -> None:
-        """The real rule classes, before any file is checked."""
-        if self._plugins is None or self.catalogued_rules:
-            self.use_plugins(None)
-
-    def _ensure_plugins(self) -> None:
-        if self._plugins is None:
-            self.use_plugins(None)
-
-    @property
-    def plugins(self) -> "LoadedPlugins":
-        self._ensure_plugins()
-        return self._plugins
-
-    @property
-    def all_rules(self) -> list:
-        self._ensure_plugins()
-        return self._all_rules
-
-    @property
-    def base_rules(self) -> list:
-        self._ensure_plugins()
-        return self._base_rules
-
-    @property
-    def rules(self) -> list:
-        self._ensure_plugins()
-        return self._rules
-
-    @rules.setter
-    def rules(self, rules: list) -> None:
-        self._rules = rules
+        self.rule_run = RuleRun(options, plugins)
 
     # ----- settings (per file) -------------------------------------------------------------
 
@@ -179,22 +114,10 @@ class Engine:
             self.settings_errors.add(str(error))
             return None, False
 
-    def rules_for(self, path: Path) -> list[type[Rule]]:
-        settings = self.settings_for(path)
-        if settings is None:
-            return self.base_rules
-        if settings not in self._rules_cache:
-            opts = self.options
-            self._rules_cache[settings] = select_rules(
-                self.all_rules, opts.select or settings.select or (), settings.ignore + opts.ignore,
-                settings.extend_select + opts.extend_select)
-        return self._rules_cache[settings]
-
     def enter_file(self, path: Path) -> None:
         """Apply the settings in force for ``path``: rules, schema line, import roots."""
         settings = self.settings_for(path)
-        self.rules = self.rules_for(path)
-        self.used_rules.update(self.rules)
+        self.rule_run.enter(settings)
         if settings is None:
             return
         if not self.options.version:
@@ -265,18 +188,11 @@ class Engine:
         root = self.options.cache_root or cache.project_root(self.display_root)
         return cache.cache_folder(root, self.options.cache_dir) / "schema"
 
-    def rule_in_force(self, rule_id: str):
-        """The enabled rule ``rule_id`` for the file being read (its settings applied), or None."""
-        rules = self.rules
-        if self._rules_by_id[0] is not rules:
-            self._rules_by_id = (rules, {rule.id: rule for rule in rules})
-        return self._rules_by_id[1].get(rule_id)
-
     def report_at(self, rule_id: str, origin: Origin, message: str, result: FileResult, recipe: str = "",
                   severity: Severity | None = None) -> None:
         """A finding of the rule ``rule_id`` that a reader reports while reading (a syntax error, a
         launch line), when the rule is enabled; ``severity``: one of its other severities."""
-        rule = self.rule_in_force(rule_id)
+        rule = self.rule_run.in_force(rule_id)
         if rule is not None:
             result.findings.append(Finding(rule.id, rule.name, rule.severity if severity is None else severity,
                                            message, origin, recipe=recipe))
@@ -321,7 +237,7 @@ class Engine:
         displays = [self.project_display(p) for p in files]
         self.editable = set(displays)
         cache = self.make_cache()  # before the plugins are first needed: they may come from its catalog
-        report.errors[0:0] = [FileError("mblint", error) for error in self.plugins.errors]  # a rule pack not loaded
+        report.errors[0:0] = [FileError("mblint", error) for error in self.rule_run.plugins.errors]  # a rule pack not loaded
         files = self.with_valid_selectors(files)
         displays = [self.project_display(p) for p in files]
         self.editable = set(displays)
@@ -353,7 +269,7 @@ class Engine:
         report.notes.extend(dict.fromkeys(schema["note"] for schema in report.schemas if schema.get("note")))
         summarise_hf_config_notes(report)
         apply_suppressions(self, report, files)
-        report.rules = sorted(self.used_rules or self.base_rules, key=lambda r: r.id)
+        report.rules = sorted(self.rule_run.used or self.rule_run.base_rules, key=lambda r: r.id)
         for message in sorted(self.settings_errors):
             report.errors.append(FileError(message, "the files these settings govern are not checked"))
         report.errors.extend(FileError(source, message) for source, message in sorted(self.confinement_errors))
@@ -369,7 +285,8 @@ class Engine:
             if settings is not None and settings not in problems:
                 selectors = [*(settings.select or ()), *settings.extend_select, *settings.ignore,
                              *(s for _, ids in settings.per_file_ignores for s in ids)]
-                problems[settings] = selector_problem(str(settings.source or "settings"), selectors, self.all_rules)
+                problems[settings] = selector_problem(str(settings.source or "settings"), selectors,
+                                                      self.rule_run.all_rules)
                 if problems[settings]:
                     self.settings_errors.add(problems[settings])
         return [path for path in files if problems.get(self.settings_for(path)) is None]
@@ -390,39 +307,21 @@ class Engine:
 
         root = self.options.cache_root or cache.project_root(self.display_root)
         folder = cache.cache_folder(root, self.options.cache_dir)
-        fingerprint = self.rules_fingerprint(folder)
+        fingerprint = self.rule_run.fingerprint(folder)
         options = {k: v for k, v in vars(self.options).items()
                    if k not in ("use_cache", "cache_root", "cache_dir", "jobs", "settings")}
         resolver = self.options.settings
         if resolver is not None:
             options["settings"] = {"config": str(resolver.config), "isolated": resolver.isolated}
         key = cache.settings_key({"options": options, "rules": fingerprint, "encoding": ENCODING,
-                                  "plugins": self.plugins.versions, "cwd": str(self.display_root)})
+                                  "plugins": self.rule_run.plugins.versions, "cwd": str(self.display_root)})
         return cache.ResultCache(folder, key)
-
-    def rules_fingerprint(self, folder: Path) -> str:
-        """Of every rule, from the plugin catalog in ``folder`` when it is current (then no
-        rule pack is imported unless a file must be checked), else from the loaded rule classes."""
-        from mblint import cache, catalog
-
-        if self._plugins is None:
-            catalogued = catalog.load_catalog(folder)
-            if catalogued is not None:
-                self.use_plugins(catalogued, catalogued=True)
-                return catalogued.fingerprint
-            self.use_plugins(None)
-            plugin_rules = cache.rules_fingerprint(self.plugins.rules)
-            catalog.save_catalog(folder, self.plugins, plugin_rules)
-            return plugin_rules
-        if self.catalogued_rules:
-            return self.plugins.fingerprint
-        return cache.rules_fingerprint(self.plugins.rules)
 
     def check_files(self, paths: list[Path]):
         """(path, FileResult, dependencies) for each file, in worker processes when there is
         enough work to pay for them."""
         if paths:
-            self.load_rule_classes()
+            self.rule_run.load_rule_classes()
         known = self._known_sizes
         from mblint import workers
 
@@ -460,7 +359,7 @@ class Engine:
             return result, set()
 
     def check_file(self, path: Path) -> tuple[FileResult, set[Path]]:
-        self.load_rule_classes()
+        self.rule_run.load_rule_classes()
         result = FileResult()
         deps = self.reader_for(path).read(path, result)
         settings = self.settings_for(path)
@@ -560,47 +459,18 @@ class Engine:
             world_size, source = job.world_size, job.world_source
         else:
             world_size, source = self.world_size_for(cfg, text)
-        calls = self.config_rules(cfg.schema_version, world_size, source, job.files if job else frozenset()).calls(cfg)
-        watched = job is not None and bool(job.world_source) and source == job.world_source
-        if watched:
-            for ctx in calls.contexts:
-                ctx.read_world_size = False
         crashes: list[str] = []  # a rule that raised: an error (exit 2), never a passing run
         start = len(report.findings)
-        calls.run(cfg, report.findings, crashes)
-        record_gaps(cfg.recipe.label, report.findings[start:], self.rules, report.unchecked)
+        watched = job is not None and bool(job.world_source) and source == job.world_source
+        editable = self.editable_frozen() | job.files if job is not None and job.files else self.editable_frozen()
+        readers = self.rule_run.run(cfg, world_size, source, editable, report.findings, crashes, watched)
+        record_gaps(cfg.recipe.label, report.findings[start:], self.rule_run.rules, report.unchecked)
         if job is not None and job.where is not None:
             where = job.where
             report.errors.extend(FileError(where.path, crash, where.line, where.column) for crash in crashes)
         else:
             report.errors.extend(FileError(cfg.recipe.path, crash) for crash in crashes)
-        return {ctx.rule.id for ctx in calls.contexts if ctx.read_world_size} if watched else set()
-
-    def config_rules(self, line: str, world_size: int | None, source: str,
-                     job_files: frozenset[str] = frozenset()) -> RulePlan:
-        """The plan of each enabled rule that checks a configuration of the schema ``line``
-        (its key), with its context. Rules and contexts hold no state of their own, so they are
-        made once per distinct setting instead of once per configuration; the plan skips a rule
-        whose precondition is False on a configuration."""
-        editable = self.editable_frozen() | job_files if job_files else self.editable_frozen()
-        key = (line, world_size, source, editable)
-        plans = self._plans_for_rules()
-        chosen = plans.get(key)
-        if chosen is None:
-            chosen = plans[key] = RulePlan([
-                (rule, RuleContext(rule, world_size, source, editable_paths=editable))
-                for rule in (rule_class() for rule_class in self.rules
-                             if rule_class.checks_configurations and rule_class.applies_to(load_schema(line)))])
-        return chosen
-
-    def _plans_for_rules(self) -> dict:
-        """The plans made for the list of enabled rules in force (a list per distinct settings,
-        assigned per file and never changed in place), by configuration kind."""
-        rules = self.rules
-        if self._plans_rules is not rules:
-            self._plans = self._config_rules.setdefault(tuple(rules), {})
-            self._plans_rules = rules
-        return self._plans
+        return readers
 
     def world_size_for(self, cfg: EffectiveConfig, text: str) -> tuple[int | None, str]:
         """The world size rules assume for ``cfg`` and where it came from: the option, the

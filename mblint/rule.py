@@ -3,13 +3,10 @@ default severity, documentation (fixed sections) and its own valid and invalid e
 
 from __future__ import annotations
 
-import operator
 import re
 from dataclasses import replace
-from itertools import chain, repeat
 from typing import Any, Callable, ClassVar, Iterable, Sequence
 
-from mblint.arbitration import most_specific, superseded_by
 from mblint.findings import Finding, FixIntent, Related, Severity
 from mblint.model import ABSENT, NOT_PLAIN_TYPES, EffectiveConfig, Origin, Unknown, is_known, is_node
 from mblint.rule_docs import RuleDocumentation
@@ -172,90 +169,6 @@ class RuleContext:
             fixes=tuple(_keeping_intent(cfg, fix, self.editable_paths) for fix in fixes),
             problem=problem,
         )
-
-
-class RulePlan:
-    """The rules that check configurations of one kind, in order, each with its context. Rules
-    that declare a ``precondition`` are left out on a configuration where it is False: each
-    distinct precondition is asked once per configuration, and the list of rules to run is
-    kept per combination of failed preconditions."""
-
-    def __init__(self, pairs: list[tuple[Rule, RuleContext]]) -> None:
-        self.pairs = pairs
-        planned = tuple(type(rule) for rule, _ in pairs)
-        for _, ctx in pairs:
-            ctx.planned_rules = planned
-        self.preconditions = tuple(dict.fromkeys(
-            type(rule).precondition for rule, _ in pairs if type(rule).precondition is not None))
-        self._all_calls = RuleCalls(pairs)
-        self._runnable: dict[tuple[bool, ...], RuleCalls] = {}
-
-    def runnable(self, cfg: EffectiveConfig) -> list[tuple[Rule, RuleContext]]:
-        return self.calls(cfg).pairs
-
-    def calls(self, cfg: EffectiveConfig) -> "RuleCalls":
-        """The rules to run on ``cfg``, as ``runnable`` lists them."""
-        if not self.preconditions:
-            return self._all_calls
-        try:
-            failed = tuple([precondition(cfg) is False for precondition in self.preconditions])
-        except Exception:  # noqa: BLE001 - asked again one by one, the failing one counts as not False
-            failed = tuple([_definitely_false(precondition, cfg) for precondition in self.preconditions])
-        chosen = self._runnable.get(failed)
-        if chosen is None:
-            skipped = {p for p, fails in zip(self.preconditions, failed) if fails}
-            chosen = self._runnable[failed] = RuleCalls([(rule, ctx) for rule, ctx in self.pairs
-                                                          if type(rule).precondition not in skipped])
-        return chosen
-
-
-class RuleCalls:
-    """Rules with their contexts, in order, and each rule's bound ``check`` beside its context:
-    ``run`` calls them all without a Python loop per rule."""
-
-    def __init__(self, pairs: list[tuple[Rule, RuleContext]]) -> None:
-        self.pairs = pairs
-        self.checks = tuple(rule.check for rule, _ in pairs)
-        self.contexts = tuple(ctx for _, ctx in pairs)
-        self.superseded = superseded_by(rule for rule, _ in pairs)
-
-    def run(self, cfg: EffectiveConfig, findings: list[Finding], notes: list[str]) -> None:
-        """Each rule's findings on ``cfg`` appended to ``findings`` in rule order. A rule that
-        raises adds a message to ``notes`` instead (the engine reports it as an error: a crash
-        must never turn a failing run into a passing one) and the others still run: then the rules are run again
-        one by one (they only read ``cfg``), the findings of the first attempt dropped. Of two
-        findings of one problem, the more specific rule's is kept (mblint/arbitration.py)."""
-        start = len(findings)
-        try:
-            findings.extend(chain.from_iterable(filter(None, map(_call, self.checks, repeat(cfg), self.contexts))))
-        except Exception:  # noqa: BLE001 - see the loop below
-            del findings[start:]
-            self.run_one_by_one(cfg, findings, notes)
-        if self.superseded:
-            findings[start:] = most_specific(findings[start:], self.superseded)
-
-    def run_one_by_one(self, cfg: EffectiveConfig, findings: list[Finding], notes: list[str]) -> None:
-        add_findings = findings.extend
-        for rule, ctx in self.pairs:
-            try:
-                add_findings(rule.check(cfg, ctx) or ())
-            except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others
-                notes.append(f"internal error in rule {rule.id} on {cfg.recipe.label}: {type(error).__name__}: {error}")
-
-
-def _call_with(function: Callable, *args: Any) -> Any:
-    return function(*args)
-
-
-_call = getattr(operator, "call", _call_with)  # operator.call is new in Python 3.11
-
-
-def _definitely_false(precondition: Callable[[EffectiveConfig], bool], cfg: EffectiveConfig) -> bool:
-    """False when the precondition raises: its rules then run and report their own error."""
-    try:
-        return precondition(cfg) is False
-    except Exception:  # noqa: BLE001
-        return False
 
 
 def _fix_target(fixes: Sequence[FixIntent]) -> str | None:

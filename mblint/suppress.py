@@ -220,13 +220,9 @@ class CheckedFiles(Protocol):
 
     display_root: Path
     directive_free: set[str]  # display paths whose text never mentions "mblint"
-
-    @property
-    def all_rules(self) -> list[type[Rule]]: ...
+    rule_run: Any  # mblint.rule_run.RuleRun
 
     def project_display(self, path: Path) -> str: ...
-
-    def rules_for(self, path: Path) -> list[type[Rule]]: ...
 
     def settings_for(self, path: Path) -> Any: ...
 
@@ -238,7 +234,7 @@ def apply_suppressions(engine: CheckedFiles, report: Report, checked: Iterable[P
     add SY003/SY004 findings for the checked files."""
     root = engine.display_root
     aliases = {}
-    for rule in engine.all_rules:
+    for rule in engine.rule_run.all_rules:
         aliases[rule.id] = rule.id
         aliases[rule.name] = rule.id
     cache: dict[str, FileDirectives] = {}
@@ -273,7 +269,7 @@ def apply_suppressions(engine: CheckedFiles, report: Report, checked: Iterable[P
         file = directives_for(display)
         if not file.invalid and not file.directives:
             continue  # nothing to report about suppressions in this file
-        enabled = {rule.id: rule for rule in engine.rules_for(path)}
+        enabled = {rule.id: rule for rule in engine.rule_run.for_settings(engine.settings_for(path))}
         new: list[Finding] = []
         if INVALID_SUPPRESSION in enabled:
             for line, column, end, message in file.invalid:

@@ -54,7 +54,7 @@ def test_a_fully_cached_run_takes_the_rules_from_the_catalog(tmp_path, monkeypat
     engine = Engine(CheckOptions(select=("PK001",), use_cache=True, cache_root=tmp_path))
     engine.display_root = tmp_path
     second = engine.check_paths([str(recipe)])
-    assert engine.catalogued_rules and second.cache_hits == 1
+    assert engine.rule_run.catalogued and second.cache_hits == 1
     assert [f.rule_id for f in second.findings] == [f.rule_id for f in first.findings] == ["PK001"]
     assert [r.id for r in second.rules] == [r.id for r in first.rules]
 
@@ -67,7 +67,7 @@ def test_a_file_to_check_loads_the_real_rule_classes(tmp_path, settled):
     engine = Engine(CheckOptions(select=("PK001",), use_cache=True, cache_root=tmp_path))
     engine.display_root = tmp_path
     report = engine.check_paths([str(recipe)])
-    assert not engine.catalogued_rules and report.cache_hits == 0
+    assert not engine.rule_run.catalogued and report.cache_hits == 0
     assert [f.rule_id for f in report.findings] == ["PK001"]
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from mblint.findings import Severity
 from mblint.model import EffectiveConfig, RecipeRef
-from mblint.rule import Rule, RuleCalls, RuleContext
+from mblint.rule import Rule, RuleContext
+from mblint.rule_run import RuleCalls
 
 
 def _rule(rule_id: str, check) -> Rule:

@@ -134,17 +134,18 @@ def test_world_size_is_kept_per_recipe_function(tmp_path: Path, monkeypatch) -> 
 
 
 def test_rule_plans_follow_the_rules_in_force() -> None:
-    from mblint.engine import CheckOptions, Engine
+    from mblint.engine import CheckOptions
     from mblint.plugins import LoadedPlugins
+    from mblint.rule_run import RuleRun
 
     first, second = _Probe.make(), _Probe.make()
-    engine = Engine(CheckOptions(), LoadedPlugins(rules=[first, second]))
-    engine.rules = [first]
-    plan = engine.config_rules("0.6", None, "")
-    engine.rules = [second]
-    assert [type(rule) for rule, _ in engine.config_rules("0.6", None, "").pairs] == [second]
-    engine.rules = [first]
-    assert engine.config_rules("0.6", None, "") is plan
+    rule_run = RuleRun(CheckOptions(), LoadedPlugins(rules=[first, second]))
+    rule_run.rules = [first]
+    plan = rule_run.plan("0.6", None, "", frozenset())
+    rule_run.rules = [second]
+    assert [type(rule) for rule, _ in rule_run.plan("0.6", None, "", frozenset()).pairs] == [second]
+    rule_run.rules = [first]
+    assert rule_run.plan("0.6", None, "", frozenset()) is plan
 
 
 def test_search_paths_relative_to_settings_file(tmp_path: Path) -> None:

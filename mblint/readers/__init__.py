@@ -75,7 +75,7 @@ class Services(Protocol):
     options: Any
     confinement: Any
     display_root: Path
-    rules: list
+    rule_run: Any  # mblint.rule_run.RuleRun: the rules in force, and running them
 
     @property
     def project(self) -> Any: ...
@@ -96,10 +96,6 @@ class Services(Protocol):
     def run_rules(self, cfg: "EffectiveConfig", text: str, report: "FileResult", job: Job | None = None) -> set[str]: ...
 
     def world_size_for(self, cfg: "EffectiveConfig", text: str) -> tuple[int | None, str]: ...
-
-    def config_rules(self, line: str, world_size: int | None, source: str, job_files: frozenset[str] = frozenset()) -> Any: ...
-
-    def rule_in_force(self, rule_id: str) -> Any: ...
 
     def report_at(self, rule_id: str, origin: "Origin", message: str, result: "FileResult",
                   recipe: str = "", severity: Any = None) -> None: ...

@@ -316,7 +316,7 @@ class LaunchReader:
         span, written_before = launch.unknown_overrides[-1]
         trailing = [o for o, s in zip(command_line, launch.settings) if not s.flag]
         after = {o.origin.seq for o in trailing[written_before:]}
-        gaps = coverage_rule_ids(self.engine.rules)  # where analysis stopped, whatever the argument sets
+        gaps = coverage_rule_ids(self.engine.rule_run.rules)  # where analysis stopped, whatever the argument sets
         kept = []
         for finding in findings:
             # a rejected key is in no field: its place is the finding's own location
@@ -357,7 +357,7 @@ class LaunchReader:
         engine = self.engine
         world, source = engine.world_size_for(cfg, text)
         findings: list[Finding] = []
-        engine.config_rules(cfg.schema_version, world, source, job_files).calls(cfg).run(cfg, findings, [])
+        engine.rule_run.run(cfg, world, source, engine.editable_frozen() | job_files, findings, [])
         return findings
 
     def relocate(self, finding: Finding, display: str, launch: Launch, by_world_size: bool) -> None:

@@ -109,7 +109,7 @@ class PythonReader:
     def report_unreachable(self, path: Path, node: ast.FunctionDef, report: "FileResult") -> None:
         """SY006 on the first statement after a return/raise in each block of a recipe function."""
         engine = self.engine
-        if engine.rule_in_force("SY006") is None:
+        if engine.rule_run.in_force("SY006") is None:
             return
         display = engine.project_display(path)
         for stmt in unreachable_statements(node):
