@@ -702,7 +702,17 @@ class _Reader:
         if kind == "command_substitution" and self.script_dir is not None and _SCRIPT_DIR.match(self.text(node)):
             line, column = self.position(*node.start_point)
             return [(ch, (line, column), False) for ch in self.script_dir]
-        return [(None, None, not quoted)]  # command and process substitution, brace expansion...
+        if kind in ("command_substitution", "process_substitution"):
+            self.subshell(node, env)
+        return [(None, None, not quoted)]  # the output of a command, brace expansion...
+
+    def subshell(self, node: Any, env: dict) -> None:
+        """The commands of ``$(...)`` or ``<(...)``: they run (a launch line among them is one),
+        in a subshell, so what they assign stays there."""
+        if self.copied(env, node):
+            inner = dict(env)
+            for child in node.named_children:
+                self.visit(child, inner, in_loop=False)
 
     def quoted_parts(self, node: Any, env: dict, start: int, end: int) -> list:
         """The characters of a double-quoted string (or a heredoc) from byte ``start`` to
@@ -1119,9 +1129,16 @@ def _error_nodes(root: Any, reader: _Reader) -> list[tuple[int, int, str]]:
     stack = [root]
     while stack and len(found) < 5:
         node = stack.pop()
-        if node.type == "ERROR" or node.is_missing:
-            line, column = reader.position(*node.start_point)
-            found.append((line, column, "shell syntax error" if node.type == "ERROR" else f"missing {node.type}"))
+        if node.is_missing:  # where what it closes was opened; the node itself is at the end
+            opened = node.parent if node.parent is not None and node.parent.type != "program" else node
+            found.append((*reader.position(*opened.start_point), f"missing `{node.type}` for what opens here"))
+            continue
+        if node.type == "ERROR":
+            first = next((child for child in node.children if child.type != "comment"), node)
+            line, column = reader.position(*first.start_point)
+            last = reader.position(*node.end_point)[0] - (node.end_point[1] == 0)
+            lines = f" (lines {line}-{last} not read)" if last > line else ""
+            found.append((line, column, f"shell syntax error{lines}"))
             continue
         if node.has_error:
             stack.extend(reversed(node.children))

@@ -67,7 +67,9 @@ class LaunchReader:
         display = engine.project_display(path)
         script = parse_script(text, str(path.resolve().parent))
         for line, column, message in script.errors:
-            result.notes.append(f"{display}:{line}:{column}: {message}: mblint reads the rest of the script")
+            self.finding("LA002", display, Span(line, column, line, column + 1),
+                         f"{message}: bash stops a script at its first syntax error, so the commands after it do not "
+                         "run, and a launch line mblint cannot read is not checked", result)
         for line, column, message in script.limits:
             engine.syntax_finding(SourceLimit(path, message, line, column), result)
         deps: set[Path] = set()
@@ -191,6 +193,10 @@ class LaunchReader:
             script = parse_script(str(command), str(path.resolve().parent))
             for script_line, script_column, message in script.limits:
                 self.engine.syntax_finding(SourceLimit(path, message, line + 1, column + 1), result)
+            for _, _, message in script.errors[:1]:
+                self.finding("LA002", display, Span(line + 1, column + 1, line + 1, column + 2),
+                             f"{message} in this command: bash stops at a syntax error, and a launch line mblint cannot "
+                             "read is not checked", result)
             for parsed in script.commands:
                 cursor = _place_words(parsed, text, starts, cursor)
             for launch in find_launches(script.commands, []):

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity
+from mblint.rulekit import COVERAGE_TAG, Example, Rule, Severity
 
 
 class LaunchNotAnalysedRule(Rule):
     id = "LA002"
     name = "launch-not-analysed"
     severity = Severity.WARNING
+    tags = (COVERAGE_TAG,)
     checks_configurations = False
     other_severities = (Severity.INFO,)
     summary = "A launch line mblint found but could not check (what it could not follow is named)."
@@ -17,7 +18,10 @@ not be read (pass `--search-path` to a Megatron-Bridge checkout or unzipped whee
 script does not build a recipe mblint can follow, an option whose effect is not modelled, a
 line naming a launcher (`torchrun`, `accelerate`, `deepspeed`, `run_recipe.py`...) in a form
 mblint does not read, or an argument whose value is unknown and may override the fields some
-findings read (those findings are not reported). These are warnings.
+findings read (those findings are not reported). A shell syntax error is one too, where it is:
+the part of the script it spans is not read, so a launch line in it is not checked (and bash
+itself stops a script at its first syntax error: the commands after it never run). These are
+warnings.
 
 As info: the world size is unknown because a launcher option's value is (`--nnodes=$NNODES`);
 the job is checked, only what the rules check against the world size is not.
@@ -25,7 +29,10 @@ the job is checked, only what the rules check against the world size is not.
 ## Why it matters
 A pass means checked: a launch line mblint could not read is not a clean one. A job or an
 override that was dropped is a warning, so that pre-commit shows it (an info finding does not
-fail a run); an unknown world size leaves the rest of the job checked, so it is only info.
+fail a run); an unknown world size leaves the rest of the job checked, so it is only info. A
+syntax error is a warning too: bash would stop there, so the job most likely never starts, and
+where the script is valid bash that tree-sitter misreads, `# mblint: ignore[LA002]` on the
+line accepts it.
 
 ## Example
 `torchrun --nproc_per_node=8 run_recipe.py --recipe "$RECIPE"` with `RECIPE` from the
@@ -42,4 +49,6 @@ mblint's launch reader.
 """
     valid = [Example("", launch="torchrun --nproc_per_node=1 scripts/training/run_recipe.py "
                                  "--recipe llama32_1b_pretrain_config\n")]
-    invalid = [Example("", launch='torchrun --nproc_per_node=1 scripts/training/run_recipe.py --recipe "$RECIPE"  # error\n')]
+    invalid = [Example("", launch='torchrun --nproc_per_node=1 scripts/training/run_recipe.py --recipe "$RECIPE"  # error\n'),
+               Example("", launch='echo ( # error\ntorchrun --nproc_per_node=1 scripts/training/run_recipe.py '
+                                  '--recipe llama32_1b_pretrain_config\n', message="missing `)` for what opens here: bash stops")]

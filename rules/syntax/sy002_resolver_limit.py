@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity
+from mblint.rulekit import COVERAGE_TAG, Example, Rule, Severity
 
 
 class ResolverLimitRule(Rule):
     id = "SY002"
     name = "resolver-limit"
     severity = Severity.INFO
+    tags = (COVERAGE_TAG,)
     checks_configurations = False
     summary = "mblint stopped interpreting a recipe (step, depth or recursion limit); its values are unknown."
     doc = """## What it does

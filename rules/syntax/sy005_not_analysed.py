@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-from mblint.rulekit import Rule, Severity
+from mblint.rulekit import COVERAGE_TAG, Rule, Severity
 
 
 class NotAnalysedRule(Rule):
     id = "SY005"
     name = "not-analysed"
     severity = Severity.WARNING
+    tags = (COVERAGE_TAG,)
     checks_configurations = False
     summary = "A configuration mblint was given could not be analysed (an unpaired override file, a recipe it cannot read)."
     doc = """## What it does

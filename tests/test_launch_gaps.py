@@ -1,0 +1,85 @@
+"""Places where the launch reader stops are findings (issue 31, item 3): a shell syntax error,
+a reader limit inside command substitutions, a sourced file that is not read. Each test is
+modelled on a script that ended in "All checks passed" or a note."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from integration_support import run
+
+RUNNER = "scripts/training/run_recipe.py --recipe llama32_1b_pretrain_config"
+PASSED = "All checks passed"
+
+
+def findings(tmp_path: Path, name: str, *options: str) -> list[tuple]:
+    document = json.loads(run(["check", "--no-cache", "--format", "json", *options, name], tmp_path).stdout)
+    return [(f["rule"], f["severity"], f["location"]["line"], f["location"]["column"], f["message"])
+            for f in document["findings"]]
+
+
+def test_a_shell_syntax_error_is_a_finding_in_every_format(tmp_path: Path) -> None:
+    """bash stops at `echo (` (exit 2, 'syntax error near unexpected token'), so the launch
+    line after it never runs; tree-sitter reads lines 2-5 as one error and mblint did not see
+    the launch line: that was a note and "All checks passed"."""
+    (tmp_path / "go.sh").write_text(f"#!/bin/bash\nif [ x = y ]; then\n  echo (\nfi\ntorchrun {RUNNER}\n")
+    [(rule, severity, line, column, message)] = findings(tmp_path, "go.sh")
+    assert (rule, severity, line, column) == ("LA002", "warning", 2, 1)
+    assert message.startswith("shell syntax error (lines 2-5 not read): bash stops a script at its first syntax")
+    text = run(["check", "--no-cache", "go.sh"], tmp_path)
+    assert text.exit_code == 1 and PASSED not in text.stdout and "go.sh:2:1: LA002 [warning]" in text.stdout
+    sarif = json.loads(run(["check", "--no-cache", "--format", "sarif", "go.sh"], tmp_path).stdout)
+    (notification,) = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert notification["associatedRule"]["id"] == "LA002" and notification["level"] == "warning"
+    assert notification["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+    github = run(["check", "--no-cache", "--format", "github", "go.sh"], tmp_path).stdout
+    assert "::warning file=go.sh,line=2,col=1" in github and "title=mblint LA002" in github
+
+
+def test_a_syntax_error_in_a_yaml_command_entry_is_a_finding(tmp_path: Path) -> None:
+    (tmp_path / "card.yaml").write_text(f"command: 'torchrun {RUNNER} && echo ('\n")
+    errors = [(rule, line) for rule, _, line, _, message in findings(tmp_path, "card.yaml") if "syntax" in message]
+    assert errors == [("LA002", 1)]
+
+
+def test_a_launch_line_inside_a_command_substitution_is_read(tmp_path: Path) -> None:
+    """`$(...)` runs its commands: a launch line there is a job (here one mblint cannot check
+    without Megatron-Bridge's sources, which it says), not nothing."""
+    (tmp_path / "go.sh").write_text(f"LOG=$(torchrun --nproc_per_node=8 {RUNNER} 2>&1)\n")
+    [(rule, severity, line, _, message)] = findings(tmp_path, "go.sh")
+    assert (rule, severity, line) == ("LA002", "warning", 1) and "megatron.bridge.recipes could not be read" in message
+
+
+def test_what_a_command_substitution_assigns_stays_in_it(tmp_path: Path) -> None:
+    from mblint.extract.shell import parse_script
+
+    script = parse_script("X=1\nY=$(X=2; echo $X)\necho $X\n")
+    assert [[w.text for w in c.words] for c in script.commands] == [["echo", "2"], ["echo", "1"]]
+
+
+def test_command_substitutions_nested_past_the_limit_are_a_reader_limit(tmp_path: Path) -> None:
+    """5,000 nested `$(` around the GPU count ended in an unknown world size and no word of
+    where reading stopped; the nesting limit (100) is SY002, as for `${A:-${A:-...}}`."""
+    gpus = "$(" * 5000 + "echo 8" + ")" * 5000
+    (tmp_path / "go.sh").write_text(f"GPUS={gpus}\ntorchrun --nproc_per_node=$GPUS {RUNNER}\n")
+    [(rule, severity, line, _, message)] = findings(tmp_path, "go.sh")
+    assert (rule, severity, line) == ("SY002", "info", 1)
+    assert message == "nesting limit (100 levels) reached: the script is not read from here on"
+
+
+def test_command_substitutions_share_the_script_s_budget() -> None:
+    """Each `$(...)` copies the variables for its subshell: 2,000 of them under 2,000 variables
+    stop at the copy limit (SY002) instead of copying 4,000,000 values."""
+    from mblint.extract.shell import parse_script
+
+    text = "".join(f"V{i}=1\n" for i in range(2000)) + "echo " + " ".join("$(true)" for _ in range(2000)) + "\n"
+    [(line, _, message)] = parse_script(text).limits
+    assert line == 2001 and message.startswith("variable copy limit (2,000,000 per script) reached")
+
+
+def test_a_syntax_error_message_quotes_nothing_of_the_script() -> None:
+    from mblint.extract.shell import parse_script
+
+    [(line, column, message)] = parse_script("X=1\necho \x1b]0;title\x07 )\n").errors
+    assert (line, message) == (2, "shell syntax error") and "\x1b" not in message
