@@ -102,15 +102,22 @@ def tiny_config() -> ConfigContainer:
 """
 
 
-def test_an_unknown_world_size_is_said_where_the_checks_needed_it(tmp_path: Path) -> None:
+def test_an_unknown_world_size_is_said_where_the_recipe_s_name_gives_nodes(tmp_path: Path) -> None:
+    """A recipe alone has no world size by nature (its launch gives it): no CV003. A name that
+    gives the scale in nodes (0.3.1's deepseek_v3_pretrain_config_32nodes) says which size the
+    recipe is for, but not in GPUs: CV003 there, once, on the def line."""
     (tmp_path / "r.py").write_text(MODEL_RECIPE.format(comment=""))
+    assert PASSED in run(["check", "--no-cache", "r.py"], tmp_path).stdout
+    (tmp_path / "r.py").write_text(MODEL_RECIPE.format(comment="").replace("tiny_config", "tiny_pretrain_config_4nodes"))
     result = run(["check", "--no-cache", "--format", "json", "r.py"], tmp_path)
     (finding,) = json.loads(result.stdout)["findings"]
     assert (finding["rule"], finding["severity"], finding["location"]["line"]) == ("CV003", "info", 5)
+    assert finding["message"].startswith("tiny_pretrain_config_4nodes: the name gives 4 nodes but not how many GPUs")
     assert "PB001" in finding["message"] and "PB003" in finding["message"] and "--world-size" in finding["message"]
     assert result.exit_code == 0  # info: a pre-commit hook passes, and shows it
     assert PASSED in run(["check", "--no-cache", "--world-size", "8", "r.py"], tmp_path).stdout
-    (tmp_path / "r.py").write_text(MODEL_RECIPE.format(comment="# mblint: world-size=8"))
+    (tmp_path / "r.py").write_text(MODEL_RECIPE.format(comment="# mblint: world-size=8").replace(
+        "tiny_config", "tiny_pretrain_config_4nodes"))
     assert PASSED in run(["check", "--no-cache", "r.py"], tmp_path).stdout
 
 

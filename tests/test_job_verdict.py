@@ -75,14 +75,13 @@ def test_a_project_recipe_s_own_error_is_at_its_line_in_the_override_file_s_job(
     (tmp_path / "o.yaml").write_text("# mblint: recipe=r.py::my_sft_config\ntrain:\n  train_iters: 100\n")
     result, findings = check(tmp_path, mb06, "o.yaml")
     assert result.exit_code == 1, result.stderr
-    # CV003 on the def line: no world size is given, so the world-size checks did not run
-    assert places(findings) == [("CV003", "r.py", 5), ("PK001", "r.py", 10)]
+    assert places(findings) == [("PK001", "r.py", 10)]
     [pk001] = [f for f in findings if f["rule"] == "PK001"]
     assert ("o.yaml", 1, "in the job of r.py::my_sft_config with the override file o.yaml") in related(pk001)
     alone, recipe_findings = check(tmp_path, mb06, "r.py")
     assert places(recipe_findings) == places(findings)  # the same error at the same place
     _, both = check(tmp_path, mb06, "r.py", "o.yaml")
-    assert places(both) == [("CV003", "r.py", 5), ("PK001", "r.py", 10)]  # once per place and problem
+    assert places(both) == [("PK001", "r.py", 10)]  # once per place and problem
 
 
 def test_fix_edits_only_the_files_being_linted(tmp_path, mb06):

@@ -1,73 +1,90 @@
 from __future__ import annotations
 
+import re
+
 from mblint.rulekit import COVERAGE_TAG, Example, Rule, Severity, hf_model, int_values, parallel
 
 WORLD_SIZE_TAG = "world-size"
+# A scale in nodes, as Megatron-Bridge 0.3-0.5 name one recipe (``deepseek_v3_pretrain_config_32nodes``).
+NODES = re.compile(r"_(\d+)nodes?_")
+MODEL = "cfg = _pretrain_common()\n" + hf_model("meta-llama/Llama-3.1-8B") + "cfg.model.tensor_model_parallel_size = 2"
 
 
 class WorldSizeUnknown(Rule):
     id = "CV003"
     name = "world-size-unknown"
     severity = Severity.INFO
-    summary = "The job's world size is unknown: the checks that divide it into parallel groups did not run."
+    summary = "A recipe's name gives its scale in nodes, not in GPUs: the checks that divide the world size did not run."
     tags = (COVERAGE_TAG,)
     doc = """## What it does
-Reports a job whose parallel layout (TP, PP, CP) is known but whose world size (the number of
-GPUs it runs on) is not: no `--world-size`, no `world-size` in the settings, no
-`# mblint: world-size=N` comment in the recipe's file, no `_<N>gpu_` in the recipe's name and
-no launcher that fixes it. It lands on the recipe's `def` line and names the rules that needed
-the world size (those tagged `world-size`, `mblint rules` lists them).
+Reports a recipe whose name gives the job's scale in nodes (`..._32nodes`) while mblint has no
+world size (the number of GPUs) for it: no `--world-size`, no `world-size` in the settings, no
+`# mblint: world-size=N` comment in the recipe's file, no `_<N>gpu_` in the name. It lands on
+the recipe's `def` line, when the parallel layout (TP, PP, CP) is known, and names the rules
+that needed the world size (those tagged `world-size`, `mblint rules` lists them).
+
+A recipe whose name says nothing of its scale is not reported: its world size is not part of
+the recipe but of the launch that runs it (`torchrun --nproc_per_node`, `#SBATCH --nodes`), so
+the checks against it belong to the launch line, where mblint reads it (LA002 says when a
+launch leaves it unknown). Reporting every such recipe would be true and useless: the 0.3.1
+recipes, none of whose names carries a GPU count, gave 160 of these (one per recipe).
 
 ## Why it matters
 The data-parallel size is the world size divided by TP * PP * CP; without it, the checks that
 the world divides into the model-parallel and expert grids, that the global batch divides by
-micro-batch times data-parallel size, and that the layout fits the GPUs did not run. Info, not a
-warning: the rest of the job was checked, and a recipe is often written for several cluster
-sizes; the finding says how to give the size for a full check.
+micro-batch times data-parallel size, and that the layout fits the GPUs did not run. A name in
+nodes says which size the recipe is written for, but not how many GPUs a node has, so mblint
+does not guess it. Info, not a warning: the rest of the recipe was checked; the finding says
+how to give the size for a full check.
 
 ## Example
 ```python
-def llama3_8b_pretrain_config():      # no GPU count in the name, no comment, no option
-    cfg.model.tensor_model_parallel_size = 4
+def deepseek_v3_pretrain_config_32nodes():      # 32 nodes of how many GPUs?
+    cfg.model.tensor_model_parallel_size = 2
 ```
 
 ## Fix
-Give the world size: `mblint check --world-size 64`, `world-size = 64` in the settings, or a
-`# mblint: world-size=64` comment in the recipe's file. No automatic fix.
+Give the world size: `mblint check --world-size 256`, `world-size = 256` in the settings, or a
+`# mblint: world-size=256` comment in the recipe's file (Megatron-Bridge 0.6 names the same
+recipe `deepseek_v3_pretrain_256gpu_h100_bf16_32nodes_config`). No automatic fix.
 
 ## Versions
 All.
 
 ## Sources
 0.6.2 megatron/bridge/training/config.py:1013-1027 (`get_data_parallel_size`: the world size
-over TP * PP * CP).
+over TP * PP * CP); 0.3.1 megatron/bridge/recipes/deepseek/deepseek_v3.py:201
+(`deepseek_v3_pretrain_config_32nodes`), 0.6.2 recipes/deepseek/h100/deepseek_v3.py:257 (its
+0.6 name, `_256gpu_..._32nodes_`).
 """
     valid = [
-        Example("cfg = _pretrain_common()\ncfg.model = None", world_size=8),
-        Example("cfg = _pretrain_common()\n" +
-                hf_model("meta-llama/Llama-3.1-8B") +
-                "cfg.model.tensor_model_parallel_size = 2", world_size=8),
-        Example("cfg = _pretrain_common()\n" +
-                hf_model("meta-llama/Llama-3.1-8B") +
-                "cfg.model.tensor_model_parallel_size = 2", function="llama3_8b_pretrain_8gpu_config"),
+        # a recipe alone: its world size is its launch's
+        MODEL,
+        Example(MODEL, world_size=8, function="llama3_8b_pretrain_4nodes_config"),
+        Example(MODEL, function="llama3_8b_pretrain_32gpu_4nodes_config"),
+        # the layout is unknown: the checks that need the world size need it too
+        Example(MODEL.replace("= 2", "= TP").replace("cfg = _pretrain_common()", "from mycompany.sizes import TP\ncfg = _pretrain_common()"),
+                function="llama3_8b_pretrain_4nodes_config"),
     ]
     invalid = [
-        Example("cfg = _pretrain_common()\n" +
-                hf_model("meta-llama/Llama-3.1-8B") +
-                "cfg.model.tensor_model_parallel_size = 2",
-                message="example_config: the world size is unknown, so the checks that need it did not run"),
+        Example(MODEL, function="llama3_8b_pretrain_4nodes_config",
+                message="llama3_8b_pretrain_4nodes_config: the name gives 4 nodes but not how many GPUs each has"),
     ]
 
     def check(self, cfg, ctx):
         if ctx.world_size is not None or ctx.world_size_source == "launch":
             return  # a launch line that leaves it unknown says so itself, at the launch line
+        nodes = NODES.search(f"_{cfg.recipe.function}_")
+        if nodes is None:
+            return  # the world size is the launch's to give
         par = parallel(cfg)
         if not int_values(par.tp, par.pp, par.cp):
             return  # the checks that need the world size need these too
         needing = sorted(rule.id for rule in ctx.planned_rules if WORLD_SIZE_TAG in (rule.tags or ()))
         which = f" ({', '.join(needing)})" if needing else ""
         yield ctx.report(cfg, (
-            f"{cfg.recipe.function}: the world size is unknown, so the checks that need it did not run{which}: the "
-            "world divided by TP * PP * CP and by the expert grid, the global batch by micro-batch times "
-            "data-parallel size; give it with --world-size N, `world-size` in the settings or a "
-            "`# mblint: world-size=N` comment in the recipe's file"), location=cfg.recipe.origin())
+            f"{cfg.recipe.function}: the name gives {nodes.group(1)} nodes but not how many GPUs each has, so the "
+            f"world size is unknown and the checks that need it did not run{which}: the world divided by TP * PP * "
+            "CP and by the expert grid, the global batch by micro-batch times data-parallel size; give it with "
+            "--world-size N, `world-size` in the settings or a `# mblint: world-size=N` comment in the recipe's "
+            "file"), location=cfg.recipe.origin())
