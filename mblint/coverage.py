@@ -15,8 +15,10 @@ from mblint.model import Origin
 from mblint.unanalysed import builds_config
 
 UNFOLLOWED_CALL = "unfollowed-call"
+UNFOLLOWED_STATEMENT = "unfollowed-statement"
 MODEL_CONFIG_MISSING = "model-config-missing"
 COVERAGE_TAG = "coverage"
+MAX_PARTS_NAMED = 4  # in a gap's message; the others are counted
 
 
 class Gap(NamedTuple):
@@ -39,6 +41,16 @@ def unfollowed_call(node: ast.Call, handed: list[int], imported: str) -> Gap:
     texts = [_short(node.func.value if index < 0 and isinstance(node.func, ast.Attribute) else arguments[index])
              for index in handed if index < len(arguments)]
     return Gap(None, UNFOLLOWED_CALL, f"{_short(node.func)}()", ", ".join(dict.fromkeys(texts)), imported)
+
+
+def unfollowed_statement(node: ast.AST, parts: list[ast.expr], why: str) -> Gap:
+    """A gap at ``node``, a statement (or expression) mblint does not follow and that may
+    change the configuration objects ``parts`` (the expressions that hold them); ``why``: what
+    mblint does not follow in it."""
+    texts = list(dict.fromkeys(_short(part) for part in parts))
+    named = ", ".join(texts[:MAX_PARTS_NAMED]) + (f" and {len(texts) - MAX_PARTS_NAMED} more"
+                                                  if len(texts) > MAX_PARTS_NAMED else "")
+    return Gap(None, UNFOLLOWED_STATEMENT, _short(node), named, why)
 
 
 def import_of(name: str, tree: ast.Module) -> str:
@@ -64,7 +76,7 @@ def root_name(node: ast.expr) -> str | None:
 
 
 def _short(node: ast.AST) -> str:
-    text = ast.unparse(node)
+    text = ast.unparse(node).split("\n", 1)[0].rstrip(":")  # a compound statement: its first line
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -21,7 +21,7 @@ from mblint.extract.modules import (
 )
 from mblint.extract.positions import _with_kind
 from mblint.extract.scopes import Return
-from mblint.extract.values import External, FuncRef, Obj, is_missing, true_origins
+from mblint.extract.values import External, FuncRef, Obj, is_missing, is_unknown, true_origins
 from mblint.paths import read_regular
 from mblint.model import (ABSENT, UNKNOWN, EffectiveConfig, NamedObject, Origin, RecipeRef, ResolvedField, Unknown,
                           _NodeMarker)
@@ -202,6 +202,7 @@ class Project:
         if not isinstance(func, FuncRef):
             raise LookupError(f"{path}: no function named {function!r}")
         interp.start_recipe()
+        interp.result_unknown = False
         try:
             result = interp.call_function(func, [], dict(kwargs), None) if kwargs else interp.call_recipe(func)
         except (BudgetExceeded, Return) as error:
@@ -210,6 +211,7 @@ class Project:
         except RecursionError:
             interp.limit(f"{function}: Python recursion limit reached (nested too deeply): the recipe's values are unknown")
             return None
+        interp.result_unknown = is_unknown(result)
         if not isinstance(result, Obj) or result.cls is None:
             return None
         if not interp.schema.is_subclass(result.cls.qualname, interp.schema.root_qualname):

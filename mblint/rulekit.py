@@ -52,7 +52,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mblint.coverage import COVERAGE_TAG, MODEL_CONFIG_MISSING, UNFOLLOWED_CALL, Gap
+from mblint.coverage import COVERAGE_TAG, MODEL_CONFIG_MISSING, UNFOLLOWED_CALL, UNFOLLOWED_STATEMENT, Gap
 from mblint.coverage import reached_from as coverage_reached_from
 from mblint.extract.megatron import HF_PROVIDER_LABEL  # the type name of an AutoBridge model whose class is not known
 from mblint.findings import Finding, FixIntent, Related, Severity
@@ -64,7 +64,7 @@ from mblint.suggestions import suggest
 from mblint.testing import Example, hf_model
 
 __all__ = [
-    "COVERAGE_TAG", "MODEL_CONFIG_MISSING", "UNFOLLOWED_CALL", "Gap", "gaps", "report_gap",
+    "COVERAGE_TAG", "MODEL_CONFIG_MISSING", "UNFOLLOWED_CALL", "UNFOLLOWED_STATEMENT", "Gap", "gaps", "report_gap",
     "ABSENT", "BRIDGE_GPT_DATASET", "COLLATE_DATASET_TYPES_06", "GRAPH_MODULE_NAMES", "HF_PROVIDER_LABEL",
     "NAME_GPUS_BELOW_LAYOUT", "PARALLEL_SIZE_PATHS", "SEQ_LENGTHS_DIFFER", "SFT_DATASET_TYPES_06", "SPECS_06",
     "UNKNOWN", "UNPADDED_PACKS_UNDER_GRAPHS", "WORLD_NOT_DIVISIBLE_BY_DENSE_GRID", "EffectiveConfig", "Example",
@@ -1056,7 +1056,7 @@ def layout_stages(layout: Any) -> list[list[str]] | None:
 
 
 def gaps(cfg: EffectiveConfig, kind: str) -> list[Gap]:
-    """The places of ``kind`` (``UNFOLLOWED_CALL``, ``MODEL_CONFIG_MISSING``) where mblint's
+    """The places of ``kind`` (``UNFOLLOWED_CALL``, ``UNFOLLOWED_STATEMENT``, ``MODEL_CONFIG_MISSING``) where mblint's
     analysis of ``cfg`` stopped, one per place, in program order."""
     seen: set = set()
     found = []

@@ -29,6 +29,7 @@ from mblint.extract.values import (
 from mblint.model import UNKNOWN, NamedObject, Origin
 
 LIST_MUTATORS = {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"}
+DICT_MUTATORS = {"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"}
 
 
 BINARY_OPS = {
@@ -425,10 +426,15 @@ class ExpressionsMixin:
 
     def expr_Call(self, node: ast.Call, frame: Frame) -> Any:
         func_node = node.func
-        if type(func_node) is ast.Attribute and func_node.attr in LIST_MUTATORS:
-            holder = self.eval(func_node.value, frame)
-            if isinstance(holder, list):
-                return self.mutate_list(holder, node, frame)
+        if type(func_node) is ast.Attribute:
+            if func_node.attr in LIST_MUTATORS:
+                holder = self.eval(func_node.value, frame)
+                if isinstance(holder, list):
+                    return self.mutate_list(holder, node, frame)
+            if (func_node.attr in DICT_MUTATORS and type(func_node.value) is ast.Attribute
+                    and func_node.value.attr == "__dict__"):  # cfg.x.__dict__.update(...)
+                self.record_unfollowed(node, func_node.value.value, frame,
+                                       "mblint does not follow a change through `__dict__`")
         func = self.eval(func_node, frame)
         args: list = []
         for arg in node.args:

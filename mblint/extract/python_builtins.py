@@ -184,9 +184,27 @@ def _setattr(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame
         if isinstance(args[1], str):
             value = UNKNOWN if interp.havoc_depth else args[2]
             args[0].set(args[1], value, interp.origin(node, frame))
+        elif isinstance(node, ast.Call) and node.args:
+            interp.record_unfollowed(node, node.args[0], frame, "the name of the field it sets is unknown to mblint")
+            interp.havoc_obj(args[0], interp.origin(node, frame))
         else:
             interp.havoc_obj(args[0], interp.origin(node, frame))
     return None
+
+
+def _exec(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
+    """``exec``/``eval``: code mblint does not read, run with the caller's variables unless it is
+    given a namespace: the configuration objects it can reach may change."""
+    if not isinstance(node, ast.Call):
+        return UNKNOWN
+    given = node.args[1:] + [keyword.value for keyword in node.keywords]
+    reach = given or [ast.Name(id=name, ctx=ast.Load()) for name in frame.locals]
+    interp.record_unfollowed(node, reach, frame, f"mblint does not run the code {_callee(node)}() is given")
+    return UNKNOWN
+
+
+def _callee(node: ast.Call) -> str:
+    return node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
 
 
 def _dict(interp: Interpreter, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
@@ -209,6 +227,8 @@ BUILTIN_SPECIALS = {
     "hasattr": _hasattr,
     "setattr": _setattr,
     "dict": _dict,
+    "exec": _exec,
+    "eval": _exec,
 }
 
 
@@ -219,8 +239,16 @@ def _cast(interp: "Interpreter", args: list, kwargs: dict, node: ast.AST, frame:
     return kwargs.get("val", UNKNOWN) if len(args) == 1 and set(kwargs) == {"val"} else UNKNOWN
 
 
+def _deepcopy(interp: "Interpreter", args: list, kwargs: dict, node: ast.AST, frame: "Frame") -> Any:
+    """``copy.deepcopy(x)``: a copy of ``x`` that shares nothing with it (plain values as they are)."""
+    if len(args) != 1 or kwargs:
+        return interp.unmodelled_call(External("copy.deepcopy"), args, kwargs, node, frame)
+    value = args[0]
+    return interp.copy_obj(value, {}) if isinstance(value, Obj) else value
+
+
 # Functions of modules mblint does not read that it evaluates all the same.
-EXTERNAL_SPECIALS = {"typing.cast": _cast}
+EXTERNAL_SPECIALS = {"typing.cast": _cast, "copy.deepcopy": _deepcopy}
 
 
 # What a name no scope defines stands for (each builtin's External made once).

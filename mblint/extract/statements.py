@@ -7,10 +7,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from mblint import coverage
 from mblint.extract.limits import MAX_STEPS, BudgetExceeded
 from mblint.extract.positions import origin_at
 from mblint.extract.scopes import Frame, Return
-from mblint.extract.values import FuncRef, Obj, is_unknown
+from mblint.extract.values import BoundMethod, FuncRef, Obj, is_unknown
 from mblint.model import UNKNOWN, Origin
 
 
@@ -58,6 +59,7 @@ class StatementsMixin:
                        "what the statement sets is unknown")
         else:
             self.notes.append(f"{frame.scope.source.display_path}:{stmt.lineno}: not understood ({type(error).__name__})")
+            self.record_unfollowed(stmt, stmt, frame, f"mblint failed to interpret it ({type(error).__name__})")
         self.havoc_stmt(stmt, frame)
 
     def stmt_Expr(self, stmt: ast.Expr, frame: Frame) -> None:
@@ -137,6 +139,8 @@ class StatementsMixin:
                 if isinstance(container, Obj) and container.is_dict and not is_unknown(key):
                     container.writable().pop(key, None)
                     continue
+            if isinstance(target, ast.Attribute):  # the class default again, or an AttributeError
+                self.record_unfollowed(stmt, target.value, frame, "mblint does not follow `del` of a field")
             self.havoc_target(target, frame)
 
     def stmt_If(self, stmt: ast.If, frame: Frame) -> None:
@@ -219,6 +223,7 @@ class StatementsMixin:
     stmt_TryStar = stmt_Try
 
     def stmt_Match(self, stmt: ast.stmt, frame: Frame) -> None:
+        self.record_unfollowed(stmt, stmt, frame, "mblint does not interpret `match` statements")
         self.havoc_stmt(stmt, frame)
 
     def store(self, target: ast.expr, value: Any, frame: Frame, origin: Origin | None) -> None:
@@ -226,7 +231,7 @@ class StatementsMixin:
             value = UNKNOWN
         kind = type(target)
         if kind is ast.Attribute:
-            self.store_attribute(self.eval(target.value, frame), target, value, origin)
+            self.store_attribute(self.eval(target.value, frame), target, value, origin, frame)
         elif kind is ast.Name:
             frame.locals[target.id] = value
         elif isinstance(target, ast.Subscript):
@@ -237,12 +242,15 @@ class StatementsMixin:
                     self.havoc_obj(owner, origin)
                 else:
                     owner.set(key, value, origin)
+            elif (is_unknown(owner) or isinstance(owner, BoundMethod)) and not _names_a_field(target.value):
+                self.record_unfollowed(target, target.value, frame, "what it assigns to is unknown to mblint")
         elif isinstance(target, (ast.Tuple, ast.List)):
             self.store_sequence(target, value, frame, origin)
         elif isinstance(target, ast.Starred):
             self.store(target.value, UNKNOWN, frame, origin)
 
-    def store_attribute(self, owner: Any, target: ast.Attribute, value: Any, origin: Origin | None) -> None:
+    def store_attribute(self, owner: Any, target: ast.Attribute, value: Any, origin: Origin | None,
+                        frame: Frame | None = None) -> None:
         """``target`` (``owner.name``) set to ``value``, ``owner`` being the value of ``target.value``."""
         if type(owner) is Obj:
             if self.field_aliases:
@@ -251,14 +259,25 @@ class StatementsMixin:
                 owner.set(target.attr, value, origin)
         elif isinstance(owner, (str, int, float, bool)) or owner is None:
             self.attribute_errors.append((origin, ast.unparse(target.value), owner, target.attr))
+        elif frame is not None and is_unknown(owner) and not _names_a_field(target.value):
+            self.record_unfollowed(target, target.value, frame, "what it assigns to is unknown to mblint")
 
     def store_sequence(self, target: ast.Tuple | ast.List, value: Any, frame: Frame, origin: Origin | None) -> None:
         items = list(value) if isinstance(value, (tuple, list)) else None
-        if items is None or len(items) != len(target.elts) or any(isinstance(e, ast.Starred) for e in target.elts):
+        starred = [index for index, element in enumerate(target.elts) if isinstance(element, ast.Starred)]
+        if items is not None and len(starred) == 1 and len(items) >= len(target.elts) - 1:
+            star = starred[0]
+            after = len(target.elts) - star - 1
+            rest = items[star:len(items) - after]  # `a, *b = 1, 2, 3`: b is the list [2, 3]
+            items = items[:star] + [rest] + items[len(items) - after:]
+            target_elts = [e.value if isinstance(e, ast.Starred) else e for e in target.elts]
+        elif items is None or len(items) != len(target.elts) or starred:
             for element in target.elts:
                 self.store(element, UNKNOWN, frame, origin)
             return
-        for element, item in zip(target.elts, items):
+        else:
+            target_elts = target.elts
+        for element, item in zip(target_elts, items):
             self.store(element, item, frame, origin)
 
     def store_attr(self, owner: Obj, name: str, value: Any, origin: Origin | None) -> None:
@@ -267,6 +286,42 @@ class StatementsMixin:
         alias = aliases.get(name) if aliases else None
         if alias:
             owner.set(alias, value, origin)
+
+    def record_unfollowed(self, node: ast.AST, within: ast.AST | list, frame: Frame, why: str) -> None:
+        """A gap at ``node``, which mblint does not follow (``why``), when the configuration
+        objects that ``within`` (a node or a list of them) names may be changed by it: they
+        become unknown."""
+        parts = self.config_parts(within, frame)
+        if not parts:
+            return
+        origin = self.origin(node, frame)
+        self.gaps.append(coverage.unfollowed_statement(node, [part for part, _ in parts], why)._replace(origin=origin))
+        self.havoc_values([value for _, value in parts], node, frame)
+
+    def config_parts(self, node: ast.AST | list, frame: Frame) -> list[tuple[ast.expr, Obj]]:
+        """The widest names and attribute chains in ``node`` (``cfg``, ``cfg.model``) that hold a
+        configuration object."""
+        found = []
+        seen: set[int] = set()
+        stack = list(reversed(node)) if isinstance(node, list) else [node]
+        while stack:
+            current = stack.pop()
+            if _plain_chain(current):  # its value, or none: a field's unknown value holds no part of it
+                if type(current) is ast.Attribute and type(current.ctx) is not ast.Load:
+                    current = current.value  # `cfg.train.x = ...`, `del cfg.train.x`: cfg.train changes
+                while type(current) is ast.Attribute and current.attr == "__dict__":
+                    current = current.value
+                try:
+                    value = self.eval(current, frame)
+                except Exception:  # noqa: BLE001 - a name mblint cannot evaluate holds nothing it knows
+                    value = UNKNOWN
+                if isinstance(value, Obj) and (value.cls is not None or value.label is not None) and (
+                        id(value) not in seen):  # one name per object
+                    seen.add(id(value))
+                    found.append((current, value))
+                continue
+            stack.extend(reversed(list(ast.iter_child_nodes(current))))
+        return found
 
     def havoc_target(self, target: ast.expr, frame: Frame) -> None:
         self.havoc_depth += 1
@@ -318,6 +373,24 @@ class StatementsMixin:
                     origins_before, slot = origins, (UNKNOWN, origins + ((origin,) if origin else ()))
                 fields[key] = slot
         obj._children = (fields, tuple(children))
+
+
+def _names_a_field(node: ast.AST) -> bool:
+    """A plain chain of fields (``cfg.model.x``): when its value is unknown, what is stored into
+    it is an unknown value's, and the configuration objects on the way keep what they know.
+    ``__dict__`` is no field: a store through it may change any field of its object."""
+    while type(node) is ast.Attribute:
+        if node.attr == "__dict__":
+            return False
+        node = node.value
+    return type(node) is ast.Name
+
+
+def _plain_chain(node: ast.AST) -> bool:
+    """A name or an attribute chain down to a name (``cfg.model.x``): reading it runs nothing."""
+    while type(node) is ast.Attribute:
+        node = node.value
+    return type(node) is ast.Name
 
 
 _STMT_HANDLERS = _handlers(StatementsMixin, "stmt_")

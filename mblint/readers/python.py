@@ -124,7 +124,7 @@ class PythonReader:
 def explain_unresolved(engine: "Services", path: Path, function: str, report: "FileResult") -> None:
     """SY005 on the ``def`` line of a recipe left unresolved because it uses an import
     mblint could not read (naming the import and how to provide it)."""
-    from mblint.unanalysed import unread_imports, unread_message
+    from mblint.unanalysed import builds_config, unread_imports, unread_message
 
     node = function_node(engine, path, function)
     if node is None:
@@ -135,6 +135,35 @@ def explain_unresolved(engine: "Services", path: Path, function: str, report: "F
     if unread:
         engine.not_analysed_finding(path, node.lineno, node.col_offset + 1, len(f"def {node.name}"),
                                     unread_message(function, unread), report, recipe=function)
+    elif getattr(interp, "result_unknown", False) and builds_config(node) and may_return_a_configuration(node):
+        explain_unknown_result(engine, path, node, interp.gaps, report)
+
+
+def may_return_a_configuration(node: ast.FunctionDef) -> bool:
+    """Not annotated to return something else (a dataset config), and not always raising."""
+    annotation = ast.unparse(node.returns) if node.returns is not None else "ConfigContainer"
+    return annotation.endswith("ConfigContainer") and not any(isinstance(stmt, ast.Raise) for stmt in node.body)
+
+
+def explain_unknown_result(engine: "Services", path: Path, node: ast.FunctionDef, gaps: list,
+                           report: "FileResult") -> None:
+    """SY005 for a recipe whose result is unknown to mblint: at the first place in its file where
+    the analysis stopped (a call it could not follow that received the configuration), else on
+    its ``def`` line."""
+    display = engine.project_display(path)
+    stop = next((gap for gap in gaps if gap.origin is not None and gap.origin.path == display), None)
+    message = f"{node.name} was not analysed: the configuration it returns is unknown to mblint"
+    if stop is None:
+        engine.not_analysed_finding(path, node.lineno, node.col_offset + 1, len(f"def {node.name}"), message,
+                                    report, recipe=node.name)
+        return
+    where = stop.origin
+    source = f" ({stop.source})" if stop.source else ""
+    width = where.end_column - where.column if where.end_line == where.line else len(stop.subject)
+    engine.not_analysed_finding(path, where.line, where.column, width, (
+        f"{message} after {stop.subject}, which receives {stop.part} and which mblint cannot follow{source}; "
+        "set the configuration in the recipe itself, or give mblint the module the call comes from"),
+        report, recipe=node.name)
 
 
 def report_limits(engine: "Services", limits: list[str], path: Path, function: str, report: "FileResult") -> None:
