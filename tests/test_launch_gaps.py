@@ -83,3 +83,58 @@ def test_a_syntax_error_message_quotes_nothing_of_the_script() -> None:
 
     [(line, column, message)] = parse_script("X=1\necho \x1b]0;title\x07 )\n").errors
     assert (line, message) == (2, "shell syntax error") and "\x1b" not in message
+
+
+def test_a_sourced_file_a_launch_line_takes_values_from_is_a_finding_at_the_source_line(tmp_path: Path) -> None:
+    """`source ~/.bashrc` then `$EXTRA` among the overrides: the file is rightly not read, and
+    "All checks passed" followed, though EXTRA may hold any override. Now LA002 once, at the
+    source line, naming what the launch takes from it, in every format."""
+    (tmp_path / "go.sh").write_text(f"#!/bin/bash\nsource ~/.bashrc\ntorchrun --nproc_per_node=8 {RUNNER} $EXTRA\n"
+                                    f"torchrun --nproc_per_node=8 {RUNNER} $EXTRA $MORE\n")
+    sourced = [f for f in findings(tmp_path, "go.sh") if f[2] == 2]
+    [(rule, severity, line, column, message)] = sourced
+    assert (rule, severity, line, column) == ("LA002", "warning", 2, 1)
+    assert message.startswith("the file this sources (~/.bashrc) is not read (mblint reads no sourced file), and the "
+                              "launch at line 3 uses $EXTRA, which it may set")
+    sarif = json.loads(run(["check", "--no-cache", "--format", "sarif", "go.sh"], tmp_path).stdout)
+    notified = [n for n in sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+                if n["locations"][0]["physicalLocation"]["region"]["startLine"] == 2]
+    assert [n["associatedRule"]["id"] for n in notified] == ["LA002"]
+    github = run(["check", "--no-cache", "--format", "github", "go.sh"], tmp_path).stdout
+    assert "::warning file=go.sh,line=2,col=1" in github
+    assert "go.sh:2:1: LA002 [warning]" in run(["check", "--no-cache", "go.sh"], tmp_path).stdout
+
+
+def test_only_the_world_size_from_a_sourced_file_is_info(tmp_path: Path) -> None:
+    (tmp_path / "go.sh").write_text(f". ./cluster.env\ntorchrun --nproc_per_node=$GPUS {RUNNER}\n")
+    assert [(rule, severity, line) for rule, severity, line, _, message in findings(tmp_path, "go.sh")
+            if "sources" in message] == [("LA002", "info", 1)]
+
+
+def test_a_sourced_file_that_cannot_affect_the_job_is_no_gap(tmp_path: Path) -> None:
+    """After the launch line, or before it when the launch uses nothing it may set (or a value
+    the script sets again after it): nothing to report."""
+    from mblint.extract.shell import parse_script, sourced_names
+
+    cases = [f"torchrun {RUNNER} a.b=$X\nsource ./env.sh\n",
+             f"source ./env.sh\ntorchrun --nproc_per_node=8 {RUNNER} a.b=1\n",
+             f"source ./env.sh\nX=2\ntorchrun {RUNNER} a.b=$X\n"]
+    for text in cases:
+        assert [sourced_names(c.words) for c in parse_script(text).commands] == [[]], text
+    names = [n.name for n in sourced_names(parse_script(f"source ./env.sh\nY=$X\ntorchrun {RUNNER} a.b=$Y\n")
+                                             .commands[0].words)]
+    assert names == ["X"]  # through another variable, by the name the sourced file may set
+
+
+def test_hostile_sourced_files_are_bounded_findings(tmp_path: Path) -> None:
+    """2,000 sources, a 5,000-character file name with control characters, 500 variables: one
+    finding per source a launch uses, its text bounded and escaped."""
+    name = "\x1b]0;pwn\x07" + "x" * 5000
+    variables = " ".join(f"a{i}.b=$V{i}" for i in range(500))
+    text = "".join(f"source ./env{i}.sh\n" for i in range(2000)) + f"source '{name}'\ntorchrun {RUNNER} {variables}\n"
+    (tmp_path / "go.sh").write_text(text)
+    sourced = [f for f in findings(tmp_path, "go.sh") if "sources" in f[4]]
+    [(rule, _, line, _, message)] = sourced
+    assert (rule, line) == ("LA002", 2001) and len(message) < 400 and "and 496 more" in message
+    output = run(["check", "--no-cache", "go.sh"], tmp_path).stdout
+    assert "\x1b" not in output and "\x07" not in output

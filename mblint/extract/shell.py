@@ -48,6 +48,52 @@ class _Unknown:
 UNKNOWN_VALUE = _Unknown()
 
 
+class Sourced(_Unknown):
+    """What a ``source FILE`` (``. FILE``) may have set: mblint does not read sourced files.
+    ``span``: the source command; ``file``: the file as written. ``of(name)``: the unknown
+    value of the variable ``name`` after it, which the characters it expands to carry in
+    their position slot, so that a launch line using it can tell."""
+
+    def __init__(self, span: "Span", file: str) -> None:
+        self.span = span
+        self.file = file
+        self._names: dict[str, SourcedName] = {}
+
+    def of(self, name: str) -> "SourcedName":
+        found = self._names.get(name)
+        if found is None:
+            found = self._names[name] = SourcedName(self, name)
+        return found
+
+
+class SourcedName(_Unknown):
+    """The unknown value of variable ``name`` after ``source``."""
+
+    __slots__ = ("source", "name")
+
+    def __init__(self, source: Sourced, name: str) -> None:
+        self.source = source
+        self.name = name
+
+
+def _unknown_char(value: Any, name: str, split: bool) -> tuple:
+    """The character an unknown variable expands to; after ``source``, it carries where from."""
+    if isinstance(value, Sourced):
+        value = value.of(name)
+    return (None, value if isinstance(value, SourcedName) else None, split)
+
+
+def sourced_names(words: list) -> list[SourcedName]:
+    """The variables a ``source`` may have set that ``words`` (a command's) use, in order."""
+    found: dict = {}
+    for word in words:
+        if word.text is None:
+            for position in word.positions or ():
+                if isinstance(position, SourcedName):
+                    found.setdefault(position, None)
+    return list(found)
+
+
 @dataclass(frozen=True)
 class Span:
     line: int
@@ -407,7 +453,7 @@ class _Reader:
         else:
             value = self.expand(value_node, env, quoted=True)
             if len(value) > MAX_VALUE_CHARS or all(ch[0] is None for ch in value) and value:
-                value = UNKNOWN_VALUE
+                value = next((ch[1] for ch in value[:1] if isinstance(ch[1], SourcedName)), UNKNOWN_VALUE)
         if appending:
             value = _appended(env.get(name, []), value)
         size = _size(value)
@@ -434,9 +480,10 @@ class _Reader:
             return
         first = words[0].text
         if first in ("source", "."):
+            sourced = Sourced(self.span(node), words[1].lead if len(words) > 1 else "")
             for key in list(env):
-                env[key] = UNKNOWN_VALUE
-            env["*"] = UNKNOWN_VALUE  # variables the sourced file may set
+                env[key] = sourced
+            env["*"] = sourced  # variables the sourced file may set
             return
         if first in ("read", "mapfile", "readarray"):
             for word in words[1:]:
@@ -531,11 +578,11 @@ class _Reader:
             if not 0 <= first_offset <= last_offset < len(positions):
                 return word.span
             first = positions[first_offset]
-            if first is None:
+            if not isinstance(first, tuple):
                 return word.span
             last = first
             for position in positions[first_offset:last_offset + 1]:  # as far as it was written on one line
-                if position is None or position[0] != first[0] or position[1] < last[1]:
+                if not isinstance(position, tuple) or position[0] != first[0] or position[1] < last[1]:
                     break
                 last = position
             return Span(first[0], first[1], last[0], last[1] + 1)
@@ -768,13 +815,13 @@ class _Reader:
             return self.arguments(name, quoted)
         value = env.get(name, _ABSENT)
         if value is _ABSENT and "*" in env:
-            value = UNKNOWN_VALUE  # after `source`, anything may be set
+            value = env["*"]  # after `source`, anything may be set
         if value is _ABSENT:
             if default is not None:
                 return default
             return [(None, None, not quoted)]
-        if value is UNKNOWN_VALUE:
-            return [(None, None, not quoted)]
+        if isinstance(value, _Unknown):
+            return [_unknown_char(value, name, not quoted)]
         if isinstance(value, _Array):  # $A is ${A[0]}
             value = value.elements[0] if value.elements else []
         return [(c, p, not quoted) for c, p, _ in value]
@@ -821,9 +868,9 @@ class _Reader:
         default = [(c, p, not quoted) for c, p, _ in default]
         value = env.get(name, _ABSENT)
         if "*" in env and value is _ABSENT:
-            return [(None, None, not quoted)]
-        if value is UNKNOWN_VALUE:
-            return [(None, None, not quoted)]
+            return [_unknown_char(env["*"], name, not quoted)]
+        if isinstance(value, _Unknown):
+            return [_unknown_char(value, name, not quoted)]
         if isinstance(value, _Array):
             value = value.elements[0] if value.elements else []
         if value is _ABSENT or (operator.startswith(":") and not value):
@@ -840,7 +887,7 @@ class _Reader:
         index = self.text(index_node) if index_node is not None else ""
         value = env.get(self.text(base), UNKNOWN_VALUE) if base is not None else UNKNOWN_VALUE  # absent: from the environment
         every = index in ("@", "*")
-        if value is UNKNOWN_VALUE or not (every or _is_number(index)):
+        if isinstance(value, _Unknown) or not (every or _is_number(index)):
             return [(None, None, not quoted or (index == "@" and not count))]
         elements = value.elements if isinstance(value, _Array) else [value]
         if not every:
@@ -948,7 +995,7 @@ class _Array:
 def _appended(before: Any, value: Any) -> Any:
     """``X+=value`` and ``A+=(values)``: a string appended to a string, elements to an array
     (a string before them is its first element); anything else is unknown."""
-    if before is UNKNOWN_VALUE or value is UNKNOWN_VALUE:
+    if isinstance(before, _Unknown) or isinstance(value, _Unknown):
         return UNKNOWN_VALUE
     if isinstance(value, _Array):
         first = before.elements if isinstance(before, _Array) else [before] if before else []
@@ -961,7 +1008,7 @@ def _appended(before: Any, value: Any) -> Any:
 def _size(value: Any) -> int:
     if isinstance(value, _Array):
         return sum(len(element) for element in value.elements) + len(value.elements)
-    return 0 if value is UNKNOWN_VALUE else len(value)
+    return 0 if isinstance(value, _Unknown) else len(value)
 
 
 def _same(a: Any, b: Any) -> bool:

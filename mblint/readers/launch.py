@@ -16,7 +16,7 @@ from mblint.arbitration import name_the_job
 from mblint.coverage import coverage_rule_ids
 from mblint.extract.launch import Launch, Setting, find_launches
 from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit, read_source
-from mblint.extract.shell import MAX_SCRIPT_BYTES, Span, parse_script
+from mblint.extract.shell import MAX_SCRIPT_BYTES, Span, parse_script, sourced_names
 from mblint.findings import Finding, Related, Severity
 from mblint.model import UNKNOWN, Origin
 from mblint.readers import Job, in_project_place
@@ -73,9 +73,34 @@ class LaunchReader:
         for line, column, message in script.limits:
             engine.syntax_finding(SourceLimit(path, message, line, column), result)
         deps: set[Path] = set()
+        sourced: set = set()
         for launch in find_launches(script.commands, script.directives):
+            self.report_sourced(display, launch, sourced, result)
             deps |= self.check_launch(path, display, launch, result)
         return deps
+
+    def report_sourced(self, display: str, launch: Launch, reported: set, result: "FileResult") -> None:
+        """LA002 once at each ``source FILE`` whose variables a launch line uses: mblint does not
+        read sourced files, so what they set is unknown. Info when only launcher options (the
+        world size) use them; a warning when the job's recipe, files or overrides do."""
+        words = launch.command.words
+        entry = next((index for index, word in enumerate(words) if word is launch.entry_word), 0)
+        uses: dict = {}
+        for index, word in enumerate(words):
+            for name in sourced_names([word]):
+                uses.setdefault(name.source, {}).setdefault(name.name, index > entry)
+        for source, names in uses.items():
+            if source in reported:
+                continue
+            reported.add(source)
+            listed = ", ".join(f"${name}" for name in list(names)[:4]) + (
+                f" and {len(names) - 4} more" if len(names) > 4 else "")
+            severity = None if any(names.values()) else Severity.INFO
+            self.finding("LA002", display, source.span, (
+                f"the file this sources ({_clipped(source.file) or 'unnamed'}) is not read (mblint reads no sourced file), and "
+                f"the launch at line {launch.line} uses {listed}, which it may set: what depends on "
+                f"{'them' if len(names) > 1 else 'it'} is not checked; set the value in this script to have it "
+                "checked"), result, severity=severity)
 
     def read_text(self, path: Path, limit: int, kind: str) -> str:
         """The text of a file the launch reader reads: inside the project and its search
@@ -406,6 +431,10 @@ def launch_configuration(engine: "Services", path: Path, line: int) -> tuple:
             return launch, cfg
     reasons = [f.message for f in result.findings if f.location.line <= line] + [e.message for e in result.errors]
     return None, reasons[-1] if reasons else f"no launch line mblint can read at line {line}"
+
+
+def _clipped(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _entry_unknown():

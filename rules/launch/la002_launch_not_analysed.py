@@ -20,11 +20,16 @@ line naming a launcher (`torchrun`, `accelerate`, `deepspeed`, `run_recipe.py`..
 mblint does not read, or an argument whose value is unknown and may override the fields some
 findings read (those findings are not reported). A shell syntax error is one too, where it is:
 the part of the script it spans is not read, so a launch line in it is not checked (and bash
-itself stops a script at its first syntax error: the commands after it never run). These are
-warnings.
+itself stops a script at its first syntax error: the commands after it never run). So is a
+`source FILE` (`. FILE`) whose variables a launch line uses, once, at the `source` line: mblint
+reads no sourced file (`~/.bashrc` is outside the project; a cluster's `env.sh` may not be
+there), so what the launch takes from it is unknown; a `source` after the launch line, or one
+whose variables the launch does not use (or that the script sets again), is not reported. These
+are warnings.
 
 As info: the world size is unknown because a launcher option's value is (`--nnodes=$NNODES`);
-the job is checked, only what the rules check against the world size is not.
+the job is checked, only what the rules check against the world size is not. A sourced file
+whose variables only launcher options use is info for the same reason.
 
 ## Why it matters
 A pass means checked: a launch line mblint could not read is not a clean one. A job or an
@@ -50,5 +55,8 @@ mblint's launch reader.
     valid = [Example("", launch="torchrun --nproc_per_node=1 scripts/training/run_recipe.py "
                                  "--recipe llama32_1b_pretrain_config\n")]
     invalid = [Example("", launch='torchrun --nproc_per_node=1 scripts/training/run_recipe.py --recipe "$RECIPE"  # error\n'),
+               Example("", launch='source ~/.bashrc  # error\ntorchrun --nproc_per_node=1 '
+                                  'scripts/training/run_recipe.py --recipe llama32_1b_pretrain_config $EXTRA\n',
+                       message="the file this sources (~/.bashrc) is not read"),
                Example("", launch='echo ( # error\ntorchrun --nproc_per_node=1 scripts/training/run_recipe.py '
                                   '--recipe llama32_1b_pretrain_config\n', message="missing `)` for what opens here: bash stops")]
