@@ -17,6 +17,7 @@ every repetition, on the same files:
   warm       mblint check FILES      (after one warm-up run; nothing changed)
   one-file   mblint check ONE_FILE   (interpreter start included, as pre-commit calls it)
   one-file-nocache  mblint check --no-cache ONE_FILE
+  one-file-large(-nocache)  the same on the largest 0.6.2 recipe file (issue 34's pre-commit case)
   version    mblint --version
 
 and reports medians (of wall time, and of the CPU time, user + system, of each command with
@@ -63,6 +64,8 @@ ONE_FILE_CANDIDATES = [
     "megatron/bridge/perf_recipes/llama/h100/llama3.py",
     "megatron/bridge/recipes/llama/llama3.py",
 ]
+# Issue 34's pre-commit case: the largest recipe file of the 0.6.2 tree.
+LARGE_FILE = "megatron/bridge/recipes/qwen/h100/qwen3.py"
 OK_CODES = (0, 1)
 # The tools run as on a user's machine: Python writes and reuses .pyc files. A
 # PYTHONDONTWRITEBYTECODE=1 inherited from the caller's environment (some CI images and
@@ -70,7 +73,8 @@ OK_CODES = (0, 1)
 TOOL_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 SYNTHETIC_MEASURES = ("ast", "ast-discard", "ruff", "cold")
 # Targets that are a ratio of two measures of one repetition: their per-repetition spread is shown.
-PAIRED = {"cold_over_ruff": ("cold", "ruff"), "warm_over_ruff": ("warm", "ruff")}
+PAIRED = {"cold_over_ruff": ("cold", "ruff"), "warm_over_ruff": ("warm", "ruff"),
+          "cold_over_ruff_34": ("cold", "ruff"), "warm_over_ruff_34": ("warm", "ruff")}
 # Printed beside the targets, not judged: issue 6 names the recipe folders alone as the corpus.
 # Each is shown against the threshold of the target named beside it.
 REFERENCE = {"cold_in_package_over_ruff": ("cold-in-package", "ruff", "cold_over_ruff"),
@@ -91,6 +95,11 @@ TARGETS = [
     ("one_file_nocache_s", "one-file run --no-cache, median wall seconds", "<=", 0.3),
     ("per_kloc_5000_over_500", "cold s/kloc at 5000 modules / at 500", "<=", 1.3),
     ("peak_rss_mb", "mblint cold peak RSS (MB, whole process tree)", "<", 250.0),
+    # issue 34, section 2
+    ("cold_over_ruff_34", "issue 34: mblint cold / ruff --select ALL", "<=", 5.0),
+    ("warm_over_ruff_34", "issue 34: mblint warm / ruff --select ALL", "<=", 0.5),
+    ("one_file_large_s", "issue 34: one-file run on LARGE_FILE, seconds", "<=", 0.15),
+    ("one_file_large_nocache_s", "issue 34: the same, --no-cache, seconds", "<=", 0.15),
 ]
 
 
@@ -314,6 +323,7 @@ class Corpus:
     files: list[str]  # relative to root
     lines: int
     one_file: str | None = None
+    large_file: str | None = None  # LARGE_FILE, when the corpus has it
     package_root: Path | None = None  # the same files with the whole package beside them
 
     @classmethod
@@ -323,6 +333,7 @@ class Corpus:
         return cls(name, root, files, lines)
 
     def pick_one_file(self) -> None:
+        self.large_file = LARGE_FILE if LARGE_FILE in self.files else None
         for cand in ONE_FILE_CANDIDATES:
             if cand in self.files:
                 self.one_file = cand
@@ -395,6 +406,9 @@ def commands(corpus: Corpus, tools: dict[str, list[str] | None], skip_fixit: boo
     if corpus.one_file:
         cmds["one-file"] = mb and [*mb, "check", corpus.one_file]
         cmds["one-file-nocache"] = mb and [*mb, "check", "--no-cache", corpus.one_file]
+    if corpus.large_file:
+        cmds["one-file-large"] = mb and [*mb, "check", corpus.large_file]
+        cmds["one-file-large-nocache"] = mb and [*mb, "check", "--no-cache", corpus.large_file]
     return cmds
 
 
@@ -411,7 +425,7 @@ def display(cmd: list[str] | None, corpus: Corpus, name: str) -> str:
     shown = []
     nfiles = 0
     for a in cmd:
-        if a in corpus.files and a != corpus.one_file:
+        if a in corpus.files and a not in (corpus.one_file, corpus.large_file):
             nfiles += 1
             continue
         shown.append(os.path.basename(a) if a in (sys.executable,) or a.startswith("/") else a)
@@ -652,6 +666,7 @@ def main(argv: list[str] | None = None) -> int:
             "files": len(corpus.files),
             "lines": corpus.lines,
             "one_file": corpus.one_file,
+            "large_file": corpus.large_file,
             "package_root": str(corpus.package_root) if corpus.package_root else None,
             "measurements": {k: m.to_json() for k, m in ms.items()},
             "memory": mem,
@@ -737,12 +752,16 @@ def main(argv: list[str] | None = None) -> int:
         t["fixit_over_cold"] = ratio(med.get("fixit"), med.get("cold"))
         t["one_file_s"] = med.get("one-file")
         t["one_file_nocache_s"] = med.get("one-file-nocache")
+        t["cold_over_ruff_34"] = t["cold_over_ruff"]
+        t["warm_over_ruff_34"] = t["warm_over_ruff"]
+        t["one_file_large_s"] = med.get("one-file-large")
+        t["one_file_large_nocache_s"] = med.get("one-file-large-nocache")
         t["peak_rss_mb"] = (main_c["memory"] or {}).get("peak_mb") if main_c["memory"] and \
             main_c["memory"]["returncode"] in OK_CODES else None
     syn = results["synthetic"]
     if "500" in syn and "5000" in syn:
         t["per_kloc_5000_over_500"] = ratio(syn["5000"]["s_per_kloc"].get("cold"), syn["500"]["s_per_kloc"].get("cold"))
-    print(f"\ntargets (issue 6), judged on {MAIN_CORPUS if MAIN_CORPUS in results['corpora'] else 'first corpus'}:")
+    print(f"\ntargets (issue 6, then issue 34), judged on {MAIN_CORPUS if MAIN_CORPUS in results['corpora'] else 'first corpus'}:")
     failed = 0
     for key, desc, op, thr in TARGETS:
         val = t.get(key)
@@ -761,7 +780,7 @@ def main(argv: list[str] | None = None) -> int:
             if ratios:
                 print(spread_line(f"{pair[0]}/{pair[1]}", ratios, thr))
                 results["targets"][key]["per_repetition"] = ratios
-            if key == "cold_over_ruff":
+            if key in ("cold_over_ruff", "cold_over_ruff_34"):
                 print(quiet_line(main_c, pair, thr))
     if main_c:
         med = ok_medians(main_c["measurements"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 
@@ -68,16 +69,17 @@ class Confinement:
 PROJECT_MARKERS = ("pyproject.toml", "mblint.toml", ".git")
 
 
-def project_root(start) -> str:
+def project_root(start, lexists=os.path.lexists) -> str:
     """The repository holding ``start`` (the nearest folder above with ``.git``), else the
-    nearest folder with a settings file, else ``start`` (a folder, absolute)."""
+    nearest folder with a settings file, else ``start`` (a folder, absolute). ``lexists``: a
+    memo of ``os.path.lexists`` when many folders of one tree are asked."""
     start = os.path.realpath(start)
     folders = [start]
     while os.path.dirname(folders[-1]) != folders[-1]:
         folders.append(os.path.dirname(folders[-1]))
     for marker in (".git", *PROJECT_MARKERS):
         for folder in folders:
-            if os.path.lexists(os.path.join(folder, marker)):
+            if lexists(os.path.join(folder, marker)):
                 return folder
     return start
 
@@ -90,11 +92,14 @@ def confinement_for(paths, search_paths=(), cwd: str | None = None) -> Confineme
 
     cwd = cwd or os.getcwd()
     roots = [project_root(cwd)]
+    folders = {}  # each folder once: pre-commit passes hundreds of files from a few folders
     for given in paths:
         full = absolute(given, cwd)
-        folder = full if os.path.isdir(full) and not os.path.islink(full) else os.path.dirname(full)
-        roots.append(project_root(folder))
-        marked = any(os.path.lexists(os.path.join(roots[-1], marker)) for marker in PROJECT_MARKERS)
+        folders[full if os.path.isdir(full) and not os.path.islink(full) else os.path.dirname(full)] = None
+    lexists = functools.lru_cache(maxsize=None)(os.path.lexists)  # the folders share their parents
+    for folder in folders:
+        roots.append(project_root(folder, lexists))
+        marked = any(lexists(os.path.join(roots[-1], marker)) for marker in PROJECT_MARKERS)
         top = _package_top(roots[-1])
         if not marked and top != roots[-1]:  # a package tree without project marker: where it imports from
             roots.append(os.path.dirname(top))

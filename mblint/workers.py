@@ -10,21 +10,23 @@ failed or died is computed here.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mblint.findings import decode, encode
 from mblint.results import FileError, FileResult
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 _work: Callable[[Any], Any] | None = None
 _units: list = []
 
 
 def can_fork() -> bool:
+    import multiprocessing  # with the pool below, imported only by a run that forks
+
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -33,6 +35,10 @@ def run_units(work: Callable[[Any], Any], units: list, jobs: int,
     """(index, answer) for every unit, once each, in list order: ``jobs - 1`` forked workers
     answer ``work(unit)``; this process answers ``local_work(unit)`` (default ``work``) for the
     units it takes and for those a worker could not answer."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
     local_work = local_work or work
     pool = ProcessPoolExecutor(jobs - 1, multiprocessing.get_context("fork"),
                                initializer=_adopt, initargs=(work, units))
