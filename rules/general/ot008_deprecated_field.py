@@ -43,9 +43,12 @@ Megatron-Bridge release lists as deprecated or removed, with its replacement: in
 `model.external_cuda_graph`, `model.moe_router_topk_limited_devices`,
 `model.hybrid_override_pattern`; in 0.3.x the Megatron-Core ones. The list comes from the
 schema (`deprecated_fields`), not from this rule. Fields left at their defaults are not
-reported, nor `model.cuda_graph_scope` while `model.cuda_graph_impl` is `"none"` in a release
-whose `validate()` clears the scope then (0.6.x: the schema check
-`none_graph_impl_clears_scope`), since Megatron-Core never sees it.
+reported, nor `model.cuda_graph_scope` while `model.cuda_graph_impl` is `"none"` (or unknown):
+a release whose `validate()` clears the scope then (0.6.x: the schema check
+`none_graph_impl_clears_scope`) never hands it to Megatron-Core, and in the others (0.5.x)
+Megatron-Core moves it to `cuda_graph_modules`, which has no effect without CUDA graphs. A
+`"full_iteration"` scope that is not cleared is still reported: Megatron-Core turns it into
+`cuda_graph_impl = "full_iteration"`.
 
 ## Why it matters
 Deprecated `train.*` evaluation fields are copied onto `validation.*` with a
@@ -73,7 +76,11 @@ after the deprecated one.
 
 ## Sources
 0.6.2 megatron/bridge/utils/cuda_graph.py:134-139 and training/config.py:1258-1261 (scope
-cleared when cuda_graph_impl is "none", before model.finalize()); 0.6.2 megatron/bridge/training/config.py:456-465 (deprecated TrainingConfig fields),
+cleared when cuda_graph_impl is "none", before model.finalize()); MCore 0.18.2 (0.5.x)
+megatron/core/transformer/transformer_config.py:939 (cuda_graph_modules "has no effect when
+cuda_graph_impl="none""), :2159-2214 (scope moved to cuda_graph_modules, deprecated values
+migrated) and transformer/cuda_graph_config.py:10-13, 129-136 ("full_iteration" migrates to
+cuda_graph_impl); 0.6.2 megatron/bridge/training/config.py:456-465 (deprecated TrainingConfig fields),
 :1517-1524 (copied to ValidationConfig with a DeprecationWarning); MCore 0.19.2
 megatron/core/transformer/transformer_config.py:2358-2389 (deprecated CUDA-graph and router
 fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint schema
@@ -132,7 +139,7 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
             value = cfg.value(path)
             if not known(value) or value is None:
                 continue
-            if path == "model.cuda_graph_scope" and _scope_cleared(cfg):
+            if path == "model.cuda_graph_scope" and _scope_without_effect(cfg, value):
                 continue
             parent, _, leaf = path.rpartition(".")
             spec = schema.find_class(cfg.type_of(parent) or "")
@@ -168,14 +175,23 @@ fields); 0.6.2 megatron/bridge/models/hybrid/hybrid_provider.py:187; mblint sche
             yield ctx.report(cfg, message, fields, primary=path, severity=severity, fixes=fixes)
 
 
-def _scope_cleared(cfg) -> bool:
-    """Megatron-Bridge clears the graph scope before Megatron-Core reads it when CUDA graphs are
-    off (cuda_graph_impl "none"), so the deprecated field never reaches the deprecation warning.
-    An unknown implementation may be "none": silence."""
-    if not has_check(cfg, "none_graph_impl_clears_scope"):
-        return False
+def _scope_without_effect(cfg, scope) -> bool:
+    """With CUDA graphs off (cuda_graph_impl "none") the deprecated scope changes nothing: either
+    Megatron-Bridge clears it before Megatron-Core reads it (0.6.x), or Megatron-Core moves it to
+    cuda_graph_modules, which has no effect without graphs. The exception is a "full_iteration"
+    scope that Megatron-Bridge does not clear: Megatron-Core turns it into cuda_graph_impl =
+    "full_iteration". An unknown implementation may be "none": silence."""
     impl = cfg.value("model.cuda_graph_impl")
-    return not known(impl) or impl == "none"
+    if known(impl) and impl != "none":
+        return False
+    if has_check(cfg, "none_graph_impl_clears_scope"):
+        return True
+    return "full_iteration" not in _scope_names(scope)
+
+
+def _scope_names(scope) -> set[str]:
+    items = scope if isinstance(scope, (list, tuple)) else [scope]
+    return {part for item in items if isinstance(item, str) for part in item.split(",")}
 
 
 def _deprecated_in_order(schema) -> list[tuple[str, dict]]:
