@@ -1,6 +1,18 @@
 from __future__ import annotations
 
-from mblint.rulekit import ABSENT, Example, FixIntent, Rule, Severity, env_var, has_check, hf_model, known, value
+from mblint.rulekit import (
+    ABSENT,
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    env_var,
+    has_check,
+    hf_model,
+    known,
+    knows_field,
+    value,
+)
 
 HF = "cfg = _pretrain_common()\n" + hf_model()
 CHOICES = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS")
@@ -21,7 +33,8 @@ With `model.deterministic_mode = True`, flags
 - on 0.3.x, `model.attention_backend` set to flash (error);
 - `cfg.env_vars["NCCL_ALGO"]` set to something other than `Tree`, `Ring`, `CollnetDirect`,
   `CollnetChain` or `^NVLS` (error), or not set at all (warning: the launch environment must
-  provide it, which mblint cannot see).
+  provide it, which mblint cannot see). A release without `cfg.env_vars` (before 0.6) has only
+  the launch environment for it, so there the missing variable is unknown and not reported.
 
 ## Why it matters
 `ConfigContainer._validate_and_apply_deterministic_mode()` asserts "Cross Entropy Fusion is
@@ -45,7 +58,9 @@ Set `model.cross_entropy_loss_fusion = False` (safe: same loss, slower kernel) a
 
 ## Sources
 0.6.2 megatron/bridge/training/config.py:1043-1063, :1832-1851 (`apply_environment_variables`);
-0.3.1 megatron/bridge/training/config.py:1375-1398.
+0.3.1 megatron/bridge/training/config.py:1375-1398, 0.5.1 :1097-1100 (`os.getenv("NCCL_ALGO")`;
+no `env_vars` field; 0.5.1 recipes/llama/llama3.py:749-756: "the executor-side env vars set by
+PerfEnvPlugin(deterministic=True)").
 """
     valid = [
         HF + "cfg.model.deterministic_mode = True\ncfg.model.cross_entropy_loss_fusion = False\n"
@@ -54,6 +69,9 @@ Set `model.cross_entropy_loss_fusion = False` (safe: same loss, slower kernel) a
         HF + "cfg.model.deterministic_mode = True\ncfg.model.cross_entropy_loss_fusion = False\n"
         "for algo in ['Ring', 'Tree']:\n    cfg.env_vars['NCCL_ALGO'] = algo",
         Example(HF + "cfg.model.deterministic_mode = False", version="0.3"),
+        # no cfg.env_vars before 0.6: NCCL_ALGO can only come from the launch environment, which
+        # mblint cannot see (0.5.1's llama3_70b_pretrain_deterministic_config, the same fields)
+        Example(HF + "cfg.model.deterministic_mode = True\ncfg.model.cross_entropy_loss_fusion = False", version="0.3"),
     ]
     invalid = [
         Example(HF + "cfg.model.deterministic_mode = True\ncfg.env_vars = {'NCCL_ALGO': 'Ring'}\n"
@@ -72,8 +90,8 @@ Set `model.cross_entropy_loss_fusion = False` (safe: same loss, slower kernel) a
                       + "cfg.model.deterministic_mode = True  # error\ncfg.model.cross_entropy_loss_fusion = False"),
         Example(HF + "cfg.model.cross_entropy_loss_fusion = False\ncfg.env_vars = {'NCCL_ALGO': 'Tree'}",
                 dotlist=("model.deterministic_mode=true", "model.cross_entropy_loss_fusion=true")),
-        # two findings: the fusion is the fix's line, NCCL_ALGO (missing) falls on the mode
-        Example(HF + "cfg.model.cross_entropy_loss_fusion = True  # error\ncfg.model.deterministic_mode = True  # error",
+        # 0.3.x has no cfg.env_vars: NCCL_ALGO comes from the launch environment (unknown), so only the fusion
+        Example(HF + "cfg.model.cross_entropy_loss_fusion = True  # error\ncfg.model.deterministic_mode = True",
                 version="0.3"),
     ]
 
@@ -95,7 +113,7 @@ Set `model.cross_entropy_loss_fusion = False` (safe: same loss, slower kernel) a
                                       "attention cannot be used in deterministic mode (validate() raises at job start)",
                                  [DET, "model.attention_backend"])
         algo = env_var(cfg, "NCCL_ALGO")
-        if algo is ABSENT:
+        if algo is ABSENT and knows_field(cfg, "env_vars"):
             yield ctx.report(cfg, "model.deterministic_mode is True, but NCCL_ALGO is not set in cfg.env_vars; "
                                   f"validate() asserts it is one of {', '.join(CHOICES)}, so the launch environment "
                                   "must set it", [DET], severity=Severity.WARNING,
