@@ -3,6 +3,7 @@ from __future__ import annotations
 import math
 
 from mblint.rulekit import (
+    ABSENT,
     Example,
     FixIntent,
     Rule,
@@ -17,6 +18,13 @@ from mblint.rulekit import (
     specs_path,
     value,
 )
+
+# A pack not padded to the full width is padded by the dataset's collate to a multiple of the
+# dataset's pad_seq_length_to_mult (0.6.2 data/packing/gpt_sft.py:191-198), a dataset_kwargs
+# entry that defaults to 16 (data/datasets/gpt_sft.py:98; 0.5.1 and 0.3.1
+# data/datasets/sft.py:264 / :206). It is not the packing specs' pad_seq_to_mult, which pads each
+# segment when the packs are prepared (data/packing/offline.py:171-193).
+COLLATE_MULTIPLE = 16
 
 
 class PadSeqToMultAlignment(Rule):
@@ -36,12 +44,14 @@ and, in 0.6.x, `dist.eval_context_parallel_size`.
 Each sequence inside a pack is split across context-parallel ranks in THD layout, which needs
 every segment to be divisible by 2*CP (0.6.2 data/packing/offline.py:175 "Runtime segments ...
 must be divisible for THD+CP"); otherwise the CP partitioning fails at the first step. Sequence
-parallelism shards the whole pack over TP ranks (per CP rank: CP*TP over the pack): a pack not
-padded to the full width is padded to a multiple of `pad_seq_to_mult` (0.6.2
-data/packing/gpt_sft.py:191-198), so that multiple must divide by CP*TP. A pack padded to the
-full `packed_sequence_size` (`pad_to_max_length`, as the SQuAD helper sets,
-recipes/utils/dataset_utils.py:130-132) with CP 1 needs only that width aligned: no code needs
-each segment aligned to TP then, so the SP part is not reported there (with CP > 1 it still is). `ConfigContainer.validate()` does
+parallelism shards the whole pack over TP ranks (per CP rank: CP*TP over the pack). With CP 1
+no code needs each segment aligned to TP, only the pack's width, so the SP part is reported
+only when that width is known not to be a multiple of TP: a pack padded to the full
+`packed_sequence_size` (`pad_to_max_length`, as the SQuAD helper sets,
+recipes/utils/dataset_utils.py:130-132) has that width; any other is padded by the dataset's
+collate to a multiple of `dataset_kwargs["pad_seq_length_to_mult"]` (default 16, not
+`pad_seq_to_mult`; 0.6.2 data/packing/gpt_sft.py:191-198, data/datasets/gpt_sft.py:98), at most
+`packed_sequence_size`. With CP > 1 the SP part is still reported from `pad_seq_to_mult`. `ConfigContainer.validate()` does
 not check this for offline packing; only `scripts/training/run_recipe.py` repairs it. The CP part
 is an error; a violation of only the SP part is reported as a warning.
 
@@ -80,6 +90,10 @@ including `dist.eval_context_parallel_size`).
         _LLAMA + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = True\n"
         "cfg.dataset.dataset_kwargs = {'pad_to_max_length': True}\n"
         "cfg.dataset.offline_packing_specs.packed_sequence_size = 4096",
+        # SP only, packs not padded to the full width (the OpenMathInstruct-2 packed recipes):
+        # the collate pads each to a multiple of 16, which TP 2 divides
+        _LLAMA + "cfg.model.tensor_model_parallel_size = 2\ncfg.model.sequence_parallel = True\n"
+        "cfg.dataset.dataset_kwargs = None\ncfg.dataset.offline_packing_specs.packed_sequence_size = 4096",
     ]
     invalid = [
         # lcm(2*CP, CP*TP) = lcm(4, 16) = 16
@@ -93,13 +107,14 @@ including `dist.eval_context_parallel_size`).
                 version="0.3", unsafe=True,
                 fixed=_LLAMA + "cfg.model.context_parallel_size = 4\n"
                       "cfg.dataset.packed_sequence_specs.pad_seq_to_mult = 8  # error"),
-        # SP only, packs not padded to the full width: their width is a multiple of pad_seq_to_mult
+        # SP only, packs not padded to the full width: the collate pads their width to a multiple
+        # of pad_seq_length_to_mult, here 2, which TP 4 does not divide
         Example(_LLAMA + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = True\n"
-                "cfg.dataset.dataset_kwargs = {'pad_to_max_length': False}\n"
+                "cfg.dataset.dataset_kwargs = {'pad_to_max_length': False, 'pad_seq_length_to_mult': 2}\n"
                 "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 2  # finding",
                 message="TP=4 with sequence parallelism needs a multiple of 4", unsafe=True,
                 fixed=_LLAMA + "cfg.model.tensor_model_parallel_size = 4\ncfg.model.sequence_parallel = True\n"
-                      "cfg.dataset.dataset_kwargs = {'pad_to_max_length': False}\n"
+                      "cfg.dataset.dataset_kwargs = {'pad_to_max_length': False, 'pad_seq_length_to_mult': 2}\n"
                       "cfg.dataset.offline_packing_specs.pad_seq_to_mult = 4  # finding"),
         # the evaluation CP counts too: lcm(2*2, 2*4) = 8
         Example(_LLAMA + "cfg.model.context_parallel_size = 2\ncfg.dataset.offline_packing_specs.pad_seq_to_mult = 4  # error\n"
@@ -124,8 +139,8 @@ including `dist.eval_context_parallel_size`).
         if not known(align) or pad_value % align.required == 0:
             return
         sp_only = pad_value % align.cp_required == 0
-        if align.cp_required == 1 and _padded_to_an_aligned_width(cfg, align.required):
-            return  # CP 1: sequence parallelism splits the whole pack, which is aligned
+        if align.cp_required == 1 and _pack_width_aligned(cfg, align.required) is not False:
+            return  # CP 1: sequence parallelism splits the whole pack, aligned (or unknown)
         target = math.lcm(pad_value, align.required)
         severity = Severity.WARNING if sp_only else Severity.ERROR
         yield ctx.report(
@@ -139,9 +154,14 @@ including `dist.eval_context_parallel_size`).
         )
 
 
-def _padded_to_an_aligned_width(cfg, required: int) -> bool:
-    """Every pack padded to the full packed_sequence_size (pad_to_max_length), which the
-    alignment divides: what sequence parallelism splits is the whole pack, not its segments."""
-    padded, _ = pad_to_max_length(cfg)
+def _pack_width_aligned(cfg, required: int):
+    """Whether every pack's width is a multiple of ``required``: True, False, or None when it
+    is not known. A pack padded to the full packed_sequence_size has that width; any other is
+    padded to a multiple of the collate's pad_seq_length_to_mult, at most packed_sequence_size."""
     width = value(cfg, f"{specs_path(cfg)}.packed_sequence_size")
-    return padded is True and int_values(width) and width > 0 and width % required == 0
+    padded, _ = pad_to_max_length(cfg)
+    multiple = value(cfg, "dataset.dataset_kwargs.pad_seq_length_to_mult")
+    multiple = COLLATE_MULTIPLE if multiple is ABSENT else multiple
+    if not (int_values(width) and width > 0 and known(padded) and int_values(multiple) and multiple > 0):
+        return None
+    return width % required == 0 and (padded is True or multiple % required == 0)
