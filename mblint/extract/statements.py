@@ -313,6 +313,8 @@ class StatementsMixin:
                     current = current.value
                 try:
                     value = self.eval(current, frame)
+                except BudgetExceeded:
+                    raise
                 except Exception:  # noqa: BLE001 - a name mblint cannot evaluate holds nothing it knows
                     value = UNKNOWN
                 if isinstance(value, Obj) and (value.cls is not None or value.label is not None) and (
