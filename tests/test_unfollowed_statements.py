@@ -99,3 +99,11 @@ def test_hostile_unfollowed_statements_are_bounded_findings(tmp_path: Path) -> N
     (tmp_path / "r.py").write_text(recipe_with("    setattr(cfg.train, name + '\\x1b]0;pwn\\x07', 4)\n"))
     text = run(["check", "--no-cache", "r.py"], tmp_path).stdout
     assert "CV005" in text and "\x1b" not in text and "\x07" not in text
+
+
+def test_a_recipe_whose_result_is_unknown_without_a_call_to_blame_is_not_analysed_at_its_def(tmp_path: Path) -> None:
+    """`cfg = pickle.loads(...)`: nothing received cfg, and the recipe resolved to nothing, in
+    silence ("All checks passed (1 file, 0 configurations resolved)" on main a164b78)."""
+    [(rule, line, message)] = findings(tmp_path, recipe_with("    cfg = pickle.loads(b'')\n", "import pickle\n"))
+    assert (rule, line) == ("SY005", 7)  # the def line
+    assert message == "sft_config was not analysed: the configuration it returns is unknown to mblint"
