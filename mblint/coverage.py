@@ -145,12 +145,12 @@ def unnamed_builders(tree: ast.Module, recipes: list[ast.FunctionDef]) -> list[a
     found = []
     for node in tree.body:
         if (isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and node.name not in named
-                and _callable_without_arguments(node.args) and _returns_a_value(node) and builds_config(node)):
+                and callable_without_arguments(node.args) and _returns_a_value(node) and builds_config(node)):
             found.append(node)
     return found
 
 
-def _callable_without_arguments(spec: ast.arguments) -> bool:
+def callable_without_arguments(spec: ast.arguments) -> bool:
     required = len(spec.posonlyargs) + len(spec.args) - len(spec.defaults)
     return required <= 0 and all(default is not None for default in spec.kw_defaults)
 

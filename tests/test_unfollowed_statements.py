@@ -107,3 +107,12 @@ def test_a_recipe_whose_result_is_unknown_without_a_call_to_blame_is_not_analyse
     [(rule, line, message)] = findings(tmp_path, recipe_with("    cfg = pickle.loads(b'')\n", "import pickle\n"))
     assert (rule, line) == ("SY005", 7)  # the def line
     assert message == "sft_config was not analysed: the configuration it returns is unknown to mblint"
+
+
+def test_a_function_given_the_configuration_is_not_said_to_be_unanalysed(tmp_path: Path) -> None:
+    """0.5.1's recipes/utils/dataset_utils.py:152 `apply_dataset_override(config: ConfigContainer,
+    dataset_type: str, ...) -> ConfigContainer` returns what it is given: unknown alone, which
+    is no place where analysis stopped."""
+    helper = ("\n\ndef apply_override(config: ConfigContainer, kind: str) -> ConfigContainer:\n"
+              "    config.train.micro_batch_size = 1\n    return config\n")
+    assert [rule for rule, _, _ in findings(tmp_path, recipe_with("") + helper)] == ["PK001"]

@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mblint.coverage import unnamed_builders, unreadable_imports
+from mblint.coverage import callable_without_arguments, unnamed_builders, unreadable_imports
 from mblint.extract.modules import SourceError
 from mblint.model import Origin
 
@@ -140,9 +140,12 @@ def explain_unresolved(engine: "Services", path: Path, function: str, report: "F
 
 
 def may_return_a_configuration(node: ast.FunctionDef) -> bool:
-    """Not annotated to return something else (a dataset config), and not always raising."""
+    """Callable without arguments (a function given the configuration, such as 0.5's
+    ``apply_dataset_override(config, ...)``, returns what it was given: unknown alone), not
+    annotated to return something else (a dataset config), and not always raising."""
     annotation = ast.unparse(node.returns) if node.returns is not None else "ConfigContainer"
-    return annotation.endswith("ConfigContainer") and not any(isinstance(stmt, ast.Raise) for stmt in node.body)
+    return (callable_without_arguments(node.args) and annotation.endswith("ConfigContainer")
+            and not any(isinstance(stmt, ast.Raise) for stmt in node.body))
 
 
 def explain_unknown_result(engine: "Services", path: Path, node: ast.FunctionDef, gaps: list,
