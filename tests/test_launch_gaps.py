@@ -138,3 +138,25 @@ def test_hostile_sourced_files_are_bounded_findings(tmp_path: Path) -> None:
     assert (rule, line) == ("LA002", 2001) and len(message) < 400 and "and 496 more" in message
     output = run(["check", "--no-cache", "go.sh"], tmp_path).stdout
     assert "\x1b" not in output and "\x07" not in output
+
+
+def test_a_command_a_sourced_file_may_define_with_a_launch_s_arguments_is_a_finding(tmp_path: Path) -> None:
+    """`source ./common.sh; launch_job --recipe X train.micro_batch_size=2`: the launch is a
+    function of the unread file, and the run said "All checks passed (1 file, 0 configurations
+    resolved)". A command with no launch argument, a builtin, a function of the script, or one
+    before the source is not reported."""
+    (tmp_path / "go.sh").write_text("source ./common.sh\nmkdir -p out\necho a.b=1\n"
+                                    "launch_job --recipe llama32_1b_pretrain_config train.micro_batch_size=2\n")
+    [(rule, severity, line, _, message)] = findings(tmp_path, "go.sh")
+    assert (rule, severity, line) == ("LA002", "warning", 1)
+    assert "`launch_job` at line 4, which the script does not define, runs with a launch's arguments" in message
+    quiet = ["mkdir -p out\nsource ./common.sh\nmkdir -p out\nrun_training\n",
+             "launch_job() { echo; }\nsource ./common.sh\nlaunch_job --recipe x\n",
+             "launch_job --recipe x a.b=1\nsource ./common.sh\n"]
+    for text in quiet:
+        (tmp_path / "go.sh").write_text(text)
+        assert findings(tmp_path, "go.sh") == [], text
+    (tmp_path / "go.sh").write_text(f"source ./c.sh\n'\x1b[2J{'y' * 5000}' --recipe x\n")
+    [(_, _, _, _, message)] = findings(tmp_path, "go.sh")
+    assert len(message) < 400
+    assert "\x1b" not in run(["check", "--no-cache", "go.sh"], tmp_path).stdout

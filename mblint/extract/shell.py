@@ -132,6 +132,9 @@ class Command:
     span: Span
     in_loop: bool = False
     called_at: Span | None = None  # the call of the shell function that runs it
+    # A ``source`` before it, when its name is no function of the script: the sourced file may
+    # define it (``source common.sh; launch_job --recipe ...``).
+    after_source: "Sourced | None" = None
 
 
 @dataclass
@@ -502,7 +505,9 @@ class _Reader:
             index, string = inner
             self.command_string(string, env, in_loop, words[:index])
             return
-        self.commands.append(Command(words, self.span(node), in_loop))
+        sourced = env.get("*")
+        self.commands.append(Command(words, self.span(node), in_loop,
+                                     after_source=sourced if isinstance(sourced, Sourced) else None))
 
     def command_words(self, node: Any, env: dict) -> list[Word]:
         name = node.child_by_field_name("name")

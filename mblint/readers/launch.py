@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,10 +75,33 @@ class LaunchReader:
             engine.syntax_finding(SourceLimit(path, message, line, column), result)
         deps: set[Path] = set()
         sourced: set = set()
-        for launch in find_launches(script.commands, script.directives):
+        launches = find_launches(script.commands, script.directives)
+        for launch in launches:
             self.report_sourced(display, launch, sourced, result)
             deps |= self.check_launch(path, display, launch, result)
+        self.report_sourced_commands(display, script.commands, {id(launch.command) for launch in launches},
+                                     sourced, result)
         return deps
+
+    def report_sourced_commands(self, display: str, commands: list, launched: set, reported: set,
+                                result: "FileResult") -> None:
+        """LA002 once at a ``source FILE`` after which a command the script does not define runs
+        with a launch's arguments (``--recipe``, ``--config-file``, ``section.key=value``): the
+        sourced file may define it as the function that launches the job."""
+        for command in commands:
+            source = command.after_source
+            if source is None or source in reported or id(command) in launched or not command.words:
+                continue
+            name = command.words[0].text
+            if (name is None or "/" in name or name in SHELL_BUILTINS
+                    or not any(_launch_argument(word.text) for word in command.words[1:])):
+                continue
+            reported.add(source)
+            self.finding("LA002", display, source.span, (
+                f"the file this sources ({_clipped(source.file) or 'unnamed'}) is not read (mblint reads no sourced "
+                f"file), and `{_clipped(name, 40)}` at line {command.span.line}, which the script does not define, "
+                "runs with a launch's arguments: it may be a function of that file that launches the job, which is "
+                "not checked"), result)
 
     def report_sourced(self, display: str, launch: Launch, reported: set, result: "FileResult") -> None:
         """LA002 once at each ``source FILE`` whose variables a launch line uses: mblint does not
@@ -431,6 +455,18 @@ def launch_configuration(engine: "Services", path: Path, line: int) -> tuple:
             return launch, cfg
     reasons = [f.message for f in result.findings if f.location.line <= line] + [e.message for e in result.errors]
     return None, reasons[-1] if reasons else f"no launch line mblint can read at line {line}"
+
+
+# Builtins that print, assign or test their arguments (a sourced file does not redefine them).
+SHELL_BUILTINS = frozenset({"echo", "printf", "export", "declare", "local", "readonly", "typeset", "set", "unset",
+                            "cd", "test", "[", "[[", ":", "true", "false", "read", "shift", "return", "exit"})
+_OVERRIDE = re.compile(r"[A-Za-z_]\w*(\.\w+)+=")
+
+
+def _launch_argument(text: str | None) -> bool:
+    """What only a launch passes: a recipe, an override file, a dotted KEY=VALUE override."""
+    return text is not None and (text.split("=", 1)[0] in ("--recipe", "--config-file", "--config_file")
+                                 or bool(_OVERRIDE.match(text)))
 
 
 def _clipped(text: str, width: int = 60) -> str:

@@ -24,8 +24,10 @@ itself stops a script at its first syntax error: the commands after it never run
 `source FILE` (`. FILE`) whose variables a launch line uses, once, at the `source` line: mblint
 reads no sourced file (`~/.bashrc` is outside the project; a cluster's `env.sh` may not be
 there), so what the launch takes from it is unknown; a `source` after the launch line, or one
-whose variables the launch does not use (or that the script sets again), is not reported. These
-are warnings.
+whose variables the launch does not use (or that the script sets again), is not reported. The
+same holds, at the `source` line, for a command after it that the script does not define and
+that runs with a launch's arguments (`launch_job --recipe X train.micro_batch_size=2`): the
+sourced file may define it as the function that launches the job. These are warnings.
 
 As info: the world size is unknown because a launcher option's value is (`--nnodes=$NNODES`);
 the job is checked, only what the rules check against the world size is not. A sourced file
