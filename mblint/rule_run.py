@@ -58,9 +58,12 @@ class RuleRun:
         self._by_id: tuple = (None, {})
 
     def load_rule_classes(self) -> None:
-        """The real rule classes, before any file is checked."""
+        """The real rule classes, before any file is checked: from the packs the catalog names
+        when the rules come from it (no scan of the installed distributions)."""
         if self._plugins is None or self.catalogued:
-            self.use_plugins(None)
+            from mblint.plugins import load_plugins
+
+            self.use_plugins(load_plugins(self._plugins.packs if self.catalogued else None))
 
     def _ensure_plugins(self) -> None:
         if self._plugins is None:

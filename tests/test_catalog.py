@@ -71,6 +71,26 @@ def test_a_file_to_check_loads_the_real_rule_classes(tmp_path, settled):
     assert [f.rule_id for f in report.findings] == ["PK001"]
 
 
+def test_a_file_to_check_imports_the_packs_the_catalog_names_without_scanning_the_installed_ones(
+        tmp_path, monkeypatch, settled):
+    recipe = make_project(tmp_path, mbs=2)
+    settled()
+    run(tmp_path, recipe)
+
+    def no_scan():
+        raise AssertionError("the installed distributions were scanned for rule packs")
+
+    monkeypatch.setattr(plugins, "installed_packs", no_scan)
+    (tmp_path / "proj" / "common.py").write_text((tmp_path / "proj" / "common.py").read_text() + "\n")
+    engine = Engine(CheckOptions(select=("PK001",), use_cache=True, cache_root=tmp_path))
+    engine.display_root = tmp_path
+    report = engine.check_paths([str(recipe)])
+    assert not engine.rule_run.catalogued and report.cache_hits == 0 and not report.errors
+    assert [f.rule_id for f in report.findings] == ["PK001"]
+    monkeypatch.undo()
+    assert engine.rule_run.plugins.versions == plugins.load_plugins().versions
+
+
 def test_the_catalog_keeps_the_rule_metadata(tmp_path, example_pack, settled):
     _, loaded = example_pack
     settled()

@@ -44,6 +44,17 @@ def test_versions():
     assert load_schema("0.6.2").megatron_bridge_version == "0.6.2"
 
 
+@pytest.mark.parametrize("release", list(bundled_releases()))
+def test_field_names_are_every_class_field_without_building_the_field_tables(release):
+    with gzip.open(DATA_DIR / bundled_releases()[release]["file"], "rt", encoding="utf-8") as handle:
+        schema = schema_from_json(json.load(handle))  # a fresh copy: no table built yet
+    names = schema.field_names()
+    own = {qualname: set(spec.field_names()) for qualname, spec in schema.classes.items()}
+    assert all(spec._fields is None for spec in schema.classes.values())
+    assert names == {name for spec in schema.classes.values() for name in spec.fields}
+    assert own == {qualname: set(spec.fields) for qualname, spec in schema.classes.items()}
+
+
 def test_offline_packing_fields_06():
     s = load_schema("0.6")
     cls = s.find_class("GPTSFTDatasetConfig")

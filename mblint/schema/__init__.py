@@ -37,7 +37,7 @@ import gzip
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from mblint.model import UNKNOWN, NamedObject
 
@@ -72,22 +72,29 @@ class FieldSpec:
 class ClassSpec:
     """A config class. Its field table is built on first use: a run touches few classes."""
 
-    __slots__ = ("qualname", "name", "module", "bases", "_fields", "_load")
+    __slots__ = ("qualname", "name", "module", "bases", "_fields", "_load", "_names")
 
     def __init__(self, qualname: str, name: str, module: str, bases: tuple[str, ...],
-                 fields: dict[str, FieldSpec] | None = None, load=None) -> None:
+                 fields: dict[str, FieldSpec] | None = None, load=None, names=None) -> None:
         self.qualname = qualname
         self.name = name
         self.module = module
         self.bases = bases
         self._fields = fields
         self._load = load
+        self._names = names  # the field names without the table, when the data has them
 
     @property
     def fields(self) -> dict[str, FieldSpec]:
         if self._fields is None:
             self._fields = self._load()
         return self._fields
+
+    def field_names(self) -> Iterable[str]:
+        """The names of ``fields``, without building the table when it is not built yet."""
+        if self._fields is None and self._names is not None:
+            return self._names()
+        return self.fields.keys()
 
     def __repr__(self) -> str:
         return f"ClassSpec({self.qualname})"
@@ -99,7 +106,7 @@ class Schema:
     __slots__ = ("line", "megatron_bridge_version", "classes", "root_qualname", "enums", "hf_derived_fields",
                  "hf_provider", "deprecated_fields", "mixed_precision_recipes", "mixed_precision_lookup", "overlay",
                  "by_name", "key", "source", "megatron_core_version", "facts", "removed_fields", "source_files",
-                 "__weakref__")
+                 "_field_names", "__weakref__")
 
     def __init__(self, line: str, megatron_bridge_version: str, classes: dict[str, ClassSpec], root_qualname: str,
                  enums: dict[str, dict[str, Any]] | None = None, hf_derived_fields: frozenset[str] = frozenset(),
@@ -107,8 +114,9 @@ class Schema:
                  mixed_precision_recipes: tuple[str, ...] = (), mixed_precision_lookup: dict | None = None,
                  overlay: dict | None = None, by_name: dict[str, list[str]] | None = None, key: str = "",
                  source: str = "bundled", megatron_core_version: str = "", facts: dict | None = None,
-                 removed_fields: dict[str, str] | None = None) -> None:
+                 removed_fields: dict[str, str] | None = None, field_names: Callable[[], set[str]] | None = None) -> None:
         self.line = line
+        self._field_names = field_names
         self.key = key or megatron_bridge_version or line  # what EffectiveConfig.schema_version holds
         self.source = source  # "bundled", or "derived from <folder>"
         self.megatron_core_version = megatron_core_version
@@ -163,6 +171,10 @@ class Schema:
         return False
 
     def field_names(self) -> set[str]:
+        """Every field name of every class: from the schema data's own tables when it was loaded
+        from them (building every class's field table would cost a quarter of a one-file run)."""
+        if self._field_names is not None:
+            return self._field_names()
         return {name for spec in self.classes.values() for name in spec.fields}
 
     def has_field(self, class_name: str, field: str) -> bool:
@@ -230,8 +242,12 @@ def schema_from_json(data: dict, key: str = "", source: str = "bundled") -> Sche
     def loader(qualname: str):
         return lambda: {name: _field_from_json(name, f) for name, f in _expanded_fields(qualname, raw, expanded).items()}
 
+    def names(qualname: str):
+        return lambda: _expanded_fields(qualname, raw, expanded).keys()
+
     classes = {
-        qualname: ClassSpec(qualname, cls["name"], cls["module"], tuple(cls.get("bases", ())), load=loader(qualname))
+        qualname: ClassSpec(qualname, cls["name"], cls["module"], tuple(cls.get("bases", ())), load=loader(qualname),
+                            names=names(qualname))
         for qualname, cls in raw.items()
     }
     by_name: dict[str, list[str]] = {}
@@ -258,6 +274,7 @@ def schema_from_json(data: dict, key: str = "", source: str = "bundled") -> Sche
         mixed_precision_lookup=data.get("mixed_precision_lookup"),
         overlay=data.get("overlay", {}),
         by_name=by_name,
+        field_names=lambda: {name for cls in raw.values() for name in cls["fields"]},
     )
 
 

@@ -43,7 +43,7 @@ def provider_fields(schema) -> frozenset[str]:
     memo = per_schema(schema)
     if "provider fields" not in memo:
         fields = {name for qualname, spec in schema.classes.items() if schema.is_subclass(qualname, TRANSFORMER_CONFIG)
-                  for name in spec.fields}
+                  for name in spec.field_names()}
         attributes = schema.facts.get("provider_attributes", ())
         memo["provider fields"] = frozenset(fields.union(attributes))
     return memo["provider fields"]
