@@ -145,10 +145,14 @@ class ResultCache:
         except (OSError, ValueError):
             self.misses += 1
             return None
-        if (not isinstance(entry, dict) or entry.get("settings") != self.settings_key
-                or not isinstance(entry.get("result"), dict) or not self._deps_unchanged(entry.get("deps"))):
+        deps = entry.get("deps") if isinstance(entry, dict) else None
+        current = self._deps_now(deps) if isinstance(deps, dict) else None
+        if current is None or entry.get("settings") != self.settings_key or not isinstance(entry.get("result"), dict):
             self.misses += 1
             return None
+        if current != deps:  # hashed because recent when recorded, old enough now: signed from now on
+            entry["deps"] = current
+            self._write(entry_path, entry)
         self.hits += 1
         return entry["result"]
 
@@ -158,21 +162,32 @@ class ResultCache:
         self.hits -= 1
         self.misses += 1
 
-    def _deps_unchanged(self, deps: Any) -> bool:
-        return isinstance(deps, dict) and all(self._dep_unchanged(dep, recorded) for dep, recorded in deps.items())
+    def _deps_now(self, deps: dict) -> dict | None:
+        """The dependencies' records as they stand now, None when one changed."""
+        current = {}
+        for dep, recorded in deps.items():
+            current[dep] = self._dep_now(dep, recorded)
+            if current[dep] is None:
+                return None
+        return current
 
-    def _dep_unchanged(self, dep: str, recorded: Any) -> bool:
-        """``recorded`` is [digest, signature or None] (or a bare digest, the older format)."""
+    def _dep_now(self, dep: str, recorded: Any) -> list | None:
+        """``recorded`` ([digest, signature or None], or a bare digest, the older format) when
+        the dependency is unchanged, with the signature it has now when it had none (it was
+        recent when recorded) and is old enough now (``_record``); None when it changed."""
         if isinstance(recorded, list) and len(recorded) != 2:
-            return False
+            return None
         digest, signature = recorded if isinstance(recorded, list) else (recorded, None)
         if not isinstance(digest, str):
-            return False
+            return None
         if digest == ABSENT:
-            return not os.path.lexists(dep)
-        if signature is not None and self._signature(dep) == signature:
-            return True
-        return content_hash(Path(dep), self.hashes) == digest
+            return None if os.path.lexists(dep) else recorded
+        now = self._signature(dep)
+        if signature is not None and now == signature:
+            return recorded
+        if content_hash(Path(dep), self.hashes) != digest:
+            return None
+        return [digest, now if now is not None and not self._racy(now) else None]
 
     def _signature(self, dep: str) -> list[int] | None:
         if dep not in self.signatures:
@@ -195,8 +210,6 @@ class ResultCache:
         return max(mtime_ns, ctime_ns) >= self.started_ns - RACY_WINDOW_NS
 
     def put(self, path: Path, deps: set[Path], result: Any, extra: str = "") -> None:
-        import tempfile  # only runs that write entries pay for importing it
-
         entry = {
             "settings": self.settings_key,
             "deps": {dep: self._record(dep) for dep in sorted({os.path.abspath(d) for d in (path, *deps)})},
@@ -204,7 +217,15 @@ class ResultCache:
         }
         try:
             make_cache_folder(self.folder)
-            entry_text = self._entry_path(path, extra)
+        except OSError:
+            return  # a read-only project still lints; it just is not cached
+        self._write(self._entry_path(path, extra), entry)
+
+    def _write(self, entry_text: str | None, entry: dict) -> None:
+        """Write ``entry`` at ``entry_text`` atomically (nothing when it cannot be written)."""
+        import tempfile  # only runs that write entries pay for importing it
+
+        try:
             if entry_text is None:
                 raise OSError("no cache folder")
             entry_path = Path(entry_text)

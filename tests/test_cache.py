@@ -164,6 +164,21 @@ def test_recently_changed_files_get_no_signature_and_are_hashed(tmp_path, monkey
     assert hashed
 
 
+def test_files_recent_when_recorded_are_signed_once_old_enough_and_no_longer_hashed(tmp_path, monkeypatch):
+    recipe = make_project(tmp_path, mbs=2)  # files written just now: racy
+    run(tmp_path, recipe)
+    assert all(signature is None for entry in _entries(tmp_path) for _, signature in entry["deps"].values())
+    _settle(monkeypatch)
+    assert run(tmp_path, recipe).cache_hits == 1  # hashed once more, and signed
+    assert all(signature is not None for entry in _entries(tmp_path) for _, signature in entry["deps"].values())
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("an unchanged dependency was hashed")
+
+    monkeypatch.setattr(cache, "content_hash", no_reading)
+    assert [f.rule_id for f in run(tmp_path, recipe).findings] == ["PK001"]
+
+
 def test_entries_in_the_older_digest_only_format_are_still_read(tmp_path):
     recipe = make_project(tmp_path, mbs=2)
     run(tmp_path, recipe)
