@@ -325,3 +325,29 @@ def _ensure_gitignore(folder: Path) -> None:
         return
     with os.fdopen(handle, "w", encoding="utf-8") as stream:
         stream.write(GITIGNORE_TEXT)
+
+
+def schema_folder(options: Any, display_root: Path) -> Path:
+    """Where schemas derived from a Megatron-Bridge source are kept: beside the result cache
+    (kept also with --no-cache, which is about results)."""
+    return cache_folder(options.cache_root or project_root(display_root), options.cache_dir) / "schema"
+
+
+def result_cache(options: Any, display_root: Path, rule_run: Any) -> ResultCache | None:
+    """The result cache of a run with ``options`` (None with --no-cache), keyed by everything
+    but the files that decides a file's result. Made before the rule pack is first needed: with
+    a current catalog in the cache folder, ``rule_run`` needs no rule class for its fingerprint."""
+    if not options.use_cache:
+        return None
+    from mblint.findings import ENCODING
+
+    folder = cache_folder(options.cache_root or project_root(display_root), options.cache_dir)
+    fingerprint = rule_run.fingerprint(folder)
+    key_options = {k: v for k, v in vars(options).items()
+                   if k not in ("use_cache", "cache_root", "cache_dir", "jobs", "settings")}
+    resolver = options.settings
+    if resolver is not None:
+        key_options["settings"] = {"config": str(resolver.config), "isolated": resolver.isolated}
+    key = settings_key({"options": key_options, "rules": fingerprint, "encoding": ENCODING,
+                        "plugins": rule_run.plugins.versions, "cwd": str(display_root)})
+    return ResultCache(folder, key)

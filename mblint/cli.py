@@ -440,9 +440,10 @@ def _show_launch(path: Path, line: int, search_paths, version, output_format, sh
     engine = Engine(options)
     engine.confinement.roots = confinement_for([str(path)], options.search_paths).roots
     launch, cfg = launch_configuration(engine, path, line)
-    for problem in sorted(engine.settings_errors) + [message for _, message in sorted(engine.confinement_errors)]:
+    settings = engine.file_settings
+    for problem in sorted(settings.errors) + [message for _, message in sorted(settings.confinement_errors)]:
         click.echo(printable(f"mblint: error: {problem}"), err=True)
-    if engine.settings_errors:
+    if settings.errors:
         sys.exit(EXIT_ERROR)
     if launch is None:
         click.echo(printable(f"mblint: error: {path}:{line}: {cfg}"), err=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from mblint.arbitration import one_per_place, unique
 from mblint.discover import YAML_SUFFIXES, ExplicitFiles, directive_free, discover
 from mblint.extract.modules import SourceError, SourceLimit
-from mblint.findings import ENCODING, Finding, Severity
+from mblint.findings import Finding, Severity
 from mblint.coverage import record_gaps
 from mblint.hf_config import HF_CONFIG_UNUSABLE, unusable_config_notes
 from mblint.model import EffectiveConfig, Origin
@@ -21,7 +21,8 @@ from mblint.paths import Confinement, confinement_for
 from mblint.readers import Job
 from mblint.results import FileError, FileResult, Report, decoded_result
 from mblint.rule_run import RuleRun
-from mblint.selection import selector_problem
+from mblint.file_settings import FileSettings
+from mblint.cache import result_cache, schema_folder
 from mblint.suppress import apply_suppressions
 from mblint.world_size import WorldSizes
 
@@ -59,20 +60,15 @@ class Engine:
         self.display_root = Path.cwd()
         self._project = None
         self.editable: set[str] = set()
+        self.file_settings = FileSettings(options.settings)
         self.world_sizes = WorldSizes(self.settings_for_display)
-        self.settings_errors: set[str] = set()
         self.directive_free: set[str] = set()  # display paths whose text never mentions "mblint"
-        self._settings_by_display: dict = {}
-        self._settings_memo: dict = {}
         self._displays: dict = {}  # path -> display, for _displays_root and _displays_cwd
         self._displays_root = self._displays_cwd = None
         self._known_sizes: dict[Path, int] = {}  # bytes per file, as discovery found them
-        self._known_link_modes: dict[Path, int] = {}  # os.lstat modes of the paths given, as discovery found them
-        self._run_cwd: str | None = None  # the working folder, asked once per run
         # What may be read: the project of the working folder, the search paths and the
         # installations of Megatron-Bridge; check_paths adds the projects of the paths it is given.
         self.confinement: Confinement = confinement_for([], options.search_paths)
-        self.confinement_errors: set[tuple[str, str]] = set()  # (settings file, message)
         self.rule_run = RuleRun(options, plugins)
 
     # ----- settings (per file) -------------------------------------------------------------
@@ -80,39 +76,11 @@ class Engine:
     def settings_for(self, path: Path):
         """The settings in force for ``path``; None when there are none or they cannot be read
         (the error is reported once, and the files they govern are not checked)."""
-        return self._settings_lookup(path)[0]
+        return self.file_settings.of(path)
 
     def settings_for_display(self, display: str):
-        """``settings_for`` of a path as findings show it (relative to the display root);
-        asked for every finding, so answered by string from memory."""
-        key = (self.display_root, display)
-        memo = self._settings_by_display
-        if key not in memo:
-            memo[key] = self.settings_for(self.display_root / display)
-        return memo[key]
-
-    def settings_readable(self, path: Path) -> bool:
-        return self._settings_lookup(path)[1]
-
-    def _settings_lookup(self, path: Path) -> tuple:
-        """(settings or None, readable), asked many times per file; kept per path as given
-        (the working folder of a run is fixed: display paths are relative to it too)."""
-        found = self._settings_memo.get(path)
-        if found is None:
-            found = self._settings_memo[path] = self._settings_uncached(path)
-        return found
-
-    def _settings_uncached(self, path: Path) -> tuple:
-        resolver = self.options.settings
-        if resolver is None:
-            return None, True
-        from mblint.settings import SettingsError
-
-        try:
-            return resolver.for_path(path, self._run_cwd, self._known_link_modes.get(path)), True
-        except SettingsError as error:
-            self.settings_errors.add(str(error))
-            return None, False
+        """``settings_for`` of a path as findings show it (relative to the display root)."""
+        return self.file_settings.of_display(self.display_root, display)
 
     def enter_file(self, path: Path) -> None:
         """Apply the settings in force for ``path``: rules, schema line, import roots."""
@@ -122,49 +90,7 @@ class Engine:
             return
         if not self.options.version:
             self.project.version = settings.version
-        for extra in settings.resolved_search_paths():
-            if not self.confinement.allows(extra):
-                self.confinement_errors.add((str(settings.source), f"search path {extra} is outside the "
-                                                                   "project: not searched"))
-            elif extra not in self.project.search_paths:
-                self.project.search_paths.append(extra)
-        for folder in settings.resolved_hf_config_paths():
-            if not self.confinement.allows(folder):
-                self.confinement_errors.add((str(settings.source), f"hf-config-paths folder {folder} is outside the "
-                                                                   "project: not read"))
-            elif folder not in self.project.hf_config_folders:
-                self.project.hf_config_folders.append(folder)
-
-    def excluded_by_settings(self, path: Path, explicit: ExplicitFiles) -> bool:
-        settings = self.settings_for(path)
-        if settings is None or not settings.exclude:
-            return False
-        if not self.options.force_exclude and path in explicit:
-            return False
-        return settings.is_excluded(path)
-
-    def leave_out_import_roots(self, found, paths: list[str], report: Report) -> None:
-        """Drop the files found inside a search path (``--search-path``, the settings'
-        ``search-paths``) that no given path names: a vendored Megatron-Bridge source is read
-        as a dependency, not linted as the project's code. A note says what was left out."""
-        from mblint.discover import import_root_holding
-
-        left_out: dict[Path, int] = {}
-
-        def kept(path: Path) -> bool:
-            settings = self.settings_for(path)
-            roots = (*self.options.search_paths, *(settings.resolved_search_paths() if settings else ()))
-            root = import_root_holding(path, roots, paths) if roots else None
-            if root is not None:
-                left_out[root] = left_out.get(root, 0) + 1
-            return root is None
-
-        found.python = [p for p in found.python if kept(p)]
-        found.yaml = [p for p in found.yaml if kept(p)]
-        found.scripts = [p for p in found.scripts if kept(p)]
-        for root, count in left_out.items():
-            report.notes.append(f"{count} file{'s' if count != 1 else ''} in {self.project_display(root)} not linted: "
-                                f"it is a search path, read as a dependency; give a path inside it to lint them")
+        self.file_settings.widen(self.project, settings, self.confinement)
 
     @property
     def project(self):
@@ -175,18 +101,10 @@ class Engine:
             self._project = Project(list(self.options.search_paths), self.options.version, self.display_root,
                                     self.confinement)
             self._project.schema_source = self.options.schema_source
-            self._project.schema_cache = self.schema_cache_folder()
+            self._project.schema_cache = schema_folder(self.options, self.display_root)
         self._project.display_root = self.display_root
-        self._project.real_paths.cwd = self._run_cwd
+        self._project.real_paths.cwd = self.file_settings.cwd
         return self._project
-
-    def schema_cache_folder(self) -> Path:
-        """Where schemas derived from a Megatron-Bridge source are kept: beside the result cache
-        (kept also with --no-cache, which is about results)."""
-        from mblint import cache
-
-        root = self.options.cache_root or cache.project_root(self.display_root)
-        return cache.cache_folder(root, self.options.cache_dir) / "schema"
 
     def report_at(self, rule_id: str, origin: Origin, message: str, result: FileResult, recipe: str = "",
                   severity: Severity | None = None) -> None:
@@ -203,29 +121,25 @@ class Engine:
         the collector's rescans of them cost a third of the time."""
         was_enabled = gc.isenabled()
         gc.disable()
-        self._run_cwd = os.getcwd()  # fixed during a run; in-process callers may change it between runs
+        self.file_settings.cwd = os.getcwd()  # fixed during a run; in-process callers may change it between runs
         try:
             return self._check_paths(paths)
         finally:
-            self._run_cwd = None
+            self.file_settings.cwd = None
             if was_enabled:
                 gc.enable()
 
     def _check_paths(self, paths: list[str]) -> Report:
         report = Report()
-        self.confinement.roots = confinement_for(paths, self.options.search_paths, self._run_cwd).roots
+        run_cwd = self.file_settings.cwd
+        self.confinement.roots = confinement_for(paths, self.options.search_paths, run_cwd).roots
         report.confinement = self.confinement
-        found = discover(paths, self.options.excludes, self.options.force_exclude, self._run_cwd,
+        found = discover(paths, self.options.excludes, self.options.force_exclude, run_cwd,
                          allows=self.confinement.allows)
         self._known_sizes = found.sizes
-        self._known_link_modes = found.link_modes
-        explicit = ExplicitFiles(paths)
-        found.python = [p for p in found.python if self.settings_readable(p)]
-        found.yaml = [p for p in found.yaml if self.settings_readable(p)]
-        found.python = [p for p in found.python if not self.excluded_by_settings(p, explicit)]
-        found.yaml = [p for p in found.yaml if not self.excluded_by_settings(p, explicit)]
-        found.scripts = [p for p in found.scripts if self.settings_readable(p) and not self.excluded_by_settings(p, explicit)]
-        self.leave_out_import_roots(found, paths, report)
+        self.file_settings.link_modes = found.link_modes
+        report.notes.extend(self.file_settings.keep_linted(found, paths, ExplicitFiles(paths), self.options.force_exclude,
+                                                           self.options.search_paths, self.project_display))
         for missing in found.missing:
             report.errors.append(FileError(missing, "no such file or directory"))
         report.notes.extend(found.problems)
@@ -236,14 +150,14 @@ class Engine:
         files = found.python + found.yaml + found.scripts
         displays = [self.project_display(p) for p in files]
         self.editable = set(displays)
-        cache = self.make_cache()  # before the plugins are first needed: they may come from its catalog
+        cache = result_cache(self.options, self.display_root, self.rule_run)  # before the rule pack is needed
         report.errors[0:0] = [FileError("mblint", error) for error in self.rule_run.plugins.errors]  # a rule pack not loaded
-        files = self.with_valid_selectors(files)
+        files = self.file_settings.with_valid_selectors(files, self.rule_run.all_rules)
         displays = [self.project_display(p) for p in files]
         self.editable = set(displays)
         pending = []
         for path in files:
-            cached = cache.get(path, self.settings_source(path)) if cache else None
+            cached = cache.get(path, self.file_settings.source(path)) if cache else None
             if cached is not None:
                 result = decoded_result(cached)
                 if result is None:  # a damaged entry: checked again, and the entry rewritten
@@ -260,7 +174,7 @@ class Engine:
             if result.directive_free:
                 self.directive_free.add(self.project_display(path))
             if cache is not None and not result.errors:
-                cache.put(path, deps, result.to_dict(), self.settings_source(path))
+                cache.put(path, deps, result.to_dict(), self.file_settings.source(path))
         report.files = len(files)
         report.cache_hits = cache.hits if cache else 0
         report.findings = one_per_place(report.findings)
@@ -270,52 +184,17 @@ class Engine:
         summarise_hf_config_notes(report)
         apply_suppressions(self, report, files)
         report.rules = sorted(self.rule_run.used or self.rule_run.base_rules, key=lambda r: r.id)
-        for message in sorted(self.settings_errors):
+        for message in sorted(self.file_settings.errors):
             report.errors.append(FileError(message, "the files these settings govern are not checked"))
-        report.errors.extend(FileError(source, message) for source, message in sorted(self.confinement_errors))
+        report.errors.extend(FileError(source, message)
+                             for source, message in sorted(self.file_settings.confinement_errors))
         report.findings.sort(key=Finding.sort_key)
         return report
-
-    def with_valid_selectors(self, files: list[Path]) -> list[Path]:
-        """``files`` less those whose settings name a rule selector that selects no rule (the
-        settings error is reported, exit code 2)."""
-        problems: dict = {}
-        for path in files:
-            settings = self.settings_for(path)
-            if settings is not None and settings not in problems:
-                selectors = [*(settings.select or ()), *settings.extend_select, *settings.ignore,
-                             *(s for _, ids in settings.per_file_ignores for s in ids)]
-                problems[settings] = selector_problem(str(settings.source or "settings"), selectors,
-                                                      self.rule_run.all_rules)
-                if problems[settings]:
-                    self.settings_errors.add(problems[settings])
-        return [path for path in files if problems.get(self.settings_for(path)) is None]
 
     def editable_frozen(self) -> frozenset[str]:
         if getattr(self, "_editable_frozen", None) is None or self._editable_frozen[0] is not self.editable:
             self._editable_frozen = (self.editable, frozenset(self.editable))
         return self._editable_frozen[1]
-
-    def settings_source(self, path: Path) -> str:
-        settings = self.settings_for(path)
-        return str(settings.source) if settings is not None and settings.source is not None else ""
-
-    def make_cache(self):
-        if not self.options.use_cache:
-            return None
-        from mblint import cache
-
-        root = self.options.cache_root or cache.project_root(self.display_root)
-        folder = cache.cache_folder(root, self.options.cache_dir)
-        fingerprint = self.rule_run.fingerprint(folder)
-        options = {k: v for k, v in vars(self.options).items()
-                   if k not in ("use_cache", "cache_root", "cache_dir", "jobs", "settings")}
-        resolver = self.options.settings
-        if resolver is not None:
-            options["settings"] = {"config": str(resolver.config), "isolated": resolver.isolated}
-        key = cache.settings_key({"options": options, "rules": fingerprint, "encoding": ENCODING,
-                                  "plugins": self.rule_run.plugins.versions, "cwd": str(self.display_root)})
-        return cache.ResultCache(folder, key)
 
     def check_files(self, paths: list[Path]):
         """(path, FileResult, dependencies) for each file, in worker processes when there is
@@ -362,9 +241,8 @@ class Engine:
         self.rule_run.load_rule_classes()
         result = FileResult()
         deps = self.reader_for(path).read(path, result)
-        settings = self.settings_for(path)
-        if settings is not None and settings.source is not None:
-            deps = deps | {Path(settings.source)}
+        if self.file_settings.source(path):
+            deps = deps | {Path(self.file_settings.source(path))}
         result.directive_free = self._directive_free(path)
         # The recipes of a file often report the same finding (a helper they share): the report
         # keeps the first of each anyway, and the others need not be encoded, sent and decoded.
@@ -390,7 +268,7 @@ class Engine:
 
     def project_display(self, path: Path) -> str:
         """How findings name ``path``; asked several times per checked file."""
-        root, cwd = self.display_root, self._run_cwd or os.getcwd()
+        root, cwd = self.display_root, self.file_settings.cwd or os.getcwd()
         if root is not self._displays_root or cwd != self._displays_cwd:  # answers made for others
             self._displays, self._displays_root, self._displays_cwd = {}, root, cwd
         display = self._displays.get(path)

@@ -53,3 +53,11 @@ def test_nothing_the_engine_imports_imports_the_engine_back():
                 reached.add(name)
                 todo.append(name)
     assert not {name for name in reached if "mblint.engine" in modules[name]}
+
+
+def test_only_the_layers_above_import_the_engine():
+    """The engine is imported by the command line and the test kit alone: every module below it
+    (the rule run, the settings in force, the cache, the workers, suppressions, the fix loop,
+    the readers) gets what it needs handed in, so none can close a cycle with it."""
+    importers = {module_name(path) for path in PACKAGE.rglob("*.py") if "mblint.engine" in imported_modules(path)}
+    assert importers == {"mblint.cli", "mblint.testing"}
