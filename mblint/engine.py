@@ -341,7 +341,8 @@ class Engine:
         start = len(report.findings)
         watched = job is not None and bool(job.world_source) and source == job.world_source
         editable = self.editable_frozen() | job.files if job is not None and job.files else self.editable_frozen()
-        readers = self.rule_run.run(cfg, world_size, source, editable, report.findings, crashes, watched)
+        readers = self.rule_run.run(cfg, world_size, source, editable, report.findings, crashes, watched,
+                                    job.world_unknown if watched else None)
         record_gaps(cfg.recipe.label, report.findings[start:], self.rule_run.rules, report.unchecked)
         if job is not None and job.where is not None:
             where = job.where

@@ -101,10 +101,13 @@ class RuleContext:
     """What a rule may know besides the configuration: world size and the settings."""
 
     def __init__(self, rule: Rule, world_size: int | None = None, world_size_source: str = "",
-                 settings: dict | None = None, editable_paths: frozenset[str] | None = None) -> None:
+                 settings: dict | None = None, editable_paths: frozenset[str] | None = None,
+                 world_size_unknown_at: Origin | None = None) -> None:
         self.rule = rule
         self._world_size = world_size
         self.world_size_source = world_size_source
+        # where the job leaves its world size unknown (a launcher option whose value is unknown)
+        self.world_size_unknown_at = world_size_unknown_at
         self.settings = settings or {}
         self.editable_paths = editable_paths
         self.read_world_size = False  # whether the rule asked for the world size since the engine last cleared it

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from mblint.arbitration import most_specific, superseded_by
 from mblint.findings import Finding
-from mblint.model import EffectiveConfig
+from mblint.model import EffectiveConfig, Origin
 from mblint.rule import Rule, RuleContext
 from mblint.schema import load_schema
 from mblint.selection import select_rules, selector_problem
@@ -120,15 +120,16 @@ class RuleRun:
             self._by_id = (rules, {rule.id: rule for rule in rules})
         return self._by_id[1].get(rule_id)
 
-    def plan(self, line: str, world_size: int | None, source: str, editable: frozenset[str]) -> "RulePlan":
+    def plan(self, line: str, world_size: int | None, source: str, editable: frozenset[str],
+             unknown_at: Origin | None = None) -> "RulePlan":
         """The plan of each enabled rule that checks a configuration of the schema ``line``
         (its key), with its context; made once per distinct setting."""
-        key = (line, world_size, source, editable)
+        key = (line, world_size, source, editable, unknown_at)
         plans = self._plans_for_rules()
         chosen = plans.get(key)
         if chosen is None:
             chosen = plans[key] = RulePlan([
-                (rule, RuleContext(rule, world_size, source, editable_paths=editable))
+                (rule, RuleContext(rule, world_size, source, editable_paths=editable, world_size_unknown_at=unknown_at))
                 for rule in (rule_class() for rule_class in self.rules
                              if rule_class.checks_configurations and rule_class.applies_to(load_schema(line)))])
         return chosen
@@ -143,11 +144,12 @@ class RuleRun:
         return self._plans
 
     def run(self, cfg: EffectiveConfig, world_size: int | None, source: str, editable: frozenset[str],
-            findings: list[Finding], crashes: list[str], watch_world_size: bool = False) -> set[str]:
+            findings: list[Finding], crashes: list[str], watch_world_size: bool = False,
+            unknown_at: Origin | None = None) -> set[str]:
         """The enabled rules' findings on ``cfg`` appended to ``findings``; a rule that raises
         adds a message to ``crashes``. With ``watch_world_size``, the ids of the rules that read
-        the world size."""
-        calls = self.plan(cfg.schema_version, world_size, source, editable).calls(cfg)
+        the world size; ``unknown_at``: where the job leaves the world size unknown."""
+        calls = self.plan(cfg.schema_version, world_size, source, editable, unknown_at).calls(cfg)
         if watch_world_size:
             for ctx in calls.contexts:
                 ctx.read_world_size = False

@@ -52,7 +52,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mblint.coverage import COVERAGE_TAG, MODEL_CONFIG_MISSING, UNFOLLOWED_CALL, UNFOLLOWED_STATEMENT, Gap
+from mblint.coverage import (COVERAGE_TAG, MODEL_CONFIG_MISSING, UNFOLLOWED_CALL, UNFOLLOWED_STATEMENT,
+                             WORLD_SIZE_UNKNOWN, Gap)
 from mblint.coverage import reached_from as coverage_reached_from
 from mblint.extract.megatron import HF_PROVIDER_LABEL  # the type name of an AutoBridge model whose class is not known
 from mblint.findings import Finding, FixIntent, Related, Severity
@@ -64,7 +65,8 @@ from mblint.suggestions import suggest
 from mblint.testing import Example, hf_model
 
 __all__ = [
-    "COVERAGE_TAG", "MODEL_CONFIG_MISSING", "UNFOLLOWED_CALL", "UNFOLLOWED_STATEMENT", "Gap", "gaps", "report_gap",
+    "COVERAGE_TAG", "MODEL_CONFIG_MISSING", "UNFOLLOWED_CALL", "UNFOLLOWED_STATEMENT", "WORLD_SIZE_UNKNOWN", "Gap",
+    "gaps", "report_gap", "world_size_gap",
     "ABSENT", "BRIDGE_GPT_DATASET", "COLLATE_DATASET_TYPES_06", "GRAPH_MODULE_NAMES", "HF_PROVIDER_LABEL",
     "NAME_GPUS_BELOW_LAYOUT", "PARALLEL_SIZE_PATHS", "SEQ_LENGTHS_DIFFER", "SFT_DATASET_TYPES_06", "SPECS_06",
     "UNKNOWN", "UNPADDED_PACKS_UNDER_GRAPHS", "WORLD_NOT_DIVISIBLE_BY_DENSE_GRID", "EffectiveConfig", "Example",
@@ -688,6 +690,22 @@ def min_gpus(par: Parallel) -> Any:
     if not known(par.tp, par.pp, par.cp, par.ep, par.etp):
         return UNKNOWN
     return par.pp * max(par.tp * par.cp, par.ep * par.etp)
+
+
+WORLD_SIZE_TAG = "world-size"  # the tag of the rules that check the layout against the world size
+
+
+def world_size_gap(cfg: EffectiveConfig, ctx: RuleContext) -> list[str] | None:
+    """The ids of the job's rules that need the world size (tag ``world-size``) when the world
+    size is unknown where the parallel layout (TP, PP, CP) is known, which is the problem
+    ``WORLD_SIZE_UNKNOWN``; None when there is no such gap (the checks that need the world
+    size need these too)."""
+    if ctx.world_size is not None:
+        return None
+    par = parallel(cfg)
+    if not int_values(par.tp, par.pp, par.cp):
+        return None
+    return sorted(rule.id for rule in ctx.planned_rules if WORLD_SIZE_TAG in (rule.tags or ()))
 
 
 def int_values(*values: Any) -> bool:

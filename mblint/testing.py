@@ -193,9 +193,9 @@ def run_example(rule_class, example: Example, workdir: Path, search_paths: Seque
     report = engine.check_paths(paths)
     notes = report.notes + [str(e) for e in report.errors]
     findings = [f for f in report.findings if f.rule_id == rule_class.id]
-    # A rule a reader reports (a syntax error, a rejected launch line) says by its finding why
-    # nothing was resolved; any other example must resolve.
-    if not report.resolved and (rule_class.checks_configurations or not findings):
+    # A finding of the rule where nothing was resolved is one a reader reports (a syntax error, a
+    # rejected launch line): it says why; any other example must resolve.
+    if not report.resolved and not findings:
         reasons = notes + [f"{f.rule_id} {f.message}" for f in report.findings if f.rule_id != rule_class.id]
         raise ExampleNotResolved(f"{rule_class.id}'s example resolved no configuration: {reasons}")
     return ExampleRun(findings, recipe_file, yaml_file, expected, notes)

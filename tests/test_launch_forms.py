@@ -123,6 +123,23 @@ def test_an_unknown_launcher_option_keeps_the_job(tmp_path, mb06):
     assert "world size is unknown" in gap.message and "PB001" in gap.message
 
 
+@pytest.mark.parametrize("ignore,reporter", [((), "LA002"), (("LA002",), "CV003")])
+def test_the_unknown_world_size_of_a_launch_is_one_finding_whichever_rule_is_selected(tmp_path, mb06, ignore, reporter):
+    """The gap is one problem of the job, decided with its other findings (arbitration): LA002
+    says it at the launcher option, and CV003 gives way to it; with LA002 not selected, CV003
+    says it there. (It was said by the reader alone, so --ignore LA002 lost it.)"""
+    script = tmp_path / "go.sh"
+    line = f"torchrun --nnodes=$NNODES --nproc_per_node=8 {RUNNER} {TP3}\n"
+    script.write_text(line)
+    engine = Engine(CheckOptions(search_paths=(mb06,), use_cache=False, ignore=ignore))
+    engine.display_root = tmp_path
+    report = engine.check_paths([str(script)])
+    gaps = [(f.rule_id, f.location.path, f.location.column) for f in report.findings if f.rule_id in ("LA002", "CV003")]
+    assert gaps == [(reporter, "go.sh", line.index("--nnodes") + 1)]
+    [gap] = [f for f in report.findings if f.rule_id == reporter]
+    assert "world size is unknown" in gap.message and "PB001" in gap.message
+
+
 def test_one_unknown_override_value_leaves_the_others_known():
     launch = world(f"{TORCHRUN} model.tensor_model_parallel_size=$TP train.micro_batch_size=2\n")
     assert [(s.item, s.unknown) for s in launch.settings] == [("model.tensor_model_parallel_size=", True),

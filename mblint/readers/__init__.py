@@ -34,16 +34,17 @@ class Job:
     """What a job adds to its recipe when a reader runs the rules on it: the job's files (the
     recipe's, the launch script, the override files; display paths), where its findings land
     as they do when the recipe's file is linted (mblint still edits only the files it lints);
-    the world size the launch decides (``world_source`` "launch"; None when it is unknown there)
-    or, without a ``world_source``, the recipe's own; and where the job is (``where``,
-    the launch line or the override file), named by ``about`` on the findings the recipe has
-    in the job."""
+    the world size the launch decides (``world_source`` "launch"; None when it is unknown there,
+    ``world_unknown`` saying where) or, without a ``world_source``, the recipe's own; and where
+    the job is (``where``, the launch line or the override file), named by ``about`` on the
+    findings the recipe has in the job."""
 
     files: frozenset[str] = frozenset()
     world_size: int | None = None
     world_source: str = ""
     where: "Origin | None" = None
     about: str = ""
+    world_unknown: "Origin | None" = None
 
 
 def in_project(display: str) -> bool:

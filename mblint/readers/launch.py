@@ -332,17 +332,15 @@ class LaunchReader:
         launch_files = frozenset({display} | {engine.project_display(p) for p in yaml_files})
         where = self.origin(display, launch.entry_word.span)
         decides = launch.world_size is not None or launch.world_unknown is not None  # else the recipe's guess
+        unknown_at = self.origin(display, launch.world_unknown) if launch.world_size is None and decides else None
         job = Job(launch_files, launch.world_size, "launch" if decides else "", where,
-                  f"the job launched at {display}:{launch.line}")
+                  f"the job launched at {display}:{launch.line}", unknown_at)
         start = len(result.findings)
         world_readers = engine.run_rules(cfg, text, result, job)
         findings = result.findings[start:]
         del result.findings[start:]
-        if launch.world_size is None and world_readers:
-            self.finding("LA002", display, launch.world_unknown,
-                         "the world size is unknown (a launcher option here is not known): what "
-                         f"{', '.join(sorted(world_readers))} check against it was not checked", result, Severity.INFO)
-            world_readers = set()
+        if launch.world_size is None:
+            world_readers = set()  # no world size to relate: the gap is said where it is unknown (LA002, CV003)
         self.relate_world_size(findings, world_readers, launch, display)
         own = {_what_it_says(f): f for f in self.recipe_findings(alone, text, launch_files | {cfg.recipe.path})}
         findings = self.beyond_unknown_arguments(cfg, launch, command_line, findings, display, result)

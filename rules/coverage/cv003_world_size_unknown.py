@@ -2,9 +2,8 @@ from __future__ import annotations
 
 import re
 
-from mblint.rulekit import COVERAGE_TAG, Example, Rule, Severity, hf_model, int_values, parallel
+from mblint.rulekit import WORLD_SIZE_UNKNOWN, COVERAGE_TAG, Example, Rule, Severity, hf_model, world_size_gap
 
-WORLD_SIZE_TAG = "world-size"
 # A scale in nodes, as Megatron-Bridge 0.3-0.5 name one recipe (``deepseek_v3_pretrain_config_32nodes``).
 NODES = re.compile(r"_(\d+)nodes?_")
 MODEL = "cfg = _pretrain_common()\n" + hf_model("meta-llama/Llama-3.1-8B") + "cfg.model.tensor_model_parallel_size = 2"
@@ -14,7 +13,8 @@ class WorldSizeUnknown(Rule):
     id = "CV003"
     name = "world-size-unknown"
     severity = Severity.INFO
-    summary = "A recipe's name gives its scale in nodes, not in GPUs: the checks that divide the world size did not run."
+    summary = ("A recipe's name gives its scale in nodes, not in GPUs, or a launch leaves its world size unknown: the "
+               "checks that divide the world size did not run.")
     tags = (COVERAGE_TAG,)
     doc = """## What it does
 Reports a recipe whose name gives the job's scale in nodes (`..._32nodes`) while mblint has no
@@ -28,6 +28,10 @@ the recipe but of the launch that runs it (`torchrun --nproc_per_node`, `#SBATCH
 the checks against it belong to the launch line, where mblint reads it (LA002 says when a
 launch leaves it unknown). Reporting every such recipe would be true and useless: the 0.3.1
 recipes, none of whose names carries a GPU count, gave 160 of these (one per recipe).
+
+A launch line that leaves the world size unknown (`--nnodes=$NNODES`) is the same gap, at that
+launcher option: LA002 says it there more precisely and CV003 gives way to it; with LA002 not
+selected, CV003 reports it there.
 
 ## Why it matters
 The data-parallel size is the world size divided by TP * PP * CP; without it, the checks that
@@ -72,19 +76,20 @@ over TP * PP * CP); 0.3.1 megatron/bridge/recipes/deepseek/deepseek_v3.py:201
     ]
 
     def check(self, cfg, ctx):
-        if ctx.world_size is not None or ctx.world_size_source == "launch":
-            return  # a launch line that leaves it unknown says so itself, at the launch line
+        launch = ctx.world_size_unknown_at  # a launch line that leaves the world size unknown
         nodes = NODES.search(f"_{cfg.recipe.function}_")
-        if nodes is None:
+        if launch is None and nodes is None:
             return  # the world size is the launch's to give
-        par = parallel(cfg)
-        if not int_values(par.tp, par.pp, par.cp):
-            return  # the checks that need the world size need these too
-        needing = sorted(rule.id for rule in ctx.planned_rules if WORLD_SIZE_TAG in (rule.tags or ()))
+        needing = world_size_gap(cfg, ctx)
+        if needing is None:
+            return
         which = f" ({', '.join(needing)})" if needing else ""
+        why = (f"the world size is unknown (a launcher option here is not known), so the checks that need it did "
+               f"not run{which}" if launch is not None else
+               f"the name gives {nodes.group(1)} nodes but not how many GPUs each has, so the world size is unknown "
+               f"and the checks that need it did not run{which}")
         yield ctx.report(cfg, (
-            f"{cfg.recipe.function}: the name gives {nodes.group(1)} nodes but not how many GPUs each has, so the "
-            f"world size is unknown and the checks that need it did not run{which}: the world divided by TP * PP * "
-            "CP and by the expert grid, the global batch by micro-batch times data-parallel size; give it with "
-            "--world-size N, `world-size` in the settings or a `# mblint: world-size=N` comment in the recipe's "
-            "file"), location=cfg.recipe.origin())
+            f"{cfg.recipe.function}: {why}: the world divided by TP * PP * CP and by the expert grid, the global batch "
+            "by micro-batch times data-parallel size; give it with --world-size N, `world-size` in the settings or a "
+            "`# mblint: world-size=N` comment in the recipe's file"),
+            location=launch or cfg.recipe.origin(), problem=WORLD_SIZE_UNKNOWN)

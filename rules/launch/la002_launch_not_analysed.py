@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import COVERAGE_TAG, Example, Rule, Severity
+from mblint.rulekit import WORLD_SIZE_UNKNOWN, COVERAGE_TAG, Example, Rule, Severity, world_size_gap
 
 
 class LaunchNotAnalysedRule(Rule):
@@ -8,8 +8,8 @@ class LaunchNotAnalysedRule(Rule):
     name = "launch-not-analysed"
     severity = Severity.WARNING
     tags = (COVERAGE_TAG,)
-    checks_configurations = False
     other_severities = (Severity.INFO,)
+    supersedes = ("CV003",)  # the world size unknown: said at the launcher option that leaves it so
     summary = "A launch line mblint found but could not check (what it could not follow is named)."
     doc = """## What it does
 Says that a launcher invocation was found but not checked, and why: the recipe is not named in
@@ -30,8 +30,11 @@ that runs with a launch's arguments (`launch_job --recipe X train.micro_batch_si
 sourced file may define it as the function that launches the job. These are warnings.
 
 As info: the world size is unknown because a launcher option's value is (`--nnodes=$NNODES`);
-the job is checked, only what the rules check against the world size is not. A sourced file
-whose variables only launcher options use is info for the same reason.
+the job is checked, only what the rules check against the world size is not (those rules are
+named). A sourced file whose variables only launcher options use is info for the same reason.
+The launch reader records where the world size is unknown; this finding is made with the job's
+other findings, and replaces CV003's finding of the same gap (with LA002 not selected, CV003
+reports it there).
 
 ## Why it matters
 A pass means checked: a launch line mblint could not read is not a clean one. A job or an
@@ -60,5 +63,17 @@ mblint's launch reader.
                Example("", launch='source ~/.bashrc  # error\ntorchrun --nproc_per_node=1 '
                                   'scripts/training/run_recipe.py --recipe llama32_1b_pretrain_config $EXTRA\n',
                        message="the file this sources (~/.bashrc) is not read"),
+               Example("", launch="torchrun --nnodes=$NNODES --nproc_per_node=8 scripts/training/run_recipe.py "
+                                  "--recipe llama32_1b_pretrain_config  # error\n",
+                       message="the world size is unknown (a launcher option here is not known)"),
                Example("", launch='echo ( # error\ntorchrun --nproc_per_node=1 scripts/training/run_recipe.py '
                                   '--recipe llama32_1b_pretrain_config\n', message="missing `)` for what opens here: bash stops")]
+
+    def check(self, cfg, ctx):
+        if ctx.world_size_unknown_at is None:
+            return  # only a launch line that leaves the world size unknown
+        needing = world_size_gap(cfg, ctx)
+        if needing is not None:
+            what = f"what {', '.join(needing)} check against it was not checked" if needing else "no selected rule needs it"
+            yield ctx.report(cfg, f"the world size is unknown (a launcher option here is not known): {what}",
+                             severity=Severity.INFO, location=ctx.world_size_unknown_at, problem=WORLD_SIZE_UNKNOWN)
