@@ -93,6 +93,19 @@ def test_fix_edits_only_the_files_being_linted(tmp_path, mb06):
     assert {name: (tmp_path / name).read_text() for name in before} == before
 
 
+def test_a_fix_is_shown_only_where_this_run_would_apply_it(tmp_path, mb06):
+    """PK001's fix edits the recipe (micro_batch_size, global_batch_size, the pack): linting
+    only the override file, --fix does not apply it (test above), so the text output neither
+    shows it nor counts it; linting the recipe too, it does."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "r.py").write_text(RECIPE)
+    (tmp_path / "o.yaml").write_text("# mblint: recipe=r.py::my_sft_config\ntrain:\n  train_iters: 100\n")
+    alone = run(["check", "--no-cache", "--search-path", str(mb06), "o.yaml"], tmp_path).stdout
+    both = run(["check", "--no-cache", "--search-path", str(mb06), "o.yaml", "r.py"], tmp_path).stdout
+    assert "PK001" in alone and "fix" not in alone, alone
+    assert "= unsafe fix: set micro_batch_size to 1" in both and "1 unsafe fix available" in both
+
+
 class CrashingRule(Rule):
     id = "ZZ901"
     name = "crashing-rule"

@@ -101,6 +101,19 @@ def test_a_yaml_command_aliased_many_times_is_read_within_a_budget(tmp_path):
     assert len(limits) == 1 and "command limit (500,000 characters" in limits[0].message
 
 
+def test_a_yaml_file_with_command_entries_is_loaded_once(tmp_path, monkeypatch):
+    """The override-file reader loads the YAML (ruamel) and hands the document to the launch
+    reader for its command: entries; it was loaded a second time there."""
+    import mblint.overrides
+
+    loads = []
+    load_yaml = mblint.overrides.load_yaml
+    monkeypatch.setattr(mblint.overrides, "load_yaml", lambda path, *rest: loads.append(path) or load_yaml(path, *rest))
+    (tmp_path / "card.yaml").write_text(f'items:\n  - command: "torchrun --nproc_per_node=8 {RUNNER}"\n')
+    check(tmp_path, "card.yaml")
+    assert [Path(path).name for path in loads] == ["card.yaml"]
+
+
 def test_function_calls_cannot_multiply_the_work():
     """Each function calls the next twice: 2**30 calls unbounded; the step limit stops it."""
     text = "f0() { echo x; }\n" + "".join(f"f{i}() {{ f{i - 1}; f{i - 1}; }}\n" for i in range(1, 31)) + "f30\n"

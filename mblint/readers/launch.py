@@ -221,6 +221,10 @@ class LaunchReader:
             document = load_yaml(path)
         except SourceError:
             return None
+        return self.check_commands_in(path, document, result)
+
+    def check_commands_in(self, path: Path, document: Any, result: "FileResult") -> set[Path] | None:
+        """``check_yaml_commands`` of the YAML file ``path`` already loaded as ``document``."""
         entries = _command_entries(document)
         first = next(entries, None)
         if first is None:

@@ -15,6 +15,8 @@ from mblint.readers import Job, in_project_place
 from mblint.results import FileError
 
 if TYPE_CHECKING:
+    from mblint.findings import Finding
+    from mblint.model import EffectiveConfig
     from mblint.readers import Services
     from mblint.results import FileResult
 
@@ -44,7 +46,7 @@ class OverridesReader:
             by_entry = checker.check_yaml_by_entry(path, report)  # a training script loading it
             if by_entry is not None:
                 return by_entry
-            commands = checker.check_yaml_commands(path, report)  # launch lines kept in the YAML
+            commands = checker.check_commands_in(path, document, report)  # launch lines kept in the YAML
             if commands is not None:
                 return commands
             self.unpaired(path, paired, report)
@@ -73,9 +75,12 @@ class OverridesReader:
         display = engine.project_display(path)
         job = Job(frozenset((display, engine.project_display(recipe_path))), where=Origin(display, 1, 1, 1, 2, "override"),
                   about=f"the job of {engine.project_display(recipe_path)}::{function} with the override file {display}")
-        engine.check_recipe(recipe_path, function, text, report, overrides=[path], dotlist=engine.options.dotlist,
-                            job=job)
+        cfg = engine.check_recipe(recipe_path, function, text, report, overrides=[path], dotlist=engine.options.dotlist,
+                                  job=job)
+        linted = engine.editable_frozen()
         for finding in report.findings[before:]:  # the recipe's own problems, in this job too
+            if cfg is not None:
+                finding.fixes = fixes_applied_here(finding, cfg, linted)
             in_project_place(finding, job)
         name_the_job(report.findings[before:], job.where, job.about)
         return engine.dependencies(recipe_path) | {recipe_path.resolve()}
@@ -89,6 +94,25 @@ class OverridesReader:
             engine.not_analysed_finding(path, unpaired.line, 1, len(unpaired.override_keys[0]), message, report)
         else:
             report.not_analysed.append([engine.project_display(path), message])
+
+
+def fixes_applied_here(finding: "Finding", cfg: "EffectiveConfig", linted: frozenset[str]) -> tuple:
+    """``finding.fixes`` as ``--fix`` applies them in a run that lints ``linted``: with the
+    recipe's file not linted, it edits only the override files being linted (mblint/fix/plan.py),
+    so a fix that needs an edit elsewhere is not shown, nor counted as fixable (its alternatives,
+    which are advice, are)."""
+    if cfg.recipe.path in linted:
+        return finding.fixes
+
+    def applied(intent) -> bool:
+        if intent.action in ("rename", "remove"):
+            return finding.location.path in linted
+        last = cfg.last_origin(intent.field)
+        return last is not None and last.kind == "override" and last.path in linted
+
+    if all(applied(intent) for intent in finding.applicable_fixes):
+        return finding.fixes
+    return tuple(intent for intent in finding.fixes if intent.alternative)
 
 
 def find_recipe(engine: "Services", pairing: str, near: Path) -> tuple[Path, str] | None:
