@@ -8,7 +8,7 @@ import gc
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from mblint.arbitration import one_per_place, unique
 from mblint.discover import YAML_SUFFIXES, ExplicitFiles, directive_free, discover
@@ -280,8 +280,11 @@ class Engine:
 
     # ----- python ------------------------------------------------------------------------
 
-    def check_recipe(self, path: Path, function: str, text: str, report: FileResult,
-                     overrides: Iterable = (), dotlist: tuple[str, ...] = (), job: Job | None = None) -> EffectiveConfig | None:
+    def check_job(self, job: Job, text: str, report: FileResult) -> EffectiveConfig | None:
+        """Resolve ``job``'s configuration (its recipe, then its override files and command-line
+        overrides, as Megatron-Bridge applies them) and run the rules on it; ``text``: the
+        recipe file's text (its world-size comment)."""
+        path, function = job.recipe, job.function
         try:
             graph = self.project.resolve_graph(path, function)
         except SourceError as error:
@@ -298,8 +301,7 @@ class Engine:
             if not interp.limits:
                 explain_unresolved(self, path, function, report)
             return None
-        overrides = tuple(overrides)
-        if (overrides or dotlist) and not self.apply_overrides(graph, overrides, dotlist, report):
+        if (job.override_files or job.overrides) and not self.apply_overrides(graph, job, report):
             return None
         cfg = graph.build()
         report.resolved += 1
@@ -307,17 +309,17 @@ class Engine:
         self.run_rules(cfg, text, report, job)
         return cfg
 
-    def apply_overrides(self, graph, overrides: tuple, dotlist: tuple[str, ...], report: FileResult) -> bool:
-        """Apply YAML override files, then ``--set`` items, to a recipe's graph; False (and
-        the error reported) when one cannot be applied. Imported only for a recipe that has
+    def apply_overrides(self, graph, job: Job, report: FileResult) -> bool:
+        """Apply the job's override files, then its ``--set`` items, to its recipe's graph; False
+        (and the error reported) when one cannot be applied. Imported only for a recipe that has
         overrides: most runs have none."""
         from mblint.overrides import DotlistError, apply_dotlist, apply_yaml_file
 
         try:
-            for override in overrides:
+            for override in job.override_files:
                 apply_yaml_file(graph, override)
-            if dotlist:
-                apply_dotlist(graph, list(dotlist))
+            if job.overrides:
+                apply_dotlist(graph, list(job.overrides))
         except SourceError as error:
             self.syntax_finding(error, report)
             return False

@@ -53,12 +53,12 @@ class RecordingEngine(Engine):
         super().__init__(options)
         self.unresolved: dict[str, str] = {}
 
-    def check_recipe(self, path, function, text, report, overrides=(), dotlist=()):
+    def check_job(self, job, text, report):
         notes = len(report.notes)
-        cfg = super().check_recipe(path, function, text, report, overrides, dotlist)
+        cfg = super().check_job(job, text, report)
         if cfg is None:
-            said = [note for note in report.notes[notes:] if function in note]
-            self.unresolved[function] = said[0] if said else "no ConfigContainer"
+            said = [note for note in report.notes[notes:] if job.function in note]
+            self.unresolved[job.function] = said[0] if said else "no ConfigContainer"
         return cfg
 
 

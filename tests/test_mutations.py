@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from mblint.engine import CheckOptions, Engine
+from mblint.readers import Job
 from mblint.results import FileResult
 
 # (file under megatron/bridge, function, original line, mutated line, world size, rule, evidence)
@@ -177,7 +178,7 @@ def test_mutation_lands_on_changed_line(tree, monkeypatch, rel, function, origin
         engine.editable = {engine.project_display(relative)}  # as `mblint check FILE` does
         engine.enter_file(relative)
         result = FileResult()
-        engine.check_recipe(relative, function, "".join(lines), result)
+        engine.check_job(Job(recipe=relative, function=function), "".join(lines), result)
     finally:
         path.write_text(text)
     assert not [n for n in result.notes + [e.message for e in result.errors] if "internal error" in n], result.errors

@@ -259,13 +259,13 @@ def _lint(make_engine, paths, texts):
     engine.options = replace(engine.options, use_cache=False, jobs=1)
     captured: dict[int, tuple] = {}
     current = {"overrides": ()}
-    check_recipe = engine.check_recipe
+    check_job = engine.check_job
     run_rules = engine.run_rules
 
-    def check_recipe_tracked(path, function, text, report, overrides=(), dotlist=(), job=None):
-        current["overrides"] = tuple(str(o) for o in overrides) + tuple(dotlist)
+    def check_job_tracked(job, text, report):
+        current["overrides"] = tuple(str(o) for o in job.override_files) + tuple(job.overrides)
         try:
-            return check_recipe(path, function, text, report, overrides=overrides, dotlist=dotlist, job=job)
+            return check_job(job, text, report)
         finally:
             current["overrides"] = ()
 
@@ -276,7 +276,7 @@ def _lint(make_engine, paths, texts):
             captured[id(finding)] = (finding, cfg, current["overrides"])
         return world_readers
 
-    engine.check_recipe = check_recipe_tracked
+    engine.check_job = check_job_tracked
     engine.run_rules = run_rules_tracked
     with overlay(texts):
         report = engine.check_paths(list(paths))

@@ -2,9 +2,10 @@
 
 A job is what a user launches: a recipe function, the override files and command-line
 overrides applied to it, the world size it runs at, each value with its origin. The readers
-find the jobs of a file and hand each to the engine (``Services.check_recipe`` for a recipe
-and its override files, the launch reader's ``run`` for a launch line), which resolves the
-configuration and runs the rules on it.
+find the jobs of a file and hand each to the engine (``Services.check_job`` for a recipe and
+its override files and ``--set`` items; a launch line's job, which the runner's own defaults
+and synchronisations complete, is resolved by the launch reader's ``run``), which resolves the
+configuration and runs the rules on it (``Services.run_rules``).
 
 - ``python``: a Python module; each recipe function it defines is a job.
 - ``overrides``: a YAML override file; the recipe it is paired with, with the file applied.
@@ -31,13 +32,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Job:
-    """What a job adds to its recipe when a reader runs the rules on it: the job's files (the
-    recipe's, the launch script, the override files; display paths), where its findings land
-    as they do when the recipe's file is linted (mblint still edits only the files it lints);
-    the world size the launch decides (``world_source`` "launch"; None when it is unknown there,
-    ``world_unknown`` saying where) or, without a ``world_source``, the recipe's own; and where
-    the job is (``where``, the launch line or the override file), named by ``about`` on the
-    findings the recipe has in the job."""
+    """One job, as a reader found it. What is launched: the recipe function (``recipe``, its
+    file, and ``function``), the override files applied to it in order, then the command-line
+    overrides (``--set`` items, a launch line's ``key=value`` words), each value keeping its
+    origin when it is applied. The job's files (the recipe's, the launch script, the override
+    files; display paths), where its findings land as they do when the recipe's file is linted
+    (mblint still edits only the files it lints). The world size the launch decides
+    (``world_source`` "launch"; None when it is unknown there, ``world_unknown`` saying where)
+    or, without a ``world_source``, the recipe's own. Where the job is (``where``, the launch
+    line or the override file), named by ``about`` on the findings the recipe has in the job."""
 
     files: frozenset[str] = frozenset()
     world_size: int | None = None
@@ -45,6 +48,10 @@ class Job:
     where: "Origin | None" = None
     about: str = ""
     world_unknown: "Origin | None" = None
+    recipe: Path | None = None
+    function: str = ""
+    override_files: tuple[Path, ...] = ()
+    overrides: tuple[str, ...] = ()
 
 
 def in_project(display: str) -> bool:
@@ -91,8 +98,7 @@ class Services(Protocol):
 
     def editable_frozen(self) -> frozenset[str]: ...
 
-    def check_recipe(self, path: Path, function: str, text: str, report: "FileResult",
-                     overrides: Any = (), dotlist: tuple[str, ...] = (), job: Job | None = None) -> "EffectiveConfig | None": ...
+    def check_job(self, job: Job, text: str, report: "FileResult") -> "EffectiveConfig | None": ...
 
     def run_rules(self, cfg: "EffectiveConfig", text: str, report: "FileResult", job: Job | None = None) -> set[str]: ...
 

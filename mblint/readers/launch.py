@@ -338,7 +338,8 @@ class LaunchReader:
         decides = launch.world_size is not None or launch.world_unknown is not None  # else the recipe's guess
         unknown_at = self.origin(display, launch.world_unknown) if launch.world_size is None and decides else None
         job = Job(launch_files, launch.world_size, "launch" if decides else "", where,
-                  f"the job launched at {display}:{launch.line}", unknown_at)
+                  f"the job launched at {display}:{launch.line}", unknown_at, recipe_path, function,
+                  tuple(yaml_files), tuple(setting.item for setting in launch.settings))
         start = len(result.findings)
         world_readers = engine.run_rules(cfg, text, result, job)
         findings = result.findings[start:]

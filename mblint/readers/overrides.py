@@ -74,9 +74,9 @@ class OverridesReader:
         before = len(report.findings)
         display = engine.project_display(path)
         job = Job(frozenset((display, engine.project_display(recipe_path))), where=Origin(display, 1, 1, 1, 2, "override"),
-                  about=f"the job of {engine.project_display(recipe_path)}::{function} with the override file {display}")
-        cfg = engine.check_recipe(recipe_path, function, text, report, overrides=[path], dotlist=engine.options.dotlist,
-                                  job=job)
+                  about=f"the job of {engine.project_display(recipe_path)}::{function} with the override file {display}",
+                  recipe=recipe_path, function=function, override_files=(path,), overrides=engine.options.dotlist)
+        cfg = engine.check_job(job, text, report)
         linted = engine.editable_frozen()
         for finding in report.findings[before:]:  # the recipe's own problems, in this job too
             if cfg is not None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from mblint.coverage import callable_without_arguments, unnamed_builders, unreadable_imports
 from mblint.extract.modules import SourceError
 from mblint.model import Origin
+from mblint.readers import Job
 
 if TYPE_CHECKING:
     from mblint.readers import Services
@@ -63,7 +64,8 @@ class PythonReader:
         report.schemas.append(engine.project.schema_record(path))
         if engine.options.recipe_function:
             report.recipes += 1
-            engine.check_recipe(path, engine.options.recipe_function, text, report, dotlist=engine.options.dotlist)
+            engine.check_job(Job(recipe=path, function=engine.options.recipe_function, overrides=engine.options.dotlist),
+                             text, report)
             return
         steps = 0
         analysed: set[str] = set()
@@ -76,13 +78,14 @@ class PythonReader:
                 return
             report.recipes += 1
             self.report_unreachable(path, node, report)
-            if engine.check_recipe(path, node.name, text, report, dotlist=engine.options.dotlist) is not None:
+            if engine.check_job(Job(recipe=path, function=node.name, overrides=engine.options.dotlist),
+                                text, report) is not None:
                 analysed.add(node.name)
             steps += interp.steps
         for node in unnamed_builders(interp.finder.load(path).tree, functions):
             if self.builds_a_configuration(path, node.name):
                 report.recipes += 1
-                engine.check_recipe(path, node.name, text, report, dotlist=engine.options.dotlist)
+                engine.check_job(Job(recipe=path, function=node.name, overrides=engine.options.dotlist), text, report)
                 analysed.add(node.name)
         self.report_main_only_calls(path, analysed, report)
         for error in unreadable_imports(interp, path):  # their names are unknown to the recipes
