@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mblint.arbitration import one_per_place, unique
-from mblint.discover import YAML_SUFFIXES, ExplicitFiles, directive_free, discover
+from mblint.discover import ExplicitFiles, directive_free, discover
 from mblint.extract.modules import SourceError, SourceLimit
 from mblint.findings import Finding, Severity
 from mblint.coverage import record_gaps
 from mblint.hf_config import HF_CONFIG_UNUSABLE, unusable_config_notes
 from mblint.model import EffectiveConfig, Origin
 from mblint.paths import Confinement, confinement_for
-from mblint.readers import Job
+from mblint.readers import Job, Readers
 from mblint.results import FileError, FileResult, Report, decoded_result
 from mblint.rule_run import RuleRun
 from mblint.file_settings import FileSettings
@@ -70,6 +70,7 @@ class Engine:
         # installations of Megatron-Bridge; check_paths adds the projects of the paths it is given.
         self.confinement: Confinement = confinement_for([], options.search_paths)
         self.rule_run = RuleRun(options, plugins)
+        self.readers = Readers(self)
 
     # ----- settings (per file) -------------------------------------------------------------
 
@@ -201,30 +202,9 @@ class Engine:
         enough work to pay for them."""
         if paths:
             self.rule_run.load_rule_classes()
-        known = self._known_sizes
         from mblint import workers
 
-        sizes = ({path: known[path] if path in known else workers.file_size(path) for path in paths}
-                 if self.options.jobs != 1 else {})
-        jobs = self.options.jobs if self.options.jobs is not None else workers.default_jobs(sizes)
-        units = workers.work_groups(paths, jobs, sizes) if jobs > 1 else []
-        if len(units) <= 1:
-            for path in paths:
-                yield (path, *self.check_file_guarded(path))
-            return
-        yield from workers.check_in_workers(self, paths, units, min(jobs, len(units)))
-
-    def prepare_resolver(self, paths: list[Path]) -> None:
-        """Before the workers are forked: import the resolver and load the schema that the
-        first recipe file reads under its settings, which every worker would otherwise do
-        again for itself (each file's check applies its own settings again)."""
-        first = next((path for path in paths if path.suffix == ".py"), None)
-        if first is not None:
-            try:
-                self.enter_file(first)
-                self.project.interpreter_for(first)
-            except Exception:  # noqa: BLE001 - the file's own check reports what is wrong
-                pass
+        yield from workers.check_files(self, paths, self._known_sizes)
 
     def check_file_guarded(self, path: Path) -> tuple[FileResult, set[Path]]:
         """``check_file``, with a failure of mblint itself reported as an error (exit code 2)
@@ -240,7 +220,7 @@ class Engine:
     def check_file(self, path: Path) -> tuple[FileResult, set[Path]]:
         self.rule_run.load_rule_classes()
         result = FileResult()
-        deps = self.reader_for(path).read(path, result)
+        deps = self.readers.for_path(path).read(path, result)
         if self.file_settings.source(path):
             deps = deps | {Path(self.file_settings.source(path))}
         result.directive_free = self._directive_free(path)
@@ -371,34 +351,6 @@ class Engine:
         display = self.project_display(error.path)
         origin = Origin(display, error.line, error.column, error.line, error.column + 1)
         self.report_at("SY002" if isinstance(error, SourceLimit) else "SY001", origin, error.message, report)
-
-    # ----- readers -------------------------------------------------------------------------
-
-    def reader_for(self, path: Path):
-        """The reader of ``path``'s kind: Python module, override file, or launch script."""
-        if path.suffix == ".py":
-            from mblint.readers.python import PythonReader
-
-            kind, make = "python", PythonReader
-        elif path.suffix in YAML_SUFFIXES:
-            from mblint.readers.overrides import OverridesReader
-
-            kind, make = "overrides", OverridesReader
-        else:
-            return self.launch_reader()
-        readers = self.__dict__.setdefault("_readers", {})
-        if kind not in readers:
-            readers[kind] = make(self)
-        return readers[kind]
-
-    def launch_reader(self):
-        """The launch reader, shared by the readers of launch scripts and override files
-        (which may hold launch lines): it keeps the recipe look-ups it made."""
-        if getattr(self, "_launch_reader", None) is None:
-            from mblint.readers.launch import LaunchReader
-
-            self._launch_reader = LaunchReader(self)
-        return self._launch_reader
 
 
 def summarise_hf_config_notes(report: Report) -> None:

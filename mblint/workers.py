@@ -101,6 +101,35 @@ def default_jobs(sizes: dict[Path, int]) -> int:
     return min(cores, max(1, sum(sizes.values()) // BYTES_PER_WORKER))
 
 
+def check_files(engine: Any, paths: list[Path], known_sizes: dict[Path, int]):
+    """(path, FileResult, dependencies) for each of ``paths``, checked by ``engine``, in
+    worker processes when there is enough work to pay for them (``known_sizes``: bytes per
+    file, as discovery found them)."""
+    options = engine.options
+    sizes = ({path: known_sizes[path] if path in known_sizes else file_size(path) for path in paths}
+             if options.jobs != 1 else {})
+    jobs = options.jobs if options.jobs is not None else default_jobs(sizes)
+    units = work_groups(paths, jobs, sizes) if jobs > 1 else []
+    if len(units) <= 1:
+        for path in paths:
+            yield (path, *engine.check_file_guarded(path))
+        return
+    yield from check_in_workers(engine, paths, units, min(jobs, len(units)))
+
+
+def prepare_resolver(engine: Any, paths: list[Path]) -> None:
+    """Before the workers are forked: import the resolver and load the schema that the
+    first recipe file reads under its settings, which every worker would otherwise do
+    again for itself (each file's check applies its own settings again)."""
+    first = next((path for path in paths if path.suffix == ".py"), None)
+    if first is not None:
+        try:
+            engine.enter_file(first)
+            engine.project.interpreter_for(first)
+        except Exception:  # noqa: BLE001 - the file's own check reports what is wrong
+            pass
+
+
 def check_in_workers(engine: Any, paths: list[Path], groups: list[list[Path]], jobs: int):
     import pickle
 
@@ -116,7 +145,7 @@ def check_in_workers(engine: Any, paths: list[Path], groups: list[list[Path]], j
         return [(raw, *engine.check_file_guarded(Path(raw))) for raw in unit]
 
     units = [[str(p) for p in group] for group in groups]
-    engine.prepare_resolver(paths)
+    prepare_resolver(engine, paths)
     results = {}
     for _, answers in run_units(check_unit, units, jobs, check_unit_here):
         if isinstance(answers, bytes):  # from a worker

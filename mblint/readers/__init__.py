@@ -71,6 +71,39 @@ def in_project_place(finding: "Finding", job: Job) -> "Finding":
     return finding
 
 
+class Readers:
+    """The reader of each kind of file, made on first use and kept for the run."""
+
+    def __init__(self, services: "Services") -> None:
+        self.services = services
+        self._made: dict[str, Any] = {}
+
+    def for_path(self, path: Path) -> "Reader":
+        """The reader of ``path``'s kind: Python module, override file, or launch script."""
+        from mblint.discover import YAML_SUFFIXES
+
+        if path.suffix == ".py":
+            return self._reader("python")
+        return self._reader("overrides" if path.suffix in YAML_SUFFIXES else "launch")
+
+    @property
+    def launch(self) -> Any:
+        """The launch reader, shared by the readers of launch scripts and override files (which
+        may hold launch lines): it keeps the recipe look-ups it made."""
+        return self._reader("launch")
+
+    def _reader(self, kind: str) -> Any:
+        if kind not in self._made:
+            if kind == "python":
+                from mblint.readers.python import PythonReader as make
+            elif kind == "overrides":
+                from mblint.readers.overrides import OverridesReader as make
+            else:
+                from mblint.readers.launch import LaunchReader as make
+            self._made[kind] = make(self.services)
+        return self._made[kind]
+
+
 class Reader(Protocol):
     def read(self, path: Path, result: "FileResult") -> set[Path]:
         """Check the jobs of ``path``, adding findings to ``result``; the files the result
@@ -112,4 +145,4 @@ class Services(Protocol):
     def not_analysed_finding(self, path: Path, line: int, column: int, width: int, message: str,
                              result: "FileResult", recipe: str | None = None) -> None: ...
 
-    def launch_reader(self) -> Any: ...
+    readers: Readers

@@ -42,7 +42,7 @@ class OverridesReader:
             return set()
         paired = pairing(path, document, engine.options.recipe, engine.settings_for(path))
         if isinstance(paired, Unpaired):
-            checker = engine.launch_reader()
+            checker = engine.readers.launch
             by_entry = checker.check_yaml_by_entry(path, report)  # a training script loading it
             if by_entry is not None:
                 return by_entry
@@ -120,7 +120,7 @@ def find_recipe(engine: "Services", pairing: str, near: Path) -> tuple[Path, str
     ``megatron.bridge.recipes`` exports (``llama32_1b_peft_config``)."""
     if "::" not in pairing:
         interp = engine.project.interpreter_for(near)
-        found = engine.launch_reader().lookup(interp).find(pairing.strip())
+        found = engine.readers.launch.lookup(interp).find(pairing.strip())
         return (found[0], found[1]) if found else None
     where, function = pairing.rsplit("::", 1)
     candidates = [Path(where), near.parent / where]
