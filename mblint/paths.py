@@ -69,11 +69,11 @@ class Confinement:
 PROJECT_MARKERS = ("pyproject.toml", "mblint.toml", ".git")
 
 
-def project_root(start, lexists=os.path.lexists) -> str:
+def project_root(start, lexists=os.path.lexists, realpath=os.path.realpath) -> str:
     """The repository holding ``start`` (the nearest folder above with ``.git``), else the
-    nearest folder with a settings file, else ``start`` (a folder, absolute). ``lexists``: a
-    memo of ``os.path.lexists`` when many folders of one tree are asked."""
-    start = os.path.realpath(start)
+    nearest folder with a settings file, else ``start`` (a folder, absolute). ``lexists`` and
+    ``realpath``: memos of them when many folders of one tree are asked."""
+    start = realpath(start)
     folders = [start]
     while os.path.dirname(folders[-1]) != folders[-1]:
         folders.append(os.path.dirname(folders[-1]))
@@ -97,8 +97,9 @@ def confinement_for(paths, search_paths=(), cwd: str | None = None) -> Confineme
         full = absolute(given, cwd)
         folders[full if os.path.isdir(full) and not os.path.islink(full) else os.path.dirname(full)] = None
     lexists = functools.lru_cache(maxsize=None)(os.path.lexists)  # the folders share their parents
+    realpath = RealFolders().of
     for folder in folders:
-        roots.append(project_root(folder, lexists))
+        roots.append(project_root(folder, lexists, realpath))
         marked = any(lexists(os.path.join(roots[-1], marker)) for marker in PROJECT_MARKERS)
         top = _package_top(roots[-1])
         if not marked and top != roots[-1]:  # a package tree without project marker: where it imports from
