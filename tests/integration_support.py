@@ -30,7 +30,7 @@ def {function}() -> ConfigContainer:
     cfg = ConfigContainer(
         train=TrainingConfig(micro_batch_size={mbs}, global_batch_size=8),{comment}
         dataset=GPTSFTDatasetConfig(
-            seq_length=2048,
+            seq_length=2048, dataset_root="/data/sft",
             enable_offline_packing=True,
             offline_packing_specs=PackedSequenceSpecs(packed_sequence_size=2048),
         ),

@@ -21,7 +21,7 @@ SEQ = 2048
 def tiny_sft_config(mbs: int = 2):
     cfg = ConfigContainer(
         train=TrainingConfig(micro_batch_size=1, global_batch_size=16),
-        dataset=GPTSFTDatasetConfig(seq_length=SEQ, enable_offline_packing=True,
+        dataset=GPTSFTDatasetConfig(seq_length=SEQ, dataset_root="/data/sft", enable_offline_packing=True,
                                     offline_packing_specs=PackedSequenceSpecs(packed_sequence_size=SEQ)),
     )
     cfg.train.micro_batch_size = mbs

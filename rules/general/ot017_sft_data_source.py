@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import ABSENT, UNKNOWN, Example, Rule, Severity, dataset_is, is_node, known, value
+from mblint.rulekit import ABSENT, UNKNOWN, Example, Rule, Severity, dataset_is, has_overrides, is_node, known, value
 
 P = "cfg = _sft_common()\n"  # an HF-backed GPTSFTDatasetConfig (SQuAD) with hf_validation_proportion = 0.1
 ROOT = "dataset.dataset_root"
@@ -40,7 +40,9 @@ class SftDataSource(Rule):
     tags = ("general", "dataset")
     doc = """## What it does
 On a `GPTSFTDatasetConfig` dataset (0.6.x text SFT), flags
-- `dataset.dataset_root` and `dataset.hf_dataset` both set, or both None;
+- `dataset.dataset_root` and `dataset.hf_dataset` both set, or both None once an override file
+  or a command line was applied (a recipe alone may leave the source to its launch line, as
+  OT003 does for the pretrained checkpoint);
 - `dataset.dataset_root` an empty path;
 - `dataset.dataset_root` with a Hugging Face split or materialization setting
   (`hf_validation_dataset`, `hf_test_dataset`, `hf_output_root`, `hf_validation_proportion`,
@@ -92,6 +94,8 @@ packed data paths; use builder-managed packed paths." (`hf_rewrite=True` alone i
         "cfg.dataset.dataset_root = '/data/my_sft'",
         P + "cfg.dataset.hf_validation_proportion = 0.05",
         P + "for root in (None, '/data/x'):\n    cfg.dataset.dataset_root = root",
+        # no source in the recipe alone: the launch line gives it
+        P + "cfg.dataset.hf_dataset = None\ncfg.dataset.hf_validation_proportion = None",
         Example("cfg = _sft_common()", version="0.3"),
     ]
     invalid = [
@@ -99,7 +103,7 @@ packed data paths; use builder-managed packed paths." (`hf_rewrite=True` alone i
                 message="Exactly one text-only SFT source must be set: dataset_root or hf_dataset."),
         Example(P + "cfg.dataset.hf_dataset = None\ncfg.dataset.dataset_root = '/data/my_sft'  # error",
                 message="require hf_dataset, not dataset_root"),
-        Example(P + "cfg.dataset.hf_dataset = None  # error", message="both None"),
+        Example(P + "cfg.dataset.hf_dataset = None", dotlist=("train.train_iters=10",)),
         Example(P + "cfg.dataset.hf_validation_proportion = 10  # error",
                 message="hf_validation_proportion must be between 0 and 1."),
         Example(P + "cfg.dataset.hf_output_root = ''  # error", message="hf_output_root must be a non-empty path"),
@@ -117,15 +121,15 @@ packed data paths; use builder-managed packed paths." (`hf_rewrite=True` alone i
         local, hub = _is_set(cfg, ROOT), _is_set(cfg, HF)
         if not known(local) or not known(hub):
             return
-        if local == hub:
+        if local == hub and (local or has_overrides(cfg)):
             state = "both set" if local else "both None"
             yield ctx.report(cfg, f"{ROOT} and {HF} are {state}; GPTSFTDatasetConfig.validate() raises 'Exactly one "
                                   "text-only SFT source must be set: dataset_root or hf_dataset.' at job start",
                              [ROOT, HF])
             return
-        if local:
+        if local and not hub:
             yield from self._local(cfg, ctx)
-        else:
+        elif hub and not local:
             yield from self._hub(cfg, ctx)
 
     @staticmethod
