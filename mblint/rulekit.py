@@ -68,7 +68,7 @@ __all__ = [
     "COVERAGE_TAG", "MODEL_CONFIG_MISSING", "UNFOLLOWED_CALL", "UNFOLLOWED_STATEMENT", "WORLD_SIZE_UNKNOWN", "Gap",
     "gaps", "report_gap", "world_size_gap",
     "ABSENT", "BRIDGE_GPT_DATASET", "COLLATE_DATASET_TYPES_06", "GRAPH_MODULE_NAMES", "HF_PROVIDER_LABEL",
-    "NAME_GPUS_BELOW_LAYOUT", "PARALLEL_SIZE_PATHS", "SEQ_LENGTHS_DIFFER", "SFT_DATASET_TYPES_06", "SPECS_06",
+    "MAX_STEPS_NOT_POSITIVE", "NAME_GPUS_BELOW_LAYOUT", "PARALLEL_SIZE_PATHS", "SEQ_LENGTHS_DIFFER", "SFT_DATASET_TYPES_06", "SPECS_06",
     "UNKNOWN", "UNPADDED_PACKS_UNDER_GRAPHS", "WORLD_NOT_DIVISIBLE_BY_DENSE_GRID", "EffectiveConfig", "Example",
     "Finding", "FixIntent", "Origin", "Related", "Rule", "RuleContext", "Severity", "Unknown", "allowed_values",
     "assigned", "canonical_seq_datasets", "class_fields", "comm_overlap_present", "constructor_site_field",
@@ -634,6 +634,7 @@ def canonical_seq_datasets(cfg: EffectiveConfig) -> tuple[str, ...]:
 NAME_GPUS_BELOW_LAYOUT = "the GPU count in the recipe name is below the layout's minimum GPU count"
 WORLD_NOT_DIVISIBLE_BY_DENSE_GRID = "the world size is not divisible by TP*PP*CP"
 SEQ_LENGTHS_DIFFER = "model.seq_length and the dataset's seq_length differ"
+MAX_STEPS_NOT_POSITIVE = "scheduler.max_steps is 0 or less"
 UNPADDED_PACKS_UNDER_GRAPHS = "offline packing under CUDA graphs without pad_to_max_length"
 
 

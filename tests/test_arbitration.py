@@ -55,6 +55,10 @@ PAIRS = [
     ("SQ001", "LC002", "example_config",
      PRETRAIN + LLAMA + "    cfg.model.seq_length = 131072\n    cfg.dataset.seq_length = 8192\n"
                         "    cfg.model.context_parallel_size = 2\n", 64),
+    # SchedulerConfig.finalize() raises on max_steps 0 before validate() compares it with train_iters
+    # (OT005) or computes the decay length from it (SC001)
+    ("SC002", "OT005", "example_config", PRETRAIN + "    cfg.scheduler.max_steps = 0\n", None),
+    ("SC002", "SC001", "example_config", PRETRAIN + "    cfg.scheduler.max_steps = 0\n", None),
 ]
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, format_value, known, knows_field, value
+from mblint.rulekit import MAX_STEPS_NOT_POSITIVE, Example, Rule, Severity, format_value, known, knows_field, value
 
 P = "cfg = _pretrain_common()\n"  # train_iters = 300000, lr_warmup_iters = 500
 DEFAULTS = {"lr_decay_iters": None, "lr_warmup_iters": 0, "lr_wsd_decay_iters": None, "lr_decay_samples": None,
@@ -123,7 +123,8 @@ megatron/bridge/training/config.py:614-642, :1610-1635, :1636-1682.
         if max_steps is not None and isinstance(max_steps, int) and max_steps < train_iters:
             yield ctx.report(cfg, f"scheduler.max_steps = {max_steps} is below train.train_iters = {train_iters}; it must "
                                   f"be at least train_iters (validate() raises at job start)",
-                             ["scheduler.max_steps", "train.train_iters"])
+                             ["scheduler.max_steps", "train.train_iters"],
+                             problem=MAX_STEPS_NOT_POSITIVE if max_steps <= 0 else "")
             return
         decay = max_steps if max_steps is not None else sched["lr_decay_iters"]
         decay_field = "scheduler.max_steps" if max_steps is not None else "scheduler.lr_decay_iters"

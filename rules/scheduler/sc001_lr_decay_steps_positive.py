@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, hf_model, int_values, knows_field, value
+from mblint.rulekit import MAX_STEPS_NOT_POSITIVE, Example, Rule, Severity, hf_model, int_values, knows_field, value
 
 
 class LrDecayStepsPositive(Rule):
@@ -83,5 +83,5 @@ llama31_405b_sft_128gpu_h100_bf16_config with train.train_iters=0 fails with thi
             cfg,
             f"{path} is {n}, so the scheduler's lr_decay_steps = {path.split('.')[-1]} * global_batch_size = "
             f"{n} * {gbs} = {n * gbs}; it must be > 0 (validate() raises)",
-            [path], primary=path,
+            [path], primary=path, problem=MAX_STEPS_NOT_POSITIVE if path == "scheduler.max_steps" else "",
         )

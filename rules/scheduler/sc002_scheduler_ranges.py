@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, format_value, known, knows_field, value
+from mblint.rulekit import MAX_STEPS_NOT_POSITIVE, Example, Rule, Severity, format_value, known, knows_field, value
 
 P = "cfg = _pretrain_common()\n"  # override_opt_param_scheduler = True (the optimizer helper's scheduler)
 MAX_STEPS = "scheduler.max_steps"
@@ -21,6 +21,7 @@ class SchedulerRanges(Rule):
     summary = ("SchedulerConfig.finalize() rejects a non-positive max_steps, a negative or rising-above-end "
                "weight decay, and override_opt_param_scheduler with use_checkpoint_opt_param_scheduler.")
     tags = ("scheduler",)
+    supersedes = ("OT005", "SC001")
     doc = """## What it does
 Flags, on `cfg.scheduler`:
 - `max_steps` set to 0 or less (0.6.x, where the field exists);
@@ -43,6 +44,9 @@ the job.
 cfg = _pretrain_common()   # its scheduler has override_opt_param_scheduler=True
 cfg.scheduler.use_checkpoint_opt_param_scheduler = True
 ```
+
+A `max_steps` of 0 or less also makes it smaller than `train.train_iters` (OT005) and the decay
+length 0 (SC001): this rule's finding replaces theirs, since `finalize()` raises first.
 
 ## Fix
 Keep one source for the scheduler's state: to resume it from the checkpoint, set
@@ -90,7 +94,8 @@ and use-checkpoint are set.".
             if _number(max_steps) and max_steps <= 0:
                 yield ctx.report(cfg, f"{MAX_STEPS} is {max_steps}; SchedulerConfig.finalize() raises "
                                       f"'scheduler.max_steps must be positive' at job start (use None or a "
-                                      f"value of at least train.train_iters)", [MAX_STEPS])
+                                      f"value of at least train.train_iters)", [MAX_STEPS],
+                                 problem=MAX_STEPS_NOT_POSITIVE)
         yield from self._weight_decay(cfg, ctx)
         override, from_checkpoint = value(cfg, OVERRIDE, False), value(cfg, FROM_CHECKPOINT, False)
         if override is True and from_checkpoint is True:
