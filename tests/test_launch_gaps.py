@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from integration_support import run
 
 RUNNER = "scripts/training/run_recipe.py --recipe llama32_1b_pretrain_config"
@@ -160,3 +162,53 @@ def test_a_command_a_sourced_file_may_define_with_a_launch_s_arguments_is_a_find
     [(_, _, _, _, message)] = findings(tmp_path, "go.sh")
     assert len(message) < 400
     assert "\x1b" not in run(["check", "--no-cache", "go.sh"], tmp_path).stdout
+
+
+TRAINING_SCRIPT = (
+    "import argparse\n"
+    "from megatron.bridge.recipes.llama import llama32_1b_peft_config\n"
+    "from megatron.bridge.training.utils.omegaconf_utils import process_config_with_overrides\n"
+    "from mycompany.tweaks import tweak, name, extra, part, code\n\n"
+    "def main():\n"
+    "    parser = argparse.ArgumentParser()\n"
+    "    parser.add_argument('--config-file', default='conf/o.yaml')\n"
+    "    args, rest = parser.parse_known_args()\n"
+    "    cfg = llama32_1b_peft_config()\n"
+    "    cfg.dataset.enable_offline_packing = True\n"
+    "{statement}"
+    "    cfg = process_config_with_overrides(config=cfg, config_filepath=args.config_file)\n")
+
+
+@pytest.mark.parametrize("statement, says", [
+    ("setattr(cfg.train, name, 1)", "passes the recipe's configuration to setattr()"),
+    ("tweak(cfg.train)", "passes the recipe's configuration to tweak()"),
+    ("cfg.train.__dict__.update(extra)", "changes the recipe's configuration through `cfg.train.__dict__.update(extra)`"),
+    ("getattr(cfg, part).micro_batch_size = 1", "changes the recipe's configuration through `getattr(cfg, part)"),
+    ("del cfg.train.micro_batch_size", "changes the recipe's configuration through `del cfg.train.micro_batch_size`"),
+    ("exec(code)", "runs code with exec() where the recipe's configuration is in reach"),
+])
+def test_a_training_script_statement_mblint_does_not_follow_is_said(tmp_path, mb06, statement, says):
+    """In a training script run by a launch line, these changed the configuration and were
+    skipped in silence (main a164b78: PK001 of the packed PEFT recipe with micro-batch 2, as if
+    the statement were not there). Now the launch is LA002, naming the statement."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "o.yaml").write_text("train:\n  micro_batch_size: 2\n  global_batch_size: 64\n")
+    (tmp_path / "train.py").write_text(TRAINING_SCRIPT.format(statement=f"    {statement}\n"))
+    (tmp_path / "go.sh").write_text("torchrun --nproc_per_node=8 train.py --config-file conf/o.yaml\n")
+    got = findings(tmp_path, "go.sh", "--search-path", str(mb06), "--select", "LA002,PK001")
+    assert [(rule, line) for rule, _, line, _, _ in got] == [("LA002", 1)], got
+    assert got[0][4].startswith(f"launch not checked: train.py {says}") and "which mblint does not follow" in got[0][4]
+
+
+@pytest.mark.parametrize("statement", ["setattr(cfg.train, 'micro_batch_size', 2)", "print(cfg.train)"])
+def test_a_training_script_statement_mblint_follows_is_no_gap(tmp_path, mb06, statement):
+    """A literal setattr is the assignment it makes (PK001 from it); a part printed is read."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "o.yaml").write_text("train:\n  global_batch_size: 64\n")
+    (tmp_path / "train.py").write_text(TRAINING_SCRIPT.format(statement=f"    {statement}\n").replace(
+        "tweak, name, extra, part, code", "tweak"))
+    (tmp_path / "go.sh").write_text("torchrun --nproc_per_node=8 train.py --config-file conf/o.yaml\n")
+    got = [rule for rule, *_ in findings(tmp_path, "go.sh", "--search-path", str(mb06), "--select", "LA002,PK001")]
+    assert got == (["PK001"] if "setattr" in statement else []), got

@@ -91,7 +91,7 @@ def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file
     if any(value is UNKNOWN for value in kwargs.values()):
         return f"{script.name} calls {func.node.name} with arguments mblint does not know"
     if reader.opaque:
-        return f"{script.name} passes the recipe's configuration to {reader.opaque[0]}(), which mblint does not follow"
+        return f"{script.name} {reader.opaque[0]}, which mblint does not follow"
     entry = Entry(func.module.path, func.node.name, kwargs, applies_cli=reader.applies_cli, script=script.resolve())
     entry.mutations = [(path, value) for built, path, value in reader.mutations if built.func is func]
     for value in reader.config_files:
@@ -286,6 +286,10 @@ class _EntryReader:
                     value = self.evaluate(stmt.value, env) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else UNKNOWN
                     plain = value if isinstance(value, (bool, int, float, str)) or value is None else UNKNOWN
                     self.mutations.append((env[path[0]], path[1:], plain))
+                elif not path and _names_built(target, env):  # getattr(cfg, part).x = 1, cfg.__dict__[k] = v
+                    self.opaque.append(f"changes the recipe's configuration through `{_first_line(stmt)}`")
+        elif isinstance(stmt, ast.Delete) and any(_names_built(target, env) for target in stmt.targets):
+            self.opaque.append(f"changes the recipe's configuration through `{_first_line(stmt)}`")
         for node in ast.walk(stmt):
             if not isinstance(node, ast.Call):
                 continue
@@ -299,9 +303,19 @@ class _EntryReader:
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             config_arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "config"), None)
             if name not in CONFIG_CONSUMERS and name not in TRAINERS:
-                for argument in list(node.args) + [k.value for k in node.keywords]:
-                    if isinstance(self.evaluate(argument, env), _Built):
-                        self.opaque.append(name or ast.unparse(node.func))
+                arguments = list(node.args) + [k.value for k in node.keywords]
+                if self.set_literal_field(node, name, env):
+                    continue
+                if name in ("exec", "eval") and len(arguments) < 2 and any(isinstance(v, _Built) for v in env.values()):
+                    self.opaque.append(f"runs code with {name}() where the recipe's configuration is in reach")
+                for argument in arguments:
+                    if isinstance(self.evaluate(argument, env), _Built) or (
+                            name not in READ_ONLY_CALLS and _part_of_built(argument, env)):
+                        self.opaque.append(f"passes the recipe's configuration to {name or ast.unparse(node.func)}()")
+                if (isinstance(node.func, ast.Attribute) and name in DICT_MUTATORS
+                        and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "__dict__"
+                        and _names_built(node.func.value, env)):
+                    self.opaque.append(f"changes the recipe's configuration through `{_first_line(node)}`")
             if name in CONFIG_CONSUMERS and config_arg is not None:
                 built = self.evaluate(config_arg, env)
                 if isinstance(built, _Built) and all(built.func is not f or built.kwargs != k for f, k in self.overridden):
@@ -318,6 +332,20 @@ class _EntryReader:
             elif name == "load" and isinstance(node.func, ast.Attribute) and \
                     getattr(node.func.value, "id", "") == "OmegaConf" and node.args:
                 self.config_files.append(self.evaluate(node.args[0], env))
+
+    def set_literal_field(self, node: ast.Call, name: str, env: dict) -> bool:
+        """``setattr(cfg.train, "micro_batch_size", 2)``: the assignment it is (True when it is one)."""
+        if name != "setattr" or len(node.args) != 3 or node.keywords:
+            return False
+        path = _attribute_path(node.args[0])
+        field_name = node.args[1]
+        if not (path and isinstance(env.get(path[0]), _Built) and isinstance(field_name, ast.Constant)
+                and isinstance(field_name.value, str)):
+            return False
+        value = self.evaluate(node.args[2], env)
+        plain = value if isinstance(value, (bool, int, float, str)) or value is None else UNKNOWN
+        self.mutations.append((env[path[0]], (*path[1:], field_name.value), plain))
+        return True
 
     # ----- values --------------------------------------------------------------------------
 
@@ -424,6 +452,28 @@ class _EntryReader:
                 if dotted in ("os.path.abspath", "os.path.realpath") and len(texts) == 1:
                     return texts[0]
         return UNKNOWN
+
+
+# Calls that read what they are given (a part of the configuration printed or logged).
+READ_ONLY_CALLS = frozenset({"print", "str", "repr", "len", "isinstance", "hasattr", "getattr", "type", "id",
+                             "format", "pprint", "debug", "info", "warning", "error", "log", "asdict"})
+DICT_MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
+
+
+def _part_of_built(node: ast.expr, env: dict) -> bool:
+    """``cfg.train`` (not ``cfg`` itself): an attribute chain down to a recipe's result."""
+    path = _attribute_path(node)
+    return len(path) > 1 and isinstance(env.get(path[0]), _Built)
+
+
+def _names_built(node: ast.AST, env: dict) -> bool:
+    """Some name in ``node`` holds a recipe's result."""
+    return any(isinstance(n, ast.Name) and isinstance(env.get(n.id), _Built) for n in ast.walk(node))
+
+
+def _first_line(node: ast.AST) -> str:
+    text = ast.unparse(node).split("\n", 1)[0]
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _attribute_path(node: ast.expr) -> tuple[str, ...]:
