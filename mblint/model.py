@@ -176,6 +176,8 @@ class EffectiveConfig:
         # The recipe name that cfg.mixed_precision held before the resolver expanded it into
         # the MixedPrecisionConfig its factory builds (None: no name was expanded).
         self.mixed_precision_name: str | None = None
+        # The GPU the job runs on (mblint.gpus.Gpu), where its recipe's name says it
+        self.gpu: Any = None
         self._graph = graph
         self._fields = fields
         self._types = types

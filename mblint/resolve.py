@@ -22,6 +22,7 @@ from mblint.extract.modules import (
 from mblint.extract.positions import _with_kind
 from mblint.extract.scopes import Return
 from mblint.extract.values import External, FuncRef, Obj, is_missing, is_unknown, true_origins
+from mblint.gpus import Gpu, gpu_of_recipe
 from mblint.paths import read_regular
 from mblint.model import (ABSENT, UNKNOWN, EffectiveConfig, NamedObject, Origin, RecipeRef, ResolvedField, Unknown,
                           _NodeMarker)
@@ -203,6 +204,7 @@ class Project:
             raise LookupError(f"{path}: no function named {function!r}")
         interp.start_recipe()
         interp.result_unknown = False
+        interp.gpu = gpu_of_recipe(function)
         try:
             result = interp.call_function(func, [], dict(kwargs), None) if kwargs else interp.call_recipe(func)
         except (BudgetExceeded, Return) as error:
@@ -221,16 +223,17 @@ class Project:
         column = source.char_column(node.lineno, node.col_offset)
         recipe = RecipeRef(source.display_path, function, node.lineno, column, node.lineno,
                            column + len(f"def {function}"), last_line=getattr(node, "end_lineno", 0) or 0)
-        return ResolvedRecipe(result, recipe, interp)
+        return ResolvedRecipe(result, recipe, interp, interp.gpu)
 
 
 class ResolvedRecipe:
     """An interpreted recipe's object graph, to which overrides are applied before flattening."""
 
-    def __init__(self, root: Obj, recipe: RecipeRef, interp: Interpreter) -> None:
+    def __init__(self, root: Obj, recipe: RecipeRef, interp: Interpreter, gpu: Gpu | None = None) -> None:
         self.root = root
         self.recipe = recipe
         self.interp = interp
+        self.gpu = gpu
         self.ignored: list = []  # (field path, Override) that Megatron-Bridge would skip
         self.applied: list = []  # (field path, Override) for every override, in order
         self.overrides_applied = 0
@@ -249,6 +252,7 @@ class ResolvedRecipe:
         cfg.overrides_applied = self.overrides_applied > 0
         cfg.attribute_errors = list(self.interp.attribute_errors)
         cfg.gaps = list(self.interp.gaps)
+        cfg.gpu = self.gpu
         return cfg
 
     def expand_named_mixed_precision(self) -> str | None:

@@ -78,7 +78,7 @@ __all__ = [
     "fine_grained_offloading_known_on", "finetuning_dataset", "flex_backend", "format_value", "from_dotlist",
     "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "has_overrides", "hf_model", "hookimpl",
     "hybridep", "hybridep_known_on", "in_batch_packing", "in_batch_packing_known_on", "in_batch_packing_path",
-    "int_values", "is_hybrid_stack", "is_model_class", "is_node", "is_round", "known", "knows_field", "last_set_of",
+    "int_values", "is_hybrid_stack", "is_model_class", "is_node", "is_round", "job_gpu", "known", "knows_field", "last_set_of",
     "layout_stages", "megatron_fsdp", "min_gpus", "mixed_precision_kind", "model_family_hints",
     "non_dividing_factor", "offline_packing", "offline_packing_known_on", "pad_to_max_length", "parallel",
     "per_config", "per_schema", "precision_value", "precondition", "recompute_module_list",
@@ -365,6 +365,12 @@ def dispatcher(cfg: EffectiveConfig) -> Any:
 def flex_backend(cfg: EffectiveConfig) -> Any:
     result = value(cfg, "model.moe_flex_dispatcher_backend", None)
     return result if is_known(result) and not is_node(result) else UNKNOWN
+
+
+def job_gpu(cfg: EffectiveConfig) -> Any:
+    """The GPU the job runs on (``mblint.gpus.Gpu``: ``key``, ``major``, ``name_prefix``), where
+    its recipe's name says it; else None."""
+    return cfg.gpu
 
 
 def hybridep(cfg: EffectiveConfig) -> Any:

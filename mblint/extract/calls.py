@@ -16,6 +16,7 @@ from mblint.extract.scopes import Frame
 from mblint.extract.values import (
     BoundMethod,
     ClassRef,
+    DeviceName,
     External,
     FuncRef,
     HFBridge,
@@ -74,6 +75,7 @@ class CallsMixin:
         key = self.memo_key(func, [], {})
         new = key is not None and key not in self.memo
         result = self.call_function(func, [], {}, None)
+        key = self.memo_key(func, [], {})  # with the GPU if the call turned out to read it
         if new and key in self.memo:
             unused = self.unused_recipe_results
             unused[key] = None
@@ -87,11 +89,16 @@ class CallsMixin:
         key = self.memo_key(func, args, kwargs)
         if key is not None and key in self.memo:
             self.unused_recipe_results.pop(key, None)
+            if len(key) > 3:  # a result that depends on the GPU: so does the caller's
+                self.gpu_reads += 1
             return self.reuse(*self.memo[key])
-        hits = self.limit_hits
+        hits, gpu_reads = self.limit_hits, self.gpu_reads
         start, notes, errors, gaps = self.clock, len(self.notes), len(self.attribute_errors), len(self.gaps)
         entry = self.call_sites
         result = self.call_function_uncached(func, args, kwargs, site)
+        if key is not None and self.gpu_reads != gpu_reads and len(key) == 3:
+            self.gpu_dependent.add(key)
+            key += (self.gpu,)
         # A result cut short by a limit depends on the calls around it: not reused.
         if key is not None and self.call_stack_clean() and self.limit_hits == hits:
             trace = _CallTrace(start, self.clock, entry, self.notes[notes:], self.attribute_errors[errors:],
@@ -110,7 +117,8 @@ class CallsMixin:
         for value in kwargs.values():
             if type(value) not in _PLAIN_TYPES:
                 return None
-        return (id(func.node), tuple(args), tuple(sorted(kwargs.items())))
+        key = (id(func.node), tuple(args), tuple(sorted(kwargs.items())))
+        return key + (self.gpu,) if key in self.gpu_dependent else key
 
     def call_stack_clean(self) -> bool:
         return self.steps < MAX_STEPS and not self.budget_hit
@@ -301,6 +309,8 @@ class CallsMixin:
             return self.unmodelled_call(method, args, kwargs, node, frame)
         if isinstance(target, str):
             return _string_method(target, name, args, kwargs)
+        if isinstance(target, DeviceName):
+            return _device_name_method(target, name, args, kwargs)
         if isinstance(target, Obj) and target.is_dict:
             return self.dict_method(target, name, args, kwargs, node, frame)
         return self.unmodelled_call(method, args, kwargs, node, frame, method_of=target)
@@ -355,3 +365,14 @@ def _config_object(value: Any) -> bool:
     """A config object (of a known class, or an AutoBridge model whose class is not known), not
     a dict: what a configuration is made of."""
     return isinstance(value, Obj) and (value.cls is not None or value.label is not None)
+
+
+def _device_name_method(target: DeviceName, name: str, args: list, kwargs: dict) -> Any:
+    """``name.startswith(prefix or tuple of prefixes)``; any other method is unknown."""
+    if name != "startswith" or kwargs or len(args) != 1:
+        return UNKNOWN
+    prefixes = args[0] if isinstance(args[0], tuple) else (args[0],)
+    if not all(isinstance(prefix, str) for prefix in prefixes):
+        return UNKNOWN
+    outcomes = [target.startswith(prefix) for prefix in prefixes]
+    return True if True in outcomes else (UNKNOWN if any(is_unknown(o) for o in outcomes) else False)

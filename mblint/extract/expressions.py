@@ -15,6 +15,8 @@ from mblint.extract.statements import _handlers
 from mblint.extract.values import (
     BoundMethod,
     ClassRef,
+    DeviceName,
+    DeviceProperties,
     EnumRef,
     External,
     FuncRef,
@@ -138,8 +140,10 @@ class ExpressionsMixin:
                 if member == name:
                     return _enum_value(member, value)
             return UNKNOWN
-        if isinstance(owner, (ClassRef, HFBridge, str)):
+        if isinstance(owner, (ClassRef, HFBridge, str, DeviceName)):
             return BoundMethod(owner, name)
+        if isinstance(owner, DeviceProperties):
+            return getattr(owner, name) if name in ("major", "name") else UNKNOWN
         if isinstance(owner, BridgeInstance):
             return self.bridge_attr(owner, name)
         return UNKNOWN
@@ -294,6 +298,8 @@ class ExpressionsMixin:
         return True
 
     def compare(self, op: type, left: Any, right: Any) -> Any:
+        if DeviceName in (type(left), type(right)):
+            return _compare_device_name(op, left, right)
         if op in _IDENTITY_OPS and (type(left) in _NAMED or type(right) in _NAMED):
             same = _same_named(left, right)
             return same if same is UNKNOWN or op in (ast.Is, ast.Eq) else not same
@@ -504,3 +510,19 @@ def _same_named(left: Any, right: Any) -> Any:
     if type(left) in _NAMED and type(right) in _NAMED:
         return UNKNOWN
     return False if left is None or right is None or isinstance(left, SCALARS) or isinstance(right, SCALARS) else UNKNOWN
+
+
+def _compare_device_name(op: type, left: Any, right: Any) -> Any:
+    """``==``/``!=`` with a string and ``in``/``not in`` a sequence of strings, as far as the
+    start of the name decides; anything else is unknown."""
+    if op in (ast.Eq, ast.NotEq):
+        name, other = (left, right) if isinstance(left, DeviceName) else (right, left)
+        same = name.equals(other)
+    elif op in (ast.In, ast.NotIn) and isinstance(left, DeviceName) and isinstance(right, (tuple, list, set)):
+        outcomes = [left.equals(item) for item in right]
+        same = True if True in outcomes else (UNKNOWN if any(is_unknown(o) for o in outcomes) else False)
+    else:
+        return UNKNOWN
+    if is_unknown(same):
+        return UNKNOWN
+    return same if op in (ast.Eq, ast.In) else not same

@@ -67,6 +67,9 @@ class Interpreter(ScopesMixin, MegatronMixin, HFModelsMixin, StateMixin, CallsMi
         self.steps = 0
         self.budget_hit = False
         self.memo: dict = {}
+        self.gpu = None  # mblint.gpus.Gpu: the GPU of the job being interpreted, when known
+        self.gpu_reads = 0  # how often the code read it (torch.cuda): results that did are memoized per GPU
+        self.gpu_dependent: set = set()  # memo keys (without the GPU) of such results
         self.unused_recipe_results: dict[tuple, None] = {}  # memo keys, oldest first
         self.clock = 0
         self.default_tables: dict[tuple, tuple] = {}  # (ClassSpec, for an HF provider) -> default_table()

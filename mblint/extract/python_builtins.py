@@ -11,6 +11,8 @@ from mblint.extract.limits import MAX_INT_BITS, MAX_VALUE_SIZE, _format_too_big,
 from mblint.extract.values import (
     BoundMethod,
     ClassRef,
+    DeviceName,
+    DeviceProperties,
     EnumRef,
     External,
     FuncRef,
@@ -247,8 +249,22 @@ def _deepcopy(interp: "Interpreter", args: list, kwargs: dict, node: ast.AST, fr
     return interp.copy_obj(value, {}) if isinstance(value, Obj) else value
 
 
+def _cuda_is_available(interp: "Interpreter", args: list, kwargs: dict, node: ast.AST, frame: "Frame") -> Any:
+    """True where the job's GPU is known: the recipe is built in the training processes, on it
+    (scripts/training/run_recipe.py); else unknown (a launcher may build it on a CPU host)."""
+    interp.gpu_reads += 1
+    return True if interp.gpu is not None else UNKNOWN
+
+
+def _cuda_device_properties(interp: "Interpreter", args: list, kwargs: dict, node: ast.AST, frame: "Frame") -> Any:
+    interp.gpu_reads += 1
+    gpu = interp.gpu
+    return UNKNOWN if gpu is None else DeviceProperties(gpu.major, DeviceName(gpu.name_prefix))
+
+
 # Functions of modules mblint does not read that it evaluates all the same.
-EXTERNAL_SPECIALS = {"typing.cast": _cast, "copy.deepcopy": _deepcopy}
+EXTERNAL_SPECIALS = {"typing.cast": _cast, "copy.deepcopy": _deepcopy, "torch.cuda.is_available": _cuda_is_available,
+                     "torch.cuda.get_device_properties": _cuda_device_properties}
 
 
 # What a name no scope defines stands for (each builtin's External made once).

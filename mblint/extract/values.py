@@ -314,6 +314,33 @@ class HFBridge:
     revision: Any = None
 
 
+@_record
+class DeviceProperties:
+    """What ``torch.cuda.get_device_properties(i)`` returns on the job's GPU (``mblint.gpus``)."""
+
+    major: int
+    name: "DeviceName"
+
+
+@_record
+class DeviceName:
+    """A GPU's device name of which only the start is known ("NVIDIA B300" for "NVIDIA B300
+    SXM6 AC"): ``startswith`` a string no longer than it is known, and so is comparing it with a
+    string that does not start with it (different)."""
+
+    prefix: str
+
+    def startswith(self, prefix: str) -> Any:
+        if self.prefix.startswith(prefix):
+            return True
+        return UNKNOWN if prefix.startswith(self.prefix) else False
+
+    def equals(self, text: Any) -> Any:
+        if not isinstance(text, str):
+            return UNKNOWN if is_unknown(text) else False
+        return UNKNOWN if text.startswith(self.prefix) else False
+
+
 def is_unknown(value: Any) -> bool:
     return isinstance(value, Unknown)
 
