@@ -89,3 +89,31 @@ RULES = _Rules({
     "TS007": lambda: _unknown_key_rule(),
     "TS008": lambda: make_rule("TS008", "train.global_batch_size", 128, 64),
 })
+
+
+def _halving_rule() -> type[Rule]:
+    """TS010: Megatron-Bridge's proposal for packed micro-batches (MBS 1, the global batch divided
+    by the old MBS): a fix whose values depend on the configuration it is planned for."""
+
+    class Halving(Rule):
+        id = "TS010"
+        name = "test-halving"
+        severity = Severity.WARNING
+        summary = "test rule"
+        doc = _DOC
+        fixable = True
+
+        def check(self, cfg, ctx):
+            mbs, gbs = cfg.value("train.micro_batch_size"), cfg.value("train.global_batch_size")
+            if not known(mbs, gbs) or not isinstance(mbs, int) or mbs <= 1:
+                return
+            fixes = [FixIntent("set", "train.micro_batch_size", 1, safe=False, description="set mbs to 1"),
+                     FixIntent("set", "train.global_batch_size", gbs // mbs, safe=False,
+                               description=f"set gbs to {gbs // mbs}")]
+            yield ctx.report(cfg, f"train.micro_batch_size is {mbs}", ["train.micro_batch_size"],
+                             primary="train.micro_batch_size", fixes=fixes)
+
+    return Halving
+
+
+RULES["TS010"] = _halving_rule

@@ -64,7 +64,8 @@ def test_check_reports_and_exits_1(tmp_path, monkeypatch):
     assert result.exit_code == 1
     # mbs=2 is the parameter default; the assignment `cfg.train.micro_batch_size = mbs` is line 14
     assert "recipe.py:14:5: PK001 [error] train.micro_batch_size is 2" in result.output
-    assert "global_batch_size=8, packed_sequence_size=4096" in result.output  # 16 // 2, 2048 * 2
+    assert "with micro_batch_size=1 each step still takes 16 packs of 2048 tokens" in result.output
+    assert "proposes global_batch_size=8 with packed_sequence_size=4096" in result.output  # 16 // 2, 2048 * 2
     assert "Found 1 finding (1 error)" in result.output
 
 

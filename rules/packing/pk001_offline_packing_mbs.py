@@ -37,9 +37,15 @@ cfg.train.micro_batch_size = 2
 ```
 
 ## Fix
-Unsafe (changes batch arithmetic and the packed dataset): set `micro_batch_size = 1`, divide
-`global_batch_size` by the old micro-batch size and multiply `packed_sequence_size` by it,
-exactly what Megatron-Bridge's error message proposes; the same tokens per step result.
+Unsafe (changes the batch each forward pass holds): set `micro_batch_size = 1`. The global batch
+and the packs stay as they are, so each step still takes as many packs of as many tokens; the
+step is split into twice (or MBS times) as many micro-batches.
+
+Megatron-Bridge's error message proposes another equivalent: divide `global_batch_size` by the
+old micro-batch size and multiply `packed_sequence_size` by it. mblint does not apply that one: a
+pack wider than `dataset.seq_length` is PK006 (and `scripts/training/run_recipe.py` resets the
+pack to `dataset.seq_length`, halving the tokens per step), and widening `seq_length` with it
+changes how long a single sequence may be. The message names it when the numbers work out.
 
 ## Versions
 0.3.x (`dataset.packed_sequence_specs`) and 0.6.x (`dataset.enable_offline_packing`).
@@ -56,19 +62,18 @@ be 1"; 0.3.1: lines 1561-1579); skills/nemo-mbridge-perf-sequence-packing/SKILL.
         "cfg = _pretrain_common()\ncfg.train.micro_batch_size = 4",
     ]
     invalid = [
-        # _sft_common: global batch 128, packs of seq_length 2048 (0.6.2 recipes/common.py:161-201)
+        # _sft_common: global batch 128, packs of seq_length 2048 (0.6.2 recipes/common.py:161-201);
+        # Megatron-Bridge's own proposal (64 packs of 4096) is named, not applied: PK006
         Example("cfg = _sft_common()\ncfg.train.micro_batch_size = 2  # error",
-                message="the equivalent setting is micro_batch_size=1, global_batch_size=64, packed_sequence_size=4096",
-                fixed="cfg = _sft_common()\n"
-                      "cfg.dataset.offline_packing_specs.packed_sequence_size = 4096\n"
-                      "cfg.train.micro_batch_size = 1  # error\n"
-                      "cfg.train.global_batch_size = 64", unsafe=True),
-        Example("cfg = _sft_common()\ncfg.train.micro_batch_size = 2  # error", version="0.3"),
-        # not fixed from the override file alone: the global batch and pack size would be added
-        # to the recipe, which is not being linted (all of a finding's edits or none)
+                message="with micro_batch_size=1 each step still takes 128 packs of 2048 tokens "
+                        "(Megatron-Bridge's message proposes global_batch_size=64 with packed_sequence_size=4096",
+                fixed="cfg = _sft_common()\ncfg.train.micro_batch_size = 1  # error", unsafe=True),
+        Example("cfg = _sft_common()\ncfg.train.micro_batch_size = 2  # error", version="0.3",
+                fixed="cfg = _sft_common()\ncfg.train.micro_batch_size = 1  # error", unsafe=True),
+        # fixed in the override file that set it
         Example("cfg = _sft_common()", yaml="train:\n  micro_batch_size: 4  # error\n",
-                message="global_batch_size=32, packed_sequence_size=8192",
-                fixed_yaml="train:\n  micro_batch_size: 4  # error\n"),
+                message="global_batch_size=32 with packed_sequence_size=8192",
+                fixed_yaml="train:\n  micro_batch_size: 1  # error\n"),
         Example("cfg = _sft_common()", dotlist=("train.micro_batch_size=2",)),
     ]
 
@@ -83,20 +88,17 @@ be 1"; 0.3.1: lines 1561-1579); skills/nemo-mbridge-perf-sequence-packing/SKILL.
         size = cfg.value(f"{specs}.packed_sequence_size")
         message = (f"train.micro_batch_size is {mbs}, but offline sequence packing requires 1 "
                    f"(each packed sample already holds several sequences)")
-        fixes = []
-        # The equivalent setting only when it is one: a global batch that micro_batch_size
-        # divides (GBS 1 with MBS 2 would become 0, which Megatron-Bridge rejects).
-        if (known(gbs, size) and isinstance(gbs, int) and isinstance(size, int) and size > 0
-                and gbs >= mbs and gbs % mbs == 0):
-            message += (f"; the equivalent setting is micro_batch_size=1, global_batch_size={gbs // mbs}, "
-                        f"packed_sequence_size={size * mbs}")
-            fixes = [
-                FixIntent("set", "train.micro_batch_size", 1, safe=False, description="set micro_batch_size to 1"),
-                FixIntent("set", "train.global_batch_size", gbs // mbs, safe=False,
-                          description=f"set global_batch_size to {gbs // mbs}"),
-                FixIntent("set", f"{specs}.packed_sequence_size", size * mbs, safe=False,
-                          description=f"set packed_sequence_size to {size * mbs}"),
-            ]
+        fixes = [FixIntent("set", "train.micro_batch_size", 1, safe=False, description="set micro_batch_size to 1")]
+        if known(gbs, size) and isinstance(gbs, int) and isinstance(size, int) and size > 0:
+            message += f"; with micro_batch_size=1 each step still takes {gbs} packs of {size} tokens"
+            # Megatron-Bridge's proposal, when it is one: a global batch that micro_batch_size
+            # divides (GBS 1 with MBS 2 would become 0, which Megatron-Bridge rejects).
+            if gbs >= mbs and gbs % mbs == 0:
+                seq_length = cfg.value("dataset.seq_length")
+                differs = (f", which is not dataset.seq_length {seq_length}"
+                           if known(seq_length) and seq_length != size * mbs else "")
+                message += (f" (Megatron-Bridge's message proposes global_batch_size={gbs // mbs} with "
+                            f"packed_sequence_size={size * mbs}{differs})")
         yield ctx.report(cfg, message, ["train.micro_batch_size", "dataset.enable_offline_packing"
                                          if knows_field(cfg, "enable_offline_packing") else f"{specs}.packed_sequence_size"],
                          primary="train.micro_batch_size", fixes=fixes)
