@@ -239,12 +239,25 @@ def test_world_size_from_the_launchers(text, expected):
 
 
 def test_runner_rejections_are_la001():
-    script = parse_script("torchrun run_recipe.py --recipe r_sft_config --micro-batch-size 2 notanoverride\n")
+    """An unknown option's value is part of the same mistake (run_recipe.py's parse_known_args
+    leaves both to _collect_overrides, which stops at the option): one problem, not two."""
+    script = parse_script("torchrun run_recipe.py --recipe r_sft_config --micro-batch-size 2 a=1 notanoverride\n")
     [launch] = find_launches(script.commands, script.directives)
     assert [m for _, m in launch.problems] == ["run_recipe.py: Unknown option: --micro-batch-size",
-                                              "run_recipe.py: Expected override in KEY=VALUE form, got '2'",
                                               "run_recipe.py: Expected override in KEY=VALUE form, got "
                                               "'notanoverride'"]
+
+
+def test_an_unknown_option_and_its_value_from_variables_are_one_finding(tmp_path, mb06):
+    """Megatron-Bridge main's scripts/training/launch_with_sbatch.sh:62,130 passes
+    `--step $STEP_TYPE` (STEP_TYPE="gpt"); run_recipe.py (allow_abbrev=False) knows only
+    --step-func: one LA001, at --step."""
+    script = tmp_path / "launch.sh"
+    script.write_text('STEP_TYPE="gpt"\nCMD="torchrun run_recipe.py --recipe r_sft_config"\n'
+                      'CMD="$CMD --step $STEP_TYPE"\nbash -c "$CMD"\n')
+    report = Engine(CheckOptions(search_paths=(mb06,), use_cache=False)).check_paths([str(script)])
+    rejected = [(f.location.line, f.message) for f in report.findings if f.rule_id == "LA001"]
+    assert rejected == [(3, "run_recipe.py: Unknown option: --step")], rejected
 
 
 def test_unknown_recipe_name_is_an_error(tmp_path, mb06):

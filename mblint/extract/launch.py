@@ -474,6 +474,12 @@ def _world_size(launch: Launch, world: _World) -> None:
                                    for value, _, what in parts)
 
 
+def _bare_word(words: list[Word], index: int) -> bool:
+    """A known word that is neither an option nor KEY=VALUE."""
+    return index < len(words) and words[index].text is not None and not words[index].text.startswith("-") \
+        and "=" not in words[index].text
+
+
 def _runner_arguments(launch: Launch, words: list[Word]) -> None:
     """run_recipe.py's argparse (allow_abbrev=False, parse_known_args): its options, then
     the rest, each of which must be KEY=VALUE."""
@@ -521,6 +527,8 @@ def _runner_arguments(launch: Launch, words: list[Word]) -> None:
             continue
         if word.text.startswith("-"):
             launch.problems.append((word.span, f"run_recipe.py: Unknown option: {word.text}"))
+            if "=" not in word.text and _bare_word(words, index + 1):
+                index += 1  # its value (``--step gpt``): one mistake, not a second one
         elif "=" not in word.text:
             launch.problems.append((word.span, f"run_recipe.py: Expected override in KEY=VALUE form, got "
                                                f"{word.text!r}"))
