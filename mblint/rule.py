@@ -10,6 +10,7 @@ from typing import Any, Callable, ClassVar, Iterable, Sequence
 from mblint.findings import Finding, FixIntent, Related, Severity
 from mblint.model import ABSENT, NOT_PLAIN_TYPES, EffectiveConfig, Origin, Unknown, is_known, is_node
 from mblint.rule_docs import RuleDocumentation
+from mblint.world_size import NAME as NAMED_GPU_COUNT
 
 DOC_SECTIONS = ("What it does", "Why it matters", "Example", "Fix", "Versions", "Sources")
 _ID = re.compile(r"^[A-Z]{2,4}\d{3}$")
@@ -151,6 +152,8 @@ class RuleContext:
         target = _fix_target(fixes)
         if location is None:
             location = _primary_origin(cfg, lasts, primary, self.editable_paths, target, fields)
+            if self.read_world_size and self.world_size_from_name:
+                location = _named_world_choice(cfg, location, self._world_size)
         located = next((path for path in (primary, target, *fields)
                         if path is not None and cfg.last_origin(path) == location), None)
         related = _local_assignment(cfg, located, location)
@@ -204,6 +207,25 @@ def _own_choice(cfg: EffectiveConfig, origin: Origin, lasts: list[Origin | None]
     own = [last for last in lasts if last is not None and last.kind not in ("default", "unknown")
            and cfg.recipe.contains(last)]
     return max(own, key=lambda o: o.seq) if own else origin
+
+
+def _named_world_choice(cfg: EffectiveConfig, origin: Origin, world_size: int | None) -> Origin:
+    """A finding that needs the world size of the recipe's name, at a place inside a base recipe
+    named for another GPU count (``..._256gpu_...`` built on ``..._64gpu_...()``): the base is
+    fine on its own world, so the recipe's own choice is its call to it (where it takes the
+    base's values for a world they do not fit). A base named for the same count, or not for
+    one (a helper), has the problem too: the place stays there, one finding for all."""
+    if cfg.recipe.contains(origin) or not origin.via:
+        return origin
+    call = origin.via[0].origin()
+    if not cfg.recipe.contains(call):
+        return origin
+    callee = origin.via[-1].node.func
+    name = getattr(callee, "id", None) or getattr(callee, "attr", "")
+    match = NAMED_GPU_COUNT.search(f"_{name}_")
+    if match is None or int(match.group(1)) == world_size:
+        return origin
+    return replace(call, kind=origin.kind, seq=origin.seq)
 
 
 def _object_origin(cfg: EffectiveConfig, fields: Sequence[str], editable: frozenset[str] | None) -> Origin | None:

@@ -224,3 +224,44 @@ def test_a_pack_width_from_the_base_builder_lands_on_the_recipes_seq_length(tmp_
     engine.display_root = root
     [finding] = engine.check_paths([str(source)]).findings
     assert (Path(finding.location.path).name, finding.location.line) == ("long.py", 6)
+
+
+def test_a_world_size_finding_leaves_a_base_recipe_named_for_another_count(tmp_path, mb06):
+    """Issue 33 section 4 (0.6.2 perf_recipes/nemotronh/b200/nemotronh.py:63, 485): a 256-GPU
+    recipe built on the 64-GPU one keeps its global batch 192, which DP 128 does not divide; the
+    64-GPU base is fine (DP 32), so PB003 lands on the 256-GPU recipe's call to it. A variant
+    named for the same 64 GPUs shares the base's problem when there is one: it stays there."""
+    source = HEADER + """
+
+def big_pretrain_64gpu_h100_bf16_config():
+    cfg = _pretrain_common()
+    cfg.model = GPTModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4)
+    cfg.model.tensor_model_parallel_size = 2
+    cfg.train.global_batch_size = 192  # line 10
+    cfg.train.micro_batch_size = 1
+    return cfg
+
+
+def big_pretrain_256gpu_h100_bf16_config():
+    cfg = big_pretrain_64gpu_h100_bf16_config()  # line 16
+    return cfg
+
+
+def big_pretrain_64gpu_h100_fp8_config():
+    cfg = big_pretrain_64gpu_h100_bf16_config()
+    cfg.train.global_batch_size = 80  # line 22
+    return cfg
+
+
+def odd_pretrain_64gpu_h100_fp8_config():
+    cfg = big_pretrain_64gpu_h100_bf16_config()
+    cfg.train.micro_batch_size = 5  # line 28: 192 % (5 * 32) != 0, chosen here
+    return cfg
+"""
+    findings = lint(tmp_path, mb06, source, PLUGIN_RULES["PB003"])
+    by_recipe = {f.recipe.split("::")[1]: (f.location.line, [r.origin.line for r in f.related]) for f in findings}
+    assert by_recipe["big_pretrain_256gpu_h100_bf16_config"][0] == 16
+    assert 10 in by_recipe["big_pretrain_256gpu_h100_bf16_config"][1]  # the base's value, related
+    assert by_recipe["big_pretrain_64gpu_h100_fp8_config"][0] == 22
+    assert by_recipe["odd_pretrain_64gpu_h100_fp8_config"][0] == 28
+    assert "big_pretrain_64gpu_h100_bf16_config" not in by_recipe
