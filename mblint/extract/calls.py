@@ -313,7 +313,37 @@ class CallsMixin:
             return _device_name_method(target, name, args, kwargs)
         if isinstance(target, Obj) and target.is_dict:
             return self.dict_method(target, name, args, kwargs, node, frame)
+        entry = self.self_preserving.get(target.cls.qualname, {}).get(name) \
+            if isinstance(target, Obj) and target.label is None else None
+        if entry is not None:
+            return self.self_preserving_call(target, entry, args, kwargs, node, frame, method)
         return self.unmodelled_call(method, args, kwargs, node, frame, method_of=target)
+
+    def self_preserving_call(self, target: Obj, entry: dict, args: list, kwargs: dict, node: ast.AST, frame: Frame,
+                             method: BoundMethod) -> Any:
+        """A method of a config object that cannot change it (schema fact
+        ``self_preserving_methods``): the object stays as it is. A method that returns
+        ``dataclasses.replace(self, field=parameter...)`` gives a copy of the object with those
+        fields (its other fields are the same objects, as replace() shares them); any other
+        result is unknown, and the other arguments are handled as in any call mblint cannot follow."""
+        replaced = entry.get("replace")
+        fields = target.cls.fields
+        if replaced is None or not all(field in fields and fields[field].init for field in replaced):
+            return self.unmodelled_call(method, args, kwargs, node, frame)
+        params = entry.get("params", [])
+        given = dict(zip(params, args))
+        if len(args) > len(params) or set(given) & set(kwargs) or set(kwargs) - set(replaced.values()):
+            return self.unmodelled_call(method, args, kwargs, node, frame)  # raises TypeError when run
+        given.update(kwargs)
+        origin = self.origin(node, frame)
+        declared = target.declared is target.fields
+        result = target.twin()
+        self.objects.append(result)
+        for field, param in replaced.items():
+            result.set(field, given.get(param, UNKNOWN), origin)
+        self.rerun_constructor(result, origin)
+        result.declared = result.fields if declared else None
+        return result
 
     def dict_method(self, target: Obj, name: str, args: list, kwargs: dict, node: ast.AST, frame: Frame) -> Any:
         origin = self.origin(node, frame)

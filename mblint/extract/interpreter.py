@@ -89,6 +89,8 @@ class Interpreter(ScopesMixin, MegatronMixin, HFModelsMixin, StateMixin, CallsMi
         self.field_aliases = {k: v for k, v in overlay.get("field_aliases", {}).items() if not k.startswith("_")}
         self.init_normalisations = {k: v for k, v in overlay.get("init_normalisations", {}).items()
                                     if not k.startswith("_")}
+        # {class qualname: {method: entry}}: methods that cannot change the object they are called on
+        self.self_preserving = (schema.facts or {}).get("self_preserving_methods", {})
         # Attribute stores on values that are not config objects (a string, None): they raise
         # AttributeError when the recipe runs. (origin, target source, owner, attribute)
         self.attribute_errors: list[tuple] = []

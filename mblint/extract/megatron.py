@@ -177,17 +177,31 @@ class MegatronMixin:
             slot = obj.fields.get(name)
             if slot is not None and slot[1] and slot[1][-1].kind != "default":
                 obj.fields[target] = slot
-        for name, rule in self.init_normalisations.get(spec.name, {}).items():
-            # a constructor's own plain assignments (__post_init__, __setattr__ during __init__),
-            # on the values at construction: later assignments to the object override them
-            source = fields.get(rule["from"]) if "from" in rule else self.post_init_value(name, rule, fields, defaults)
-            if source is not None and name in fields:
-                fields[name] = source
+        self.apply_init_normalisations(spec, fields, defaults)
         declared = spec.fields
         aliases = self.init_aliases.get(spec.name, {}).values()
         if all(name in declared for name in kwargs) and all(name in declared for name in aliases):
             obj.declared = fields  # its other keys are the class's fields
         return obj
+
+    def apply_init_normalisations(self, spec: ClassSpec, fields: dict, defaults: tuple) -> None:
+        """A constructor's own plain assignments (__post_init__, __setattr__ during __init__), on
+        the values at construction: later assignments to the object override them."""
+        for name, rule in self.init_normalisations.get(spec.name, {}).items():
+            source = fields.get(rule["from"]) if "from" in rule else self.post_init_value(name, rule, fields, defaults)
+            if source is not None and name in fields:
+                fields[name] = source
+
+    def rerun_constructor(self, obj: Obj, origin: Origin | None) -> None:
+        """What ``dataclasses.replace()`` runs again on the copy it builds from a config object's
+        fields: the ``init=False`` fields back to their defaults, the constructor's own assignments."""
+        default_origin = _with_kind(origin, "default")
+        defaults = (default_origin,) if default_origin else ()
+        fields = obj.writable()
+        for name, fspec in obj.cls.fields.items():
+            if not fspec.init:
+                fields[name] = (self.default_for(fspec, default_origin), defaults)
+        self.apply_init_normalisations(obj.cls, fields, defaults)
 
     def post_init_value(self, name: str, rule: dict, fields: dict, defaults: tuple) -> tuple | None:
         """The slot ``self.x = value`` gives, or None where its ``if [not] self.flag`` is false;

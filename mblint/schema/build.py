@@ -8,6 +8,7 @@ import json
 
 from mblint.paths import read_regular
 from mblint.schema.extract import MAX_MODULE_BYTES, SourceIndex, extract_classes, extract_enums
+from mblint.schema.self_preserving import self_preserving_methods
 from mblint.schema.facts import (
     allowed_values,
     bridge_used_values,
@@ -68,6 +69,7 @@ def build_schema(index: SourceIndex, bridge_version: str, core_version: str, rec
             "cuda_graph_deprecated_names": graph_name_deprecations(index),
             "checks": source_checks(lambda relative: _module_text(index, relative)),
             "provider_attributes": provider_attributes(index, classes, TRANSFORMER_CONFIG),
+            "self_preserving_methods": self_preserving_methods(index, classes),
         },
         "overlay": {key: value for key, value in overlay.items() if value},
     }

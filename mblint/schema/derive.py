@@ -56,6 +56,7 @@ from mblint.schema.facts import (
     provider_attributes,
     source_checks,
 )
+from mblint.schema.self_preserving import self_preserving_methods
 from mblint.schema.source import BridgeSource
 
 try:  # the hash mblint.cache uses, without loading OpenSSL at start-up
@@ -63,7 +64,7 @@ try:  # the hash mblint.cache uses, without loading OpenSSL at start-up
 except ImportError:  # pragma: no cover
     from hashlib import blake2b
 
-DERIVE_FORMAT = 7  # bump to re-derive cached schemas when what is derived changes
+DERIVE_FORMAT = 8  # bump to re-derive cached schemas when what is derived changes
 MAX_FILES = 4000
 MAX_FILE_BYTES = 2_000_000
 MAX_TOTAL_BYTES = 80_000_000
@@ -461,6 +462,9 @@ def _assemble(source, base: Schema, index, extractor, classes: dict, files) -> d
         "facts": {**base.facts, "allowed_values_from_bridge": bridge_used_values(recipe_texts, allowed),
                   "provider_attributes": sorted(set(base.facts.get("provider_attributes", ()))
                                                 | set(provider_attributes(index, all_classes, TRANSFORMER_CONFIG))),
+                  "self_preserving_methods": {
+                      **{q: m for q, m in base.facts.get("self_preserving_methods", {}).items() if q not in bridge},
+                      **self_preserving_methods(index, bridge, extractor.kinds)},
                   "checks": {**{n: w for n, w in base.facts.get("checks", {}).items() if "/bridge/" not in w},
                              **source_checks(lambda rel: _text(texts, source.root / "megatron" / rel), ("bridge",))}},
         "overlay": {key: value for key, value in overlay.items() if value},

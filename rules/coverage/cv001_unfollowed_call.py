@@ -16,7 +16,11 @@ class UnfollowedCall(Rule):
 Reports a call that receives the configuration or one of its parts (`cfg`, `cfg.model`, a
 dataset config) and that mblint cannot follow: a function imported from a module it cannot
 read (a team package not on its import roots), a method of a config object it does not model,
-a call whose arguments it cannot spread out. It names the call, what it received and the import
+a call whose arguments it cannot spread out. A method whose body cannot change its object (it
+only reads `self`, as `ConfigContainer.get_data_parallel_size` or a `validate()` that only
+checks) is no gap for that object: the schema lists such methods per class, read from the
+Megatron-Bridge source, and one that is `return replace(self, split=split)`
+(`HFDatasetSourceConfig.with_split`) gives a copy with the field it sets. It names the call, what it received and the import
 the callee came from.
 
 ## Why it matters
@@ -55,6 +59,8 @@ mblint's interpreter: objects handed to a call it cannot follow become unknown
         "cfg = _pretrain_common()\nfrom mycompany.tweaks import cluster_name\ncfg.logger.wandb_exp_name = cluster_name()",
         # a plain value taken from the configuration
         "cfg = _pretrain_common()\nprint(cfg.train.micro_batch_size)",
+        # a method that only reads the configuration (training/config.py: get_data_parallel_size)
+        "cfg = _pretrain_common()\ncfg.get_data_parallel_size(8)",
     ]
     invalid = [
         Example("cfg = _pretrain_common()\nfrom mycompany.tweaks import apply_cluster_tweaks\n"
