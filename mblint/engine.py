@@ -261,12 +261,11 @@ class Engine:
     # ----- python ------------------------------------------------------------------------
 
     def check_job(self, job: Job, text: str, report: FileResult) -> EffectiveConfig | None:
-        """Resolve ``job``'s configuration (its recipe, then its override files and command-line
-        overrides, as Megatron-Bridge applies them) and run the rules on it; ``text``: the
-        recipe file's text (its world-size comment)."""
+        """Resolve ``job``'s configuration (``job_graph``, then ``configure``) and run the rules
+        on it; ``text``: the recipe file's text (its world-size comment)."""
         path, function = job.recipe, job.function
         try:
-            graph = self.project.resolve_graph(path, function)
+            graph = self.job_graph(job)
         except SourceError as error:
             self.syntax_finding(error, report)
             return None
@@ -281,32 +280,50 @@ class Engine:
             if not interp.limits:
                 explain_unresolved(self, path, function, report)
             return None
-        if (job.override_files or job.overrides) and not self.apply_overrides(graph, job, report):
+        cfg = self.configure(graph, job, report, lambda error: report.errors.append(FileError("--set", str(error))))
+        if cfg is None:
             return None
-        cfg = graph.build()
-        report.resolved += 1
         report.notes.extend(sorted({note for note in cfg.notes if note.startswith(HF_CONFIG_UNUSABLE)}))
         self.run_rules(cfg, text, report, job)
         return cfg
 
-    def apply_overrides(self, graph, job: Job, report: FileResult) -> bool:
-        """Apply the job's override files, then its ``--set`` items, to its recipe's graph; False
-        (and the error reported) when one cannot be applied. Imported only for a recipe that has
-        overrides: most runs have none."""
-        from mblint.overrides import DotlistError, apply_dotlist, apply_yaml_file
+    def job_graph(self, job: Job):
+        """The graph of ``job``'s recipe function called with the job's arguments; None when
+        mblint cannot follow it. Raises SourceError (the recipe's file cannot be read) and
+        LookupError (no such function): the reader says where."""
+        return self.project.resolve_graph(job.recipe, job.function, dict(job.kwargs) or None)
 
-        try:
-            for override in job.override_files:
-                apply_yaml_file(graph, override)
-            if job.overrides:
-                apply_dotlist(graph, list(job.overrides))
-        except SourceError as error:
-            self.syntax_finding(error, report)
-            return False
-        except DotlistError as error:
-            report.errors.append(FileError("--set", str(error)))
-            return False
-        return True
+    def configure(self, graph, job: Job, report: FileResult, refused) -> EffectiveConfig | None:
+        """The configuration ``job`` runs: its recipe's ``graph`` with, in Megatron-Bridge's
+        order, what the job's launcher does first, the override files, the command-line
+        overrides (the launcher's, else ``job.overrides``), then what the launcher does after
+        them; built. None when an override file cannot be read (SY001) or a command-line
+        override is not understood (``refused(error)`` says it where the reader wants).
+        mblint.overrides is imported only for a job that has overrides: most have none."""
+        launcher = job.launcher
+        if job.override_files or job.overrides or launcher is not None:
+            from mblint.overrides import DotlistError, apply_dotlist, apply_overrides, apply_yaml_file
+
+            if launcher is not None:
+                launcher.before(graph)
+            try:
+                for override in job.override_files:
+                    apply_yaml_file(graph, override)
+                if launcher is not None:
+                    apply_overrides(graph, launcher.overrides())
+                elif job.overrides:
+                    apply_dotlist(graph, list(job.overrides))
+            except SourceError as error:
+                self.syntax_finding(error, report)
+                return None
+            except DotlistError as error:
+                refused(error)
+                return None
+            if launcher is not None:
+                launcher.after(graph)
+        cfg = graph.build()
+        report.resolved += 1
+        return cfg
 
     def run_rules(self, cfg: EffectiveConfig, text: str, report: FileResult, job: Job | None = None) -> set[str]:
         """The one way every job's configuration is checked: the enabled rules run on ``cfg``,

@@ -130,3 +130,57 @@ def test_a_rule_that_crashes_is_an_error_on_every_path(tmp_path, mb06, linted):
     report = engine.check_paths([str(tmp_path / linted)])
     assert report.resolved == 1
     assert [e.message for e in report.errors if "internal error in rule ZZ901" in e.message], report.notes
+
+
+TRAINING_SCRIPT = """import argparse
+
+from megatron.bridge.training.utils.omegaconf_utils import process_config_with_overrides
+from recipes.r import my_sft_config
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config-file", default="o.yaml")
+    args, _ = parser.parse_known_args()
+    cfg = my_sft_config()
+    cfg = process_config_with_overrides(config=cfg, config_filepath=args.config_file)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_recipe_its_override_file_and_its_launch_script_give_the_job_the_same_errors(tmp_path, mb06):
+    """Issue 31's Done-when: the one job (the recipe with o.yaml: the override file's pairing, the
+    training script's --config-file), linted through any of its three kinds of file, has the same
+    errors at the same places: PK001 on the recipe's line 10 (see RECIPE)."""
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "r.py").write_text(RECIPE)
+    (tmp_path / "o.yaml").write_text("# mblint: recipe=recipes/r.py::my_sft_config\ntrain:\n  train_iters: 100\n")
+    (tmp_path / "train.py").write_text(TRAINING_SCRIPT)
+    (tmp_path / "launch.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node=1 train.py --config-file o.yaml\n")
+    errors = {}
+    for linted in ("recipes/r.py", "o.yaml", "launch.sh"):
+        result, findings = check(tmp_path, mb06, linted)
+        assert result.exit_code == 1, (linted, result.stderr)
+        errors[linted] = places([f for f in findings if f["severity"] == "error"])
+    assert errors == {linted: [("PK001", "recipes/r.py", 10)] for linted in errors}, errors
+
+
+def test_a_launch_whose_override_file_did_not_parse_is_checked_again_once_it_does(tmp_path, mb06):
+    """The override file a launch applies is a dependency of the launch's cached result even when
+    it could not be read (main 55683f8 kept only the files applied before it: the SY001 stayed
+    after the file was fixed)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "r.py").write_text(RECIPE)
+    (tmp_path / "train.py").write_text(TRAINING_SCRIPT)
+    (tmp_path / "launch.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node=1 train.py --config-file o.yaml\n")
+    (tmp_path / "o.yaml").write_text("train: [1\n")
+    command = ["check", "--format", "json", "--search-path", str(mb06), "launch.sh"]
+    broken = json.loads(run(command, tmp_path).stdout)["findings"]
+    assert places(broken) == [("SY001", "o.yaml", 2)]
+    (tmp_path / "o.yaml").write_text("train:\n  train_iters: 100\n")
+    fixed = json.loads(run(command, tmp_path).stdout)["findings"]
+    assert places([f for f in fixed if f["severity"] == "error"]) == [("PK001", "recipes/r.py", 10)]

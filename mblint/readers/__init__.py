@@ -2,10 +2,12 @@
 
 A job is what a user launches: a recipe function, the override files and command-line
 overrides applied to it, the world size it runs at, each value with its origin. The readers
-find the jobs of a file and hand each to the engine (``Services.check_job`` for a recipe and
-its override files and ``--set`` items; a launch line's job, which the runner's own defaults
-and synchronisations complete, is resolved by the launch reader's ``run``), which resolves the
-configuration and runs the rules on it (``Services.run_rules``).
+find the jobs of a file and hand each to the engine, which resolves the configuration the same
+way for every job (``Services.job_graph``: the recipe; ``Services.configure``: its override
+files, its command-line overrides, and what its ``Launcher`` does around them) and runs the
+rules on it (``Services.run_rules``); ``Services.check_job`` does all three for a recipe and its
+override files and ``--set`` items. A launch line's reader calls them itself: it places the
+errors on the launch line and compares the job's findings with the recipe's own.
 
 - ``python``: a Python module; each recipe function it defines is a job.
 - ``overrides``: a YAML override file; the recipe it is paired with, with the file applied.
@@ -40,7 +42,10 @@ class Job:
     (mblint still edits only the files it lints). The world size the launch decides
     (``world_source`` "launch"; None when it is unknown there, ``world_unknown`` saying where)
     or, without a ``world_source``, the recipe's own. Where the job is (``where``, the launch
-    line or the override file), named by ``about`` on the findings the recipe has in the job."""
+    line or the override file), named by ``about`` on the findings the recipe has in the job.
+    The recipe function's arguments (``kwargs``, as (name, value) pairs: a launch's ``--mode``,
+    a training script's call). What launches it (``launcher``, a ``Launcher``; None: the recipe
+    as Megatron-Bridge's ``ConfigContainer`` leaves it, with its overrides)."""
 
     files: frozenset[str] = frozenset()
     world_size: int | None = None
@@ -52,6 +57,23 @@ class Job:
     function: str = ""
     override_files: tuple[Path, ...] = ()
     overrides: tuple[str, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    launcher: "Launcher | None" = None
+
+
+class Launcher(Protocol):
+    """What a launch does to its recipe's configuration around the overrides
+    (``Services.configure`` calls them in this order)."""
+
+    def before(self, graph: Any) -> None:
+        """Before the override files (a training script's own assignments, ``--dataset``)."""
+
+    def overrides(self) -> list:
+        """The command line's overrides (``mblint.overrides.Override``), made when they are
+        applied: after the override files' (Hydra's order). Raises DotlistError."""
+
+    def after(self, graph: Any) -> None:
+        """After every override (Megatron-Bridge's runner: its defaults and synchronisations)."""
 
 
 def in_project(display: str) -> bool:
@@ -132,6 +154,10 @@ class Services(Protocol):
     def editable_frozen(self) -> frozenset[str]: ...
 
     def check_job(self, job: Job, text: str, report: "FileResult") -> "EffectiveConfig | None": ...
+
+    def job_graph(self, job: Job) -> Any: ...
+
+    def configure(self, graph: Any, job: Job, report: "FileResult", refused: Any) -> "EffectiveConfig | None": ...
 
     def run_rules(self, cfg: "EffectiveConfig", text: str, report: "FileResult", job: Job | None = None) -> set[str]: ...
 

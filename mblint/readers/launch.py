@@ -271,7 +271,6 @@ class LaunchReader:
             mutations: list | None = None) -> set[Path]:
         """``mutations``: (field path, value) a training script assigns on the recipe's result
         before the overrides (an unknown value makes the field unknown)."""
-        from mblint.overrides import DotlistError, apply_overrides, apply_yaml_file
         from mblint.pairing import recipe_kwargs
 
         engine = self.engine
@@ -287,9 +286,17 @@ class LaunchReader:
                              f"Recipe '{function}' does not accept a configurable PEFT scheme; --mode {peft} is "
                              "unsupported.", result)
                 return set()
+        launch_files = frozenset({display} | {engine.project_display(p) for p in yaml_files})
+        where = self.origin(display, launch.entry_word.span)
+        decides = launch.world_size is not None or launch.world_unknown is not None  # else the recipe's guess
+        unknown_at = self.origin(display, launch.world_unknown) if launch.world_size is None and decides else None
+        steps = LaunchSteps(self, display, launch, kind, mutations or [])
+        job = Job(launch_files, launch.world_size, "launch" if decides else "", where,
+                  f"the job launched at {display}:{launch.line}", unknown_at, recipe_path, function,
+                  tuple(yaml_files), tuple(setting.item for setting in launch.settings), tuple(kwargs.items()), steps)
         try:
-            graph = project.resolve_graph(recipe_path, function, kwargs or None)
-            baseline = project.resolve_graph(recipe_path, function, kwargs or None)
+            graph = engine.job_graph(job)
+            baseline = engine.job_graph(job)
         except SourceError as error:
             engine.syntax_finding(error, result)
             return set()
@@ -302,44 +309,19 @@ class LaunchReader:
                          f"launch not checked: {function} does not build a ConfigContainer mblint can follow", result)
             return deps
         result.recipes += 1
-        runner_origin = self.origin(display, launch.entry_word.span)
-        for field_path, value in mutations or ():
-            _force(graph, ".".join(field_path), value if value is not _entry_unknown() else UNKNOWN, runner_origin)
-        if launch.dataset is not None:  # --dataset: the preset replaces the recipe's dataset
-            _force(graph, "dataset", UNKNOWN, self.origin(display, launch.dataset_span))
-        try:
-            for yaml_path in yaml_files:
-                apply_yaml_file(graph, yaml_path)
-                deps.add(yaml_path.resolve())
-            command_line = self.overrides(display, launch.settings)
-            apply_overrides(graph, command_line)
-        except SourceError as error:
-            engine.syntax_finding(error, result)
+        deps |= {yaml_path.resolve() for yaml_path in yaml_files}
+        cfg = engine.configure(graph, job, result, lambda error: self.finding(
+            "LA001", display, launch.entry_word.span, f"override not understood: {error}", result))
+        if cfg is None:
             return deps
-        except DotlistError as error:
-            self.finding("LA001", display, launch.entry_word.span, f"override not understood: {error}", result)
-            return deps
-        if launch.entry == "runner":
-            explicit = {o.path for o in command_line}
-            if kind == "benchmark":
-                benchmark_defaults(graph, explicit, launch.mode, runner_origin)
-            runner_syncs(graph, explicit, launch.mode, runner_origin)
-        cfg = graph.build()
+        command_line = steps.command_line
         cfg.overrides_applied = True  # the configuration being launched, not a recipe still to complete
         cfg.command_line_origins = frozenset(o.origin for o in command_line)
-        result.resolved += 1
         if self.collected is not None:
             self.collected.append((launch, cfg))
             return deps
         alone = baseline.build()
         text = interp.finder.load(recipe_path).mblint_text
-        launch_files = frozenset({display} | {engine.project_display(p) for p in yaml_files})
-        where = self.origin(display, launch.entry_word.span)
-        decides = launch.world_size is not None or launch.world_unknown is not None  # else the recipe's guess
-        unknown_at = self.origin(display, launch.world_unknown) if launch.world_size is None and decides else None
-        job = Job(launch_files, launch.world_size, "launch" if decides else "", where,
-                  f"the job launched at {display}:{launch.line}", unknown_at, recipe_path, function,
-                  tuple(yaml_files), tuple(setting.item for setting in launch.settings))
         start = len(result.findings)
         world_readers = engine.run_rules(cfg, text, result, job)
         findings = result.findings[start:]
@@ -436,6 +418,36 @@ class LaunchReader:
     def finding(self, rule_id: str, display: str, span: Span, message: str, result: "FileResult",
                 severity: Severity | None = None) -> None:
         self.engine.report_at(rule_id, self.origin(display, span), message, result, severity=severity)
+
+
+class LaunchSteps:
+    """What a launch line does to its recipe's configuration around the overrides (a
+    ``readers.Launcher``): a training script's own assignments and ``--dataset`` before them;
+    the line's ``key=value`` words, with their places; Megatron-Bridge's runner's defaults (a
+    benchmark recipe's) and synchronisations after them."""
+
+    def __init__(self, reader: LaunchReader, display: str, launch: Launch, kind: str, mutations: list) -> None:
+        self.reader, self.display, self.launch, self.kind, self.mutations = reader, display, launch, kind, mutations
+        self.origin = reader.origin(display, launch.entry_word.span)
+        self.command_line: list = []  # the overrides applied, once they are
+
+    def before(self, graph: Any) -> None:
+        for field_path, value in self.mutations:
+            _force(graph, ".".join(field_path), value if value is not _entry_unknown() else UNKNOWN, self.origin)
+        if self.launch.dataset is not None:  # --dataset: the preset replaces the recipe's dataset
+            _force(graph, "dataset", UNKNOWN, self.reader.origin(self.display, self.launch.dataset_span))
+
+    def overrides(self) -> list:
+        self.command_line = self.reader.overrides(self.display, self.launch.settings)
+        return self.command_line
+
+    def after(self, graph: Any) -> None:
+        if self.launch.entry != "runner":
+            return
+        explicit = {o.path for o in self.command_line}
+        if self.kind == "benchmark":
+            benchmark_defaults(graph, explicit, self.launch.mode, self.origin)
+        runner_syncs(graph, explicit, self.launch.mode, self.origin)
 
 
 def launch_configuration(engine: "Services", path: Path, line: int) -> tuple:
