@@ -17,6 +17,7 @@ from mblint.unanalysed import builds_config
 UNFOLLOWED_CALL = "unfollowed-call"
 UNFOLLOWED_STATEMENT = "unfollowed-statement"
 MODEL_CONFIG_MISSING = "model-config-missing"
+MODEL_CONFIG_INCOMPLETE = "model-config-incomplete"  # read, but keys it leaves out have no known default
 WORLD_SIZE_UNKNOWN = "the world size is unknown where the parallel layout is known"  # a problem (arbitration)
 COVERAGE_TAG = "coverage"
 MAX_PARTS_NAMED = 4  # in a gap's message; the others are counted

@@ -52,8 +52,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mblint.coverage import (COVERAGE_TAG, MODEL_CONFIG_MISSING, UNFOLLOWED_CALL, UNFOLLOWED_STATEMENT,
-                             WORLD_SIZE_UNKNOWN, Gap)
+from mblint.coverage import (
+    COVERAGE_TAG,
+    MODEL_CONFIG_INCOMPLETE,
+    MODEL_CONFIG_MISSING,
+    UNFOLLOWED_CALL,
+    UNFOLLOWED_STATEMENT,
+    WORLD_SIZE_UNKNOWN,
+    Gap,
+)
 from mblint.coverage import reached_from as coverage_reached_from
 from mblint.extract.megatron import HF_PROVIDER_LABEL  # the type name of an AutoBridge model whose class is not known
 from mblint.findings import Finding, FixIntent, Related, Severity
@@ -65,8 +72,8 @@ from mblint.suggestions import suggest
 from mblint.testing import Example, hf_model
 
 __all__ = [
-    "COVERAGE_TAG", "MODEL_CONFIG_MISSING", "UNFOLLOWED_CALL", "UNFOLLOWED_STATEMENT", "WORLD_SIZE_UNKNOWN", "Gap",
-    "gaps", "report_gap", "world_size_gap",
+    "COVERAGE_TAG", "MODEL_CONFIG_INCOMPLETE", "MODEL_CONFIG_MISSING", "UNFOLLOWED_CALL", "UNFOLLOWED_STATEMENT",
+    "WORLD_SIZE_UNKNOWN", "Gap", "gaps", "report_gap", "world_size_gap",
     "ABSENT", "BRIDGE_GPT_DATASET", "COLLATE_DATASET_TYPES_06", "GRAPH_MODULE_NAMES", "HF_PROVIDER_LABEL",
     "MAX_STEPS_NOT_POSITIVE", "NAME_GPUS_BELOW_LAYOUT", "PARALLEL_SIZE_PATHS", "SEQ_LENGTHS_DIFFER", "SFT_DATASET_TYPES_06", "SPECS_06",
     "UNKNOWN", "UNPADDED_PACKS_UNDER_GRAPHS", "WORLD_NOT_DIVISIBLE_BY_DENSE_GRID", "EffectiveConfig", "Example",

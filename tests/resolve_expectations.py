@@ -91,8 +91,10 @@ SFT = {
     "model.expert_model_parallel_size": 1,  # MPC:127
     "model.calculate_per_token_loss": False,  # TC:277
     "model.use_te_rng_tracker": False,  # GPTP:197
-    "model.recompute_granularity": None,  # TC:518
-    "model.recompute_modules": None,  # TC:546
+    # TC:518/546 give None, but without config.json the provider class is unknown and Sarvam's
+    # providers (which its bridges build) default them to 'selective' and a module list
+    "model.recompute_granularity": UNKNOWN,
+    "model.recompute_modules": UNKNOWN,
     # dataset: seed constructor + 3-level assignment
     "dataset.seq_length": 8192,
     "dataset.offline_packing_specs.packed_sequence_size": 8192,

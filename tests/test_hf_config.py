@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mblint.api import resolve_recipe
+from mblint.coverage import MODEL_CONFIG_INCOMPLETE
 from mblint.hf_config import MAX_CONFIG_BYTES, HFConfigError, find_config, read_config
 from mblint.model import NamedObject, is_known
 
@@ -183,8 +184,9 @@ def test_llama_fields_from_config_and_bridge(hub, tmp_path, mb06):
     }
     for path, value in expected.items():
         assert cfg.value(path) == value, path
-    # the config has no head_dim: the transformers config class may give one; never guessed
-    assert not is_known(cfg.value("model.kv_channels"))
+    # the config has no head_dim: LlamaConfig.__post_init__ (transformers 5.8.0 and 5.12.1, which
+    # Megatron-Bridge 0.6.2 pins; mblint's bundled facts) makes it hidden_size // num_attention_heads
+    assert cfg.value("model.kv_channels") == 4096 // 32
     origin = cfg.last_origin("model.num_layers")
     assert Path(origin.path).name == "config.json" and Path(origin.path).resolve() == written.resolve()
     assert origin.line == read_config(written).position("num_hidden_layers")[0]
@@ -206,8 +208,12 @@ def test_activation_from_hidden_act(hub, tmp_path, mb06, hidden_act, function):
 
 def test_activation_unknown_without_hidden_act_or_for_an_unmapped_one(hub, tmp_path, mb06):
     config = {key: value for key, value in LLAMA3_8B.items() if key != "hidden_act"}
-    write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", config)  # the config class's default is not at hand
+    write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", config)
     cfg = resolve_recipe(recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B"), "model_config", search_paths=[mb06])
+    # LlamaConfig's hidden_act defaults to "silu" (bundled facts of transformers 5.8.0 and 5.12.1)
+    assert cfg.value("model.activation_func") == NamedObject("torch.nn.functional.silu")
+    write_snapshot(hub, "org/own-model-type", {**config, "model_type": "org_llama"})  # no class default known
+    cfg = resolve_recipe(recipe_file(tmp_path, "org/own-model-type"), "model_config", search_paths=[mb06])
     assert not is_known(cfg.value("model.activation_func"))
     write_snapshot(hub, "org/unmapped-act", {**LLAMA3_8B, "hidden_act": "no_such_act"})
     cfg = resolve_recipe(recipe_file(tmp_path, "org/unmapped-act"), "model_config", search_paths=[mb06])
@@ -218,6 +224,32 @@ def test_missing_config_leaves_architecture_unknown(hub, tmp_path, mb06):
     cfg = resolve_recipe(recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B"), "model_config", search_paths=[mb06])
     assert not is_known(cfg.value("model.num_layers"))
     assert not is_known(cfg.value("model.num_attention_heads"))
+
+
+# moonshotai/Moonlight-16B-A3B config.json (model card facts): DeepSeek-V3's architecture.
+MOONLIGHT = {
+    "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "attention_bias": False,
+    "first_k_dense_replace": 1, "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 11264,
+    "kv_lora_rank": 512, "max_position_embeddings": 8192, "moe_intermediate_size": 1408, "n_group": 1,
+    "n_routed_experts": 64, "n_shared_experts": 2, "norm_topk_prob": True, "num_attention_heads": 16,
+    "num_experts_per_tok": 6, "num_hidden_layers": 27, "num_key_value_heads": 16, "q_lora_rank": None,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "rms_norm_eps": 1e-05, "rope_scaling": None,
+    "rope_theta": 50000.0, "routed_scaling_factor": 2.446, "scoring_func": "sigmoid", "topk_group": 1,
+    "topk_method": "noaux_tc", "torch_dtype": "bfloat16", "v_head_dim": 128, "vocab_size": 163840,
+}
+
+
+def test_a_default_the_provider_classes_disagree_on_is_unknown_without_config(hub, tmp_path, mb06):
+    """Without config.json the provider class is unknown: GPTModelProvider declares
+    deallocate_pipeline_outputs = True, but MLAModelProvider (DeepSeekV3Bridge's, Moonlight's)
+    keeps ModelParallelConfig's False (its MLATransformerConfig base comes first in the MRO)."""
+    path = recipe_file(tmp_path, "moonshotai/Moonlight-16B-A3B")
+    cfg = resolve_recipe(path, "model_config", search_paths=[mb06])
+    assert not is_known(cfg.value("model.deallocate_pipeline_outputs"))
+    assert cfg.value("model.tensor_model_parallel_size") == 1  # every provider class agrees
+    write_snapshot(hub, "moonshotai/Moonlight-16B-A3B", MOONLIGHT)
+    cfg = resolve_recipe(path, "model_config", search_paths=[mb06])
+    assert cfg.value("model.deallocate_pipeline_outputs") is False
 
 
 def test_glm45_bridge_code_is_interpreted(hub, tmp_path, mb06):
@@ -288,6 +320,31 @@ def test_experts_vs_ep(hub, tmp_path, mb06, ep, fires):
     path = recipe_file(tmp_path, "Qwen/Qwen3-30B-A3B", {"expert_model_parallel_size": ep})
     findings = lint(tmp_path, path, "MO009", mb06)
     assert bool(findings) == fires
+
+
+def test_ep_on_a_dense_model_from_the_transformers_defaults(hub, tmp_path, mb06):
+    """Llama's config.json has no expert count; LlamaConfig declares none (the bundled facts of
+    the transformers 0.6.2 pins), so num_moe_experts is None and Megatron-Core rejects EP 2."""
+    write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", LLAMA3_8B)
+    path = recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B", {"expert_model_parallel_size": 2})
+    assert [f.rule_id for f in lint(tmp_path, path, "MO009", mb06)] == ["MO009"]
+    write_snapshot(hub, "org/own-model-type", {**LLAMA3_8B, "model_type": "org_llama"})
+    path = recipe_file(tmp_path, "org/own-model-type", {"expert_model_parallel_size": 2})
+    assert lint(tmp_path, path, "MO009", mb06) == []  # a model type no facts know: unknown
+
+
+def test_keys_of_unknown_default_are_a_finding_at_the_call(hub, tmp_path, mb06):
+    """A config.json read whose model_type no transformers facts know: CV002 names the provider
+    fields left unknown and why, at the from_hf_pretrained call."""
+    write_snapshot(hub, "org/own-model-type", {**LLAMA3_8B, "model_type": "org_llama"})
+    report = _check_all_rules([recipe_file(tmp_path, "org/own-model-type")], mb06)
+    found = [f for f in report.findings if f.rule_id == "CV002"]
+    assert len(found) == 1 and (found[0].location.line, found[0].location.column) == (7, 17)
+    assert "model.num_moe_experts (num_experts)" in found[0].message
+    assert "model_type 'org_llama'" in found[0].message
+    write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", LLAMA3_8B)
+    report = _check_all_rules([recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B")], mb06)
+    assert not [f for f in report.findings if f.rule_id == "CV002"]
 
 
 def test_checks_silent_without_config(hub, tmp_path, mb06):
@@ -393,10 +450,13 @@ def test_missing_keys_take_the_config_class_defaults(hub, tmp_path, mb06):
     config = {key: value for key, value in LLAMA3_8B.items() if key != "rope_scaling"}
     write_snapshot(hub, "meta-llama/Meta-Llama-3-8B", config)
     path = recipe_file(tmp_path, "meta-llama/Meta-Llama-3-8B")
-    without = resolve_recipe(path, "model_config", search_paths=[mb06])
-    assert not is_known(without.value("model.add_bias_linear"))  # ("mlp_bias", "add_bias_linear"): maybe a default
-    assert not is_known(without.value("model.num_moe_experts"))
-    assert not is_known(without.value("model.position_embedding_type"))  # the class may default to YaRN
+    bundled = resolve_recipe(path, "model_config", search_paths=[mb06])
+    # no transformers source: the bundled facts of the transformers 0.6.2 pins (LlamaConfig)
+    assert bundled.value("model.add_bias_linear") is False  # mlp_bias: bool = False
+    assert bundled.value("model.num_moe_experts") is None  # no expert count in LlamaConfig
+    assert bundled.value("model.position_embedding_type") == "rope"  # rope_parameters = None
+    assert bundled.value("model.kv_channels") == 128
+    assert not bundled.gaps
     roots = [mb06, fake_transformers(tmp_path / "site")]
     cfg = resolve_recipe(path, "model_config", search_paths=roots)
     assert cfg.value("model.add_bias_linear") is False  # LlamaConfig.mlp_bias = False
@@ -407,6 +467,14 @@ def test_missing_keys_take_the_config_class_defaults(hub, tmp_path, mb06):
     assert cfg.value("model.position_embedding_type") == "rope"  # rope_parameters defaults to None
     origin = cfg.last_origin("model.add_bias_linear")
     assert Path(origin.path).name == "configuration_llama.py"
+    write_snapshot(hub, "org/own-model-type", {**config, "model_type": "org_llama"})
+    without = resolve_recipe(recipe_file(tmp_path, "org/own-model-type"), "model_config", search_paths=[mb06])
+    assert not is_known(without.value("model.add_bias_linear"))  # ("mlp_bias", "add_bias_linear"): maybe a default
+    assert not is_known(without.value("model.num_moe_experts"))
+    assert not is_known(without.value("model.position_embedding_type"))  # the class may default to YaRN
+    gap = next(gap for gap in without.gaps if gap.kind == MODEL_CONFIG_INCOMPLETE)
+    assert gap.subject == "org/own-model-type" and "model.num_moe_experts (num_experts)" in gap.part
+    assert "model_type 'org_llama'" in gap.source
 
 
 # A config class whose __post_init__ computes two attributes: one a base method also assigns
@@ -516,8 +584,9 @@ QWEN25_VL_TEXT = {
 def test_text_config_of_a_flat_composite_config(hub, tmp_path, mb06):
     written = write_snapshot(hub, "Qwen/Qwen2.5-VL-3B-Instruct", QWEN25_VL_3B)
     path = recipe_file(tmp_path, "Qwen/Qwen2.5-VL-3B-Instruct")
-    without = resolve_recipe(path, "model_config", search_paths=[mb06])
-    assert not is_known(without.value("model.num_layers"))  # what text_config holds needs the class
+    bundled = resolve_recipe(path, "model_config", search_paths=[mb06])
+    for field, value in QWEN25_VL_TEXT.items():  # the bundled facts of Qwen2_5_VLConfig (transformers 5.8.0, 5.12.1)
+        assert bundled.value(field) == value, field
     cfg = resolve_recipe(path, "model_config", search_paths=[mb06, fake_qwen25_vl(tmp_path / "site")])
     for field, value in QWEN25_VL_TEXT.items():
         assert cfg.value(field) == value, field

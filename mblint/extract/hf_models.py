@@ -29,11 +29,12 @@ from mblint.extract.modules import module_name_guess
 from mblint.extract.positions import _with_kind
 from mblint.extract.scopes import Frame
 from mblint.extract.values import External, FuncRef, Obj, true_slots
-from mblint.coverage import MODEL_CONFIG_MISSING, Gap
+from mblint.coverage import MODEL_CONFIG_INCOMPLETE, MODEL_CONFIG_MISSING, Gap
 from mblint.hf_config import HF_CONFIG_UNUSABLE, HFConfig, HFConfigError, find_config, read_config
-from mblint.model import UNKNOWN, Origin, Unknown
+from mblint.model import UNKNOWN, Origin, Unknown, is_known
 from mblint.paths import read_head
-from mblint.schema import ClassSpec
+from mblint.schema import ClassSpec, nearest_release
+from mblint.schema.transformers import BundledConfigClass, bundled_chain
 
 BRIDGE_PACKAGE = "megatron.bridge.models"
 BASE_BRIDGE = "megatron.bridge.models.conversion.model_bridge.MegatronModelBridge"
@@ -191,7 +192,7 @@ class BridgeState:
     config and the objects standing for it."""
 
     __slots__ = ("index", "chain", "config", "config_obj", "pretrained", "display", "origins", "transformers",
-                 "post_init", "sub_states")
+                 "post_init", "sub_states", "unknown_keys")
 
     def __init__(self, index: BridgeIndex, chain: list[BridgeClass], config: HFConfig, display: str) -> None:
         self.index = index
@@ -201,9 +202,10 @@ class BridgeState:
         self.origins: dict[str, Origin] = {}
         self.config_obj: Obj | None = None
         self.pretrained: Obj | None = None
-        self.transformers = None  # the transformers config class's chain, when its source is at hand
+        self.transformers = None  # the transformers config class: its source chain, else the bundled facts
         self.post_init: dict[str, tuple] = {}  # key -> (value, origin) its __post_init__ gives
         self.sub_states: list[BridgeState] = []  # sub-configs (text_config) the bridge may convert
+        self.unknown_keys: dict[str, str] = {}  # provider field -> the key config.json leaves out, of unknown value
 
 
 class SubConfig:
@@ -294,7 +296,8 @@ class HFModelsMixin:
         state = BridgeState(index, chain, config, self.finder.display(config.path))
         model_type = config.values.get("model_type")
         if model_type not in self.hf_config_classes:
-            self.hf_config_classes[model_type] = config_class_chain(self, model_type)
+            self.hf_config_classes[model_type] = (config_class_chain(self, model_type) or bundled_chain(
+                nearest_release(self.schema.megatron_bridge_version or self.schema.line), model_type))
         state.transformers = self.hf_config_classes[model_type]
         state.config_obj = self.config_object(state, node)
         if state.transformers is not None:
@@ -313,9 +316,32 @@ class HFModelsMixin:
             provider.set("perform_initialization", False if load_weights is True or load_weights is NOT_GIVEN else UNKNOWN, origin)
         if "hf_model_id" in provider.fields:
             provider.set("hf_model_id", model_id, origin)
+        self.record_unknown_keys(state, provider, model_id, origin)
         if isinstance(revision, str) and "hf_model_revision" in provider.fields:
             provider.set("hf_model_revision", revision, origin)
         return provider
+
+    def record_unknown_keys(self, state: BridgeState, provider: Obj, model_id: Any, origin: Origin) -> None:
+        """A gap at the call when provider fields stay unknown because config.json leaves out
+        their keys and the transformers configuration class does not say what they default to."""
+        missing = {}
+        for current in (state, *state.sub_states):
+            for field, key in current.unknown_keys.items():
+                slot = provider.fields.get(field)
+                if slot is not None and not is_known(slot[0]):
+                    missing.setdefault(field, key)
+        if not missing:
+            return
+        model_type = state.config.values.get("model_type")
+        named = f"model_type {model_type!r}" if isinstance(model_type, str) else "its model_type"
+        if state.transformers is None:
+            why = (f"no transformers configuration class of {named} is known here (its source is not at hand "
+                   "and mblint's facts of the transformers release this Megatron-Bridge pins do not have it)")
+        else:
+            why = f"the transformers configuration class of {named} computes them in a way mblint does not read"
+        fields = ", ".join(f"model.{field} ({key})" for field, key in sorted(missing.items()))
+        self.gaps.append(Gap(origin, MODEL_CONFIG_INCOMPLETE, model_id if isinstance(model_id, str) else "",
+                             fields, why))
 
     def config_object(self, state: BridgeState, node: ast.AST) -> Obj:
         """The config object ``hf_pretrained.config``: config.json's values, the config class's
@@ -382,6 +408,9 @@ class HFModelsMixin:
         if not keys:
             return
         config = state.config_obj
+        if isinstance(chain, BundledConfigClass):
+            self.apply_bundled_post_init(state, chain, keys)
+            return
         before = dict(config.fields)
         was_open = config.open
         for key in keys:
@@ -401,6 +430,16 @@ class HFModelsMixin:
             else:
                 del table[key]
         config.open = was_open
+
+    def apply_bundled_post_init(self, state: BridgeState, chain: BundledConfigClass, keys: set[str]) -> None:
+        """``run_config_post_init`` from the bundled facts of the config class: its rules
+        applied to config.json's values, else the declared defaults."""
+        config = state.config_obj
+        current = {key: slot[0] for key, slot in config.fields.items()}
+        current.update((key, chain.declared_default(key)) for key in keys if key not in state.config.values)
+        for key, value in chain.post_init_values(current, state.config.values).items():
+            config.set(key, value, None)
+            state.post_init[key] = (value, None)
 
     def hf_attribute(self, state: BridgeState, key: str) -> tuple[Any, Origin | None]:
         """(value, origin) of the config's attribute ``key``: what the config class's
@@ -591,6 +630,8 @@ class HFModelsMixin:
                 value, origin = self.hf_attribute(state, hf_name)
                 if value is ABSENT_ATTRIBUTE:
                     continue
+                if isinstance(value, Unknown) or value is UNKNOWN:
+                    state.unknown_keys.setdefault(field, hf_name)
                 if field not in kwargs or not isinstance(value, Unknown):
                     kwargs[field] = value
                 if origin is not None:

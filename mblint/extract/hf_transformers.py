@@ -61,7 +61,8 @@ class ConfigClass:
         if method.name == "__post_init__":
             self.post_init = method
         assigned = self.assigned_by.setdefault(method.name, set())
-        parameters = {a.arg: d for a, d in zip(method.args.args[::-1], method.args.defaults[::-1])}
+        rebound = {node.id for node in ast.walk(method) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+        parameters = {a.arg: d for a, d in zip(method.args.args[::-1], method.args.defaults[::-1]) if a.arg not in rebound}
         for node in ast.walk(method):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
                 node, (ast.AugAssign, ast.AnnAssign)) else []

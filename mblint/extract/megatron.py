@@ -56,6 +56,28 @@ class _DefaultTable:
         return table
 
 
+def provider_dependent_fields(schema: Any, spec: ClassSpec) -> frozenset[str]:
+    """The fields of ``spec`` whose default differs between the provider classes an HF bridge
+    can build (the schema's ``hf_provider_classes``): unknown while the class is (DeepSeek's
+    MLAModelProvider keeps ``deallocate_pipeline_outputs`` False, GPTModelProvider's is True)."""
+    key = (schema.key, spec.qualname)
+    found = _PROVIDER_DEPENDENT.get(key)
+    if found is None:
+        classes = [schema.classes[q] for q in schema.facts.get("hf_provider_classes", ()) if q in schema.classes]
+        found = _PROVIDER_DEPENDENT[key] = frozenset(
+            name for name, fspec in spec.fields.items()
+            if any(_default_record(other.fields[name]) != _default_record(fspec)
+                   for other in classes if name in other.fields))
+    return found
+
+
+_PROVIDER_DEPENDENT: dict[tuple, frozenset[str]] = {}
+
+
+def _default_record(fspec: Any) -> tuple:
+    return fspec.default_kind, repr(fspec.default), fspec.factory_class
+
+
 def _may_be_config_class(qualname: str) -> bool:
     return qualname.startswith("megatron") or "." not in qualname or qualname.startswith(".")
 
@@ -223,7 +245,7 @@ class MegatronMixin:
         key = (spec, hf_provider)
         table = self.default_tables.get(key)
         if table is None:
-            derived = self.schema.hf_derived_fields if hf_provider else ()
+            derived = self.schema.hf_derived_fields | provider_dependent_fields(self.schema, spec) if hf_provider else ()
             rows = tuple((name, fspec, _HF_DERIVED if name in derived else
                           _BUILT_PER_OBJECT if fspec.default_kind == "factory" else fspec.default_value())
                          for name, fspec in spec.fields.items())
@@ -272,7 +294,8 @@ class MegatronMixin:
         table = self.default_table(spec, hf_provider=True)
         # Every field in the class's order, then the slots that are not plain defaults.
         obj.fields = fields = table.slots(defaults)
-        fields.update(zip(table.derived, repeat((Unknown("from the Hugging Face config"), unknown_origin))))
+        fields.update(zip(table.derived, repeat((Unknown("from the Hugging Face config or its provider class"),
+                                                 unknown_origin))))
         for name, fspec in table.built:
             fields[name] = (self.default_for(fspec, default_origin), defaults)
         if "hf_model_id" in obj.fields and isinstance(model_id, str):

@@ -18,6 +18,7 @@ from mblint.schema.facts import (
     source_checks,
     hf_derived,
     hf_provider,
+    hf_provider_classes,
     init_aliases,
     mixed_precision_lookup,
     mixed_precision_recipes,
@@ -70,6 +71,7 @@ def build_schema(index: SourceIndex, bridge_version: str, core_version: str, rec
             "checks": source_checks(lambda relative: _module_text(index, relative)),
             "provider_attributes": provider_attributes(index, classes, TRANSFORMER_CONFIG),
             "self_preserving_methods": self_preserving_methods(index, classes),
+            "hf_provider_classes": hf_provider_classes(index, classes, TRANSFORMER_CONFIG),
         },
         "overlay": {key: value for key, value in overlay.items() if value},
     }

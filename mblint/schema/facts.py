@@ -204,6 +204,34 @@ def hf_provider(index: SourceIndex) -> str | None:
     return None
 
 
+def hf_provider_classes(index: SourceIndex, classes: dict, transformer_config: str) -> list[str]:
+    """The provider classes an HF bridge can build: the ``register_bridge(provider=...)`` of
+    each bridge class and every provider class its body names (a constructor call in
+    ``provider_bridge``, a ``partial``), with the class ``to_megatron_provider`` is annotated to
+    return (the ``PROVIDER_CLASS`` fallback). A superset where a name is only tested
+    (``isinstance``): what it is used for is a field's default being known only where these
+    classes agree."""
+    kinds = ClassKinds(index)
+    found = {hf_provider(index)}
+    for module, mod in sorted(index.modules.items()):
+        if not module.startswith(BRIDGE_PREFIX + "models."):
+            continue
+        for node in mod.classes.values():
+            if not (is_bridge_class(node) or any(_name_tail(d) == "register_bridge" for d in node.decorator_list)):
+                continue
+            for item in ast.walk(node):
+                if isinstance(item, (ast.Name, ast.Attribute)) and isinstance(item.ctx, ast.Load):
+                    found.add(index.resolve_expr(module, item))
+    return sorted(q for q in found if q in classes and _derives(kinds, q, transformer_config)
+                  and any(base.endswith(".ModelProviderMixin") for base in kinds.mro(q)))
+
+
+def _name_tail(node: ast.expr) -> str | None:
+    """``register_bridge`` of ``@MegatronModelBridge.register_bridge(...)``."""
+    node = node.func if isinstance(node, ast.Call) else node
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+
+
 # --------------------------------------------------------------------------- AutoBridge locations
 
 

@@ -1,6 +1,16 @@
 from __future__ import annotations
 
-from mblint.rulekit import COVERAGE_TAG, MODEL_CONFIG_MISSING, Example, Rule, Severity, gaps, hf_model, report_gap
+from mblint.rulekit import (
+    COVERAGE_TAG,
+    MODEL_CONFIG_INCOMPLETE,
+    MODEL_CONFIG_MISSING,
+    Example,
+    Rule,
+    Severity,
+    gaps,
+    hf_model,
+    report_gap,
+)
 
 MODEL = hf_model("example-org/not-in-any-cache").rstrip("\n")
 # the model's name comes from an import mblint cannot read
@@ -17,6 +27,10 @@ class ModelConfigMissing(Rule):
 Reports an `AutoBridge.from_hf_pretrained("org/name")` model whose `config.json` mblint did not
 find (a local model folder, a folder named by `hf-config-paths`, or the local Hugging Face hub
 cache), at the call, naming the model. One finding per call, however many recipes reach it.
+Also reports a config.json that was read but leaves out keys whose default mblint does not
+know (the transformers configuration class of its `model_type` is neither at hand nor in the
+facts mblint bundles for the transformers release Megatron-Bridge pins, or it computes the key
+in a way mblint does not read), naming the provider fields that stay unknown and the keys.
 
 ## Why it matters
 The provider class and the architecture (layers, attention and key-value heads, hidden and
@@ -35,7 +49,8 @@ cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Llama-3.2-1B").to_megatron
 Put the config where mblint reads it, never from the network: `huggingface-cli download
 ORG/NAME config.json` (the local Hugging Face cache; `HF_HUB_CACHE` or `HF_HOME` say where), or
 a folder of `ORG/NAME/config.json` files named by `hf-config-paths` in the settings. No
-automatic fix.
+automatic fix. For a config.json that leaves keys out, make the
+transformers source readable (`--search-path` to a folder holding `transformers/`).
 
 ## Versions
 All.
@@ -57,6 +72,10 @@ Megatron-Bridge `AutoBridge.from_hf_pretrained` / `to_megatron_provider`.
     ]
 
     def check(self, cfg, ctx):
+        for gap in gaps(cfg, MODEL_CONFIG_INCOMPLETE):
+            yield report_gap(ctx, cfg, gap, (
+                f"{gap.subject or 'the model'}: its config.json leaves out keys whose default is unknown here, "
+                f"so {gap.part} stay unknown and the checks that need them did not run: {gap.source}"))
         for gap in gaps(cfg, MODEL_CONFIG_MISSING):
             if not gap.subject:
                 yield report_gap(ctx, cfg, gap, (

@@ -74,13 +74,13 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:2748-2752; MCore 0.
         # the overlap's prerequisites are known to hold: enabling it is safe
         Example(BASE + 'cfg.model.expert_model_parallel_size = 8\ncfg.model.num_moe_experts = 64\n'
                 'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = False\n'
-                'cfg.model.mtp_num_layers = None\n'
+                'cfg.model.mtp_num_layers = None\ncfg.model.recompute_granularity = None\ncfg.model.recompute_modules = None\n'
                 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, delay_wgrad_compute=True)  # error',
                 message="comm_overlap.delay_wgrad_compute is True, but comm_overlap.overlap_moe_expert_parallel_comm "
                         "is not True; delayed weight-gradient compute requires expert-parallel A2A overlap",
                 fixed=BASE + 'cfg.model.expert_model_parallel_size = 8\ncfg.model.num_moe_experts = 64\n'
                       'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = False\n'
-                      'cfg.model.mtp_num_layers = None\n'
+                      'cfg.model.mtp_num_layers = None\ncfg.model.recompute_granularity = None\ncfg.model.recompute_modules = None\n'
                       'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, delay_wgrad_compute=True)  # error\n'
                       'cfg.comm_overlap.overlap_moe_expert_parallel_comm = True',
                 unsafe=False),

@@ -17,7 +17,7 @@ BASE = "cfg = _pretrain_common()\n" + hf_model()
 CO = 'cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False)\n'
 EP_READY = ('cfg.model.expert_model_parallel_size = 8\ncfg.model.num_moe_experts = 64\n'
             'cfg.model.moe_token_dispatcher_type = "alltoall"\ncfg.model.moe_shared_expert_overlap = False\n'
-            'cfg.model.mtp_num_layers = None\n')
+            'cfg.model.mtp_num_layers = None\ncfg.model.recompute_granularity = None\ncfg.model.recompute_modules = None\n')
 FLAGS = ("overlap_moe_expert_parallel_comm", "delay_wgrad_compute", "tp_comm_overlap",
          "defer_embedding_wgrad_compute")
 

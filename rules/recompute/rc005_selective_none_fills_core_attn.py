@@ -3,6 +3,8 @@ from __future__ import annotations
 from mblint.rulekit import Example, FixIntent, Rule, Severity, hf_model, known, value
 
 HF = "cfg = _pretrain_common()\n" + hf_model()
+GPT = ("cfg = _pretrain_common()\nfrom megatron.bridge.models import GPTModelProvider\n"
+       "cfg.model = GPTModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4)\n")
 
 
 class SelectiveNoneFillsCoreAttn(Rule):
@@ -53,9 +55,10 @@ MCore 0.19.2 megatron/core/transformer/transformer_config.py:546 (default None),
         Example(HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = None  # error",
                 message="which Megatron-Core silently replaces with ['core_attn']", unsafe=True,
                 fixed=HF + "cfg.model.recompute_granularity = 'selective'\ncfg.model.recompute_modules = ['core_attn']  # error"),
-        # left at the default: the assignment is added, a safe fix
-        Example(HF + "cfg.model.recompute_granularity = 'selective'  # error", unsafe=False,
-                fixed=HF + "cfg.model.recompute_granularity = 'selective'  # error\ncfg.model.recompute_modules = ['core_attn']"),
+        # left at the default of a provider class mblint knows: the assignment is added, a safe fix
+        # (an AutoBridge model without its config.json may be one whose class sets a list)
+        Example(GPT + "cfg.model.recompute_granularity = 'selective'  # error", unsafe=False,
+                fixed=GPT + "cfg.model.recompute_granularity = 'selective'  # error\ncfg.model.recompute_modules = ['core_attn']"),
         Example(HF + "cfg.model.recompute_modules = None",
                 dotlist=("model.recompute_granularity=selective",)),
         Example(HF + "cfg.model.recompute_modules = None  # error\n"
