@@ -473,6 +473,38 @@ def _echo_fields(cfg, show_all: bool) -> None:
         click.echo(printable(f"{path_name} = {value}{where}"))
 
 
+@main.command()
+@click.option("--select", multiple=True, help="Rule ids, prefixes or names to enable (comma-separated or repeated).")
+@click.option("--extend-select", multiple=True, help="Rules to enable on top of the selection.")
+@click.option("--ignore", multiple=True, help="Rule ids, prefixes or names to disable.")
+@click.option("--world-size", type=click.IntRange(min=1), default=None, help="GPUs the job runs on.")
+@click.option("--megatron-bridge-version", "version", default=None,
+              help="Megatron-Bridge version the files are for [setting megatron-bridge-version].")
+@click.option("--schema-source", type=click.Choice(["auto", "bundled"]), default="auto",
+              help="As for check.")
+@click.option("--search-path", "search_paths", multiple=True, type=click.Path(file_okay=False), help="Extra import root.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="Use this settings file (mblint.toml or pyproject.toml) for every file.")
+@click.option("--isolated", is_flag=True, help="Ignore settings files.")
+@click.option("--debounce", type=click.FloatRange(min=0, max=10), default=0.25, show_default=True,
+              help="Seconds after the last edit before an unsaved document is checked.")
+def server(select, extend_select, ignore, world_size, version, schema_source, search_paths, config_file, isolated,
+           debounce) -> None:
+    """Run the language server (LSP over stdio): the findings of `check` on the editor's open
+    documents, as you type (docs/editor.md)."""
+    from mblint.engine import CheckOptions
+    from mblint.server import serve
+    from mblint.server.lint import engine_factory
+    from mblint.settings import SettingsResolver
+
+    options = CheckOptions(
+        select=_split(select), ignore=_split(ignore), extend_select=_split(extend_select), world_size=world_size,
+        version=version, search_paths=tuple(Path(os.path.abspath(p)) for p in search_paths),
+        schema_source=schema_source)
+    serve(engine_factory(options, lambda: SettingsResolver(Path(config_file).resolve() if config_file else None,
+                                                           isolated=isolated)), debounce)
+
+
 @main.command("rules")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text")
 def list_rules(output_format) -> None:

@@ -71,6 +71,9 @@ class Engine:
         self.confinement: Confinement = confinement_for([], options.search_paths)
         self.rule_run = RuleRun(options, plugins)
         self.readers = Readers(self)
+        # The files each file checked (not served from the cache) in the last run read: what
+        # keys its cache entry; the language server re-checks an open file when one changes.
+        self.file_dependencies: dict[Path, set[Path]] = {}
 
     # ----- settings (per file) -------------------------------------------------------------
 
@@ -171,6 +174,7 @@ class Engine:
             else:
                 pending.append(path)
         for path, result, deps in self.check_files(pending):
+            self.file_dependencies[path] = deps
             report.add(result)
             if result.directive_free:
                 self.directive_free.add(self.project_display(path))

@@ -1,0 +1,251 @@
+"""``mblint server``: the Language Server Protocol over stdio (pygls).
+
+Each open document is checked as ``mblint check - --stdin-filename PATH`` checks an editor's
+unsaved text (``mblint.server.lint``), on open, on change (debounced) and on save; a change to
+a file that another open document's result read (a shared base builder) checks that document
+again. One lint runs at a time, in a thread of its own, so the server keeps reading messages:
+a newer edit replaces the pending lint of its document, and the result of a lint whose
+document changed meanwhile is dropped, never published.
+
+What may be read is what ``check`` reads from the workspace folder: a document outside the
+workspace folders is not checked (a go-to-definition into an installed Megatron-Bridge opens
+one), and every file the engine reads goes through ``mblint.paths``' confinement."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from mblint import __version__
+from mblint.server.convert import Places, diagnostic, error_diagnostic
+from mblint.server.lint import DocumentLint, TooLarge, lint_document
+
+DEFAULT_DEBOUNCE = 0.25  # seconds after the last edit before the buffer is checked
+
+
+class MblintServer(LanguageServer):
+    def __init__(self, make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> None:
+        # Full document sync: pygls splits the text it patches with str.splitlines, which also
+        # breaks at a form feed or U+2028; the client does not, and an incremental edit after
+        # such a character would land on the wrong line. The client sends the whole text.
+        super().__init__("mblint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        self.make_engine = make_engine
+        self.debounce = debounce
+        self.roots: list[str] = []  # the workspace folders (real paths): documents elsewhere are not checked
+        self.results: dict[str, DocumentLint] = {}
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.queue: dict[str, None] = {}  # documents waiting for the lint thread, oldest first
+        self.wake: asyncio.Event | None = None
+        self.worker: asyncio.Task | None = None
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mblint-lint")
+        self.reported_errors: set[str] = set()
+
+    # ----- which documents ------------------------------------------------------------------
+
+    def path_of(self, uri: str) -> Path | None:
+        """The file of ``uri`` when it is a file in a workspace folder (its real path too)."""
+        parsed = urlparse(uri)
+        if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+            return None
+        path = Path(unquote(parsed.path))
+        if not path.is_absolute():
+            return None
+        full, real = os.path.normpath(path), os.path.realpath(path)
+        if any(_inside(full, root) and _inside(real, root) for root in self.roots):
+            return Path(full)
+        return None
+
+    def open_texts(self) -> dict[Path, str]:
+        texts = {}
+        for uri, document in self.workspace.text_documents.items():
+            path = self.path_of(uri)
+            if path is not None:
+                texts[path] = document.source
+        return texts
+
+    # ----- scheduling -----------------------------------------------------------------------
+
+    def schedule(self, uri: str, delay: float) -> None:
+        """Check ``uri`` ``delay`` seconds from now, replacing what was pending for it."""
+        timer = self.timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        self.queue.pop(uri, None)
+        loop = asyncio.get_running_loop()
+        self.timers[uri] = loop.call_later(delay, self.enqueue, uri)
+        if self.worker is None:
+            self.wake = asyncio.Event()
+            self.worker = loop.create_task(self.work())
+
+    def enqueue(self, uri: str) -> None:
+        self.timers.pop(uri, None)
+        self.queue[uri] = None
+        self.wake.set()
+
+    def superseded(self, uri: str, version) -> bool:
+        document = self.workspace.text_documents.get(uri)
+        return document is None or document.version != version or uri in self.timers or uri in self.queue
+
+    async def work(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            while self.queue:
+                uri = next(iter(self.queue))
+                del self.queue[uri]
+                await self.check(loop, uri)
+
+    async def check(self, loop, uri: str) -> None:
+        document = self.workspace.text_documents.get(uri)
+        path = self.path_of(uri)
+        if document is None or path is None:
+            return
+        version, text = document.version, document.source
+        try:
+            result = await loop.run_in_executor(self.executor, lint_document, self.make_engine, path, text, version,
+                                                self.open_texts())
+        except TooLarge as error:
+            self.results.pop(uri, None)
+            places = Places("", document.position_codec, Path.cwd())
+            self.publish(uri, version, [types.Diagnostic(range=places.range_of(1, 1), message=f"mblint: {error}",
+                                                         severity=types.DiagnosticSeverity.Error, source="mblint")])
+            return
+        except Exception as error:  # noqa: BLE001 - a failure of mblint is reported, and the server goes on
+            self.report_failure(f"mblint failed while checking {path}", error)
+            return
+        if self.superseded(uri, version):
+            return  # a newer text is pending: its lint publishes
+        previous = self.results.get(uri)
+        self.results[uri] = result
+        self.publish_result(uri, result, document.position_codec)
+        self.recheck_dependents(uri, path, previous)
+
+    def recheck_dependents(self, uri: str, path: Path, previous: DocumentLint | None) -> None:
+        """The other open documents whose last result read ``path`` (a base builder they import)."""
+        if previous is None or previous.text == self.results[uri].text:
+            return  # opened, or saved unchanged: what the others read is what they read before
+        real = os.path.realpath(path)
+        for other, result in list(self.results.items()):
+            if other != uri and real in result.dependencies and other not in self.timers:
+                self.queue[other] = None
+        if self.queue:
+            self.wake.set()
+
+    # ----- publishing -----------------------------------------------------------------------
+
+    def publish_result(self, uri: str, result: DocumentLint, codec) -> None:
+        places = Places(result.text, codec, Path.cwd())
+        diagnostics = [diagnostic(f, places, result.display, result.help_uris.get(f.rule_id))
+                       for f in result.findings]
+        for error in result.errors:
+            if error.path != result.display:
+                error = type(error)(error.path, error.message)  # not a place in this document
+            diagnostics.append(error_diagnostic(error, places))
+            self.show_error_once(str(error))
+        self.publish(uri, result.version, diagnostics)
+
+    def publish(self, uri: str, version, diagnostics: list) -> None:
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
+
+    def show_error_once(self, message: str) -> None:
+        from mblint.report import printable
+
+        if message not in self.reported_errors:
+            self.reported_errors.add(message)
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
+                                                             message=printable(f"mblint: error: {message}")))
+
+    def report_failure(self, what: str, error: BaseException) -> None:
+        from mblint.report import printable
+
+        self.window_log_message(types.LogMessageParams(
+            type=types.MessageType.Error, message=printable(f"{what}:\n{traceback.format_exc()}")))
+        self.window_show_message(types.ShowMessageParams(
+            type=types.MessageType.Error, message=printable(f"{what}: {type(error).__name__}: {error}")))
+
+    def log(self, message: str) -> None:
+        from mblint.report import printable
+
+        self.window_log_message(types.LogMessageParams(type=types.MessageType.Log, message=printable(message)))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def build_server(make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> MblintServer:
+    server = MblintServer(make_engine, debounce)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: MblintServer, params: types.InitializeParams) -> None:
+        folders = [folder.uri for folder in params.workspace_folders or ()]
+        if not folders and params.root_uri:
+            folders = [params.root_uri]
+        roots = []
+        for uri in folders:
+            parsed = urlparse(uri)
+            if parsed.scheme == "file" and os.path.isdir(unquote(parsed.path)):
+                roots.append(os.path.realpath(unquote(parsed.path)))
+        ls.roots = roots or [os.path.realpath(os.getcwd())]
+        # As `mblint check` run from the workspace folder: paths shown relative to it, its project.
+        os.chdir(ls.roots[0])
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: MblintServer, params: types.DidOpenTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if ls.path_of(uri) is None:
+            ls.log(f"mblint: {uri} is outside the workspace folders: not checked")
+            return
+        ls.schedule(uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(ls: MblintServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if ls.path_of(uri) is not None:
+            ls.schedule(uri, ls.debounce)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: MblintServer, params: types.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if ls.path_of(uri) is not None:
+            ls.schedule(uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    async def did_close(ls: MblintServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        timer = ls.timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        ls.queue.pop(uri, None)
+        ls.results.pop(uri, None)
+        ls.publish(uri, None, [])
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: MblintServer, params) -> None:
+        for timer in ls.timers.values():
+            timer.cancel()
+        ls.timers.clear()
+        ls.queue.clear()
+        ls.executor.shutdown(wait=False, cancel_futures=True)
+
+    return server
+
+
+def serve(make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> None:
+    # The mblint command pauses the cyclic garbage collector for a run (mblint.cli.run); a
+    # server runs for hours, and each lint pauses it for itself (Engine.check_paths).
+    gc.enable()
+    logging.basicConfig(level=logging.WARNING)
+    build_server(make_engine, debounce).start_io()

@@ -1,0 +1,99 @@
+"""The language server on hostile input: it reads only what ``check`` would (a document outside
+the workspace folders is not checked, even through a symbolic link), a buffer past the size
+limit is refused with a diagnostic, control characters do not shift lines, and a rule that
+crashes is reported to the client without stopping the server."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+from server_support import REPO, SERVER, Documents, codes, start, workspace_copy
+
+from mblint.extract.modules import MAX_SOURCE_BYTES
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture
+def root(tmp_path):
+    return workspace_copy(tmp_path)
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
+async def client(lsp_client: LanguageClient, root):
+    await start(lsp_client, root)
+    yield
+    await lsp_client.shutdown_session()
+
+
+CRASHING = [sys.executable, str(REPO / "tests" / "server_crashing_rule.py"), "--debounce", "0.05"]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=CRASHING))
+async def crashing(lsp_client: LanguageClient, root):
+    await start(lsp_client, root)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_document_outside_the_workspace_is_not_checked(client: LanguageClient, root, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    bad = (root / "recipes" / "sft.py").read_text().replace("from recipes.base import", "from base import")
+    (outside / "bad.py").write_text(bad)
+    (outside / "base.py").write_text((root / "recipes" / "base.py").read_text())
+    (root / "recipes" / "link.py").symlink_to(outside / "bad.py")
+    docs = Documents(client, root)
+    far = docs.open((outside / "bad.py").as_uri(), bad)
+    linked = docs.open("recipes/link.py", bad)
+    inside = docs.open("recipes/sft.py")  # published after the others would have been
+    assert codes(await docs.diagnostics(inside)) == [("PK001", 8)]
+    await asyncio.sleep(0.3)
+    assert far not in client.diagnostics and linked not in client.diagnostics
+    logged = [m.message for m in client.log_messages]
+    assert f"mblint: {far} is outside the workspace folders: not checked" in logged
+
+
+async def test_a_buffer_past_the_size_limit_is_refused_with_a_diagnostic(client: LanguageClient, root):
+    docs = Documents(client, root)
+    huge = "x = 1\n" + "#" * MAX_SOURCE_BYTES + "\n"
+    uri = docs.open("recipes/huge.py", huge)
+    [refused] = await docs.diagnostics(uri)
+    assert refused.severity == types.DiagnosticSeverity.Error
+    assert f"larger than {MAX_SOURCE_BYTES:,} bytes: not checked" in refused.message
+
+
+async def test_control_characters_do_not_shift_lines_or_reach_the_client(client: LanguageClient, root):
+    # The client sends whole texts: pygls patches an incremental edit into lines split by
+    # str.splitlines, which breaks at a form feed or U+2028 where the client does not.
+    assert client.initialize_result.capabilities.text_document_sync.change == types.TextDocumentSyncKind.Full
+    docs = Documents(client, root)
+    text = (root / "recipes" / "sft.py").read_text()
+    # A form feed, U+2028 and \x1c end no line for Python, the YAML reader or LSP (str.splitlines
+    # would break at them); a NUL in a comment makes no file binary here (the buffer is text).
+    hostile = "# a\x0cb \u2028 c\x1c d \x1b[31m\n" + text.replace("= 2", "= 2  # \x1b]0;title\x07")
+    uri = docs.open("recipes/sft.py", hostile)
+    [pk001] = await docs.diagnostics(uri)
+    assert codes([pk001]) == [("PK001", 9)]
+    assert pk001.range.start.character == 4
+    # an edit after those characters (whole-document sync) lands where the client put it
+    docs.change(uri, hostile.replace("\n\n\ndef", "\n\n\n\n\ndef"))
+    assert codes(await docs.diagnostics(uri)) == [("PK001", 11)]
+
+
+async def test_a_rule_that_crashes_is_reported_and_the_server_goes_on(crashing: LanguageClient, root):
+    docs = Documents(crashing, root)
+    uri = docs.open("recipes/graphs.py")
+    [error] = await docs.diagnostics(uri)
+    assert error.severity == types.DiagnosticSeverity.Error
+    assert ("internal error in rule CG003 on recipes/graphs.py::graphs_config: ZeroDivisionError: a rule's bug"
+            in error.message)
+    shown = [m for m in crashing.messages if m.type == types.MessageType.Error]
+    assert shown and "internal error in rule CG003" in shown[0].message
+    sft = docs.open("recipes/sft.py")  # the server still checks, and the other rules still run
+    assert codes(await docs.diagnostics(sft)) == [("PK001", 8)]
