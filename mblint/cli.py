@@ -490,8 +490,8 @@ def _echo_fields(cfg, show_all: bool) -> None:
               help="Seconds after the last edit before an unsaved document is checked.")
 def server(select, extend_select, ignore, world_size, version, schema_source, search_paths, config_file, isolated,
            debounce) -> None:
-    """Run the language server (LSP over stdio): the findings of `check` on the editor's open
-    documents, as you type (docs/editor.md)."""
+    """Run the language server (LSP over stdio): the findings of `check` as diagnostics, fixes as
+    code actions, and the value of a field in each job on hover (docs/editor.md)."""
     from mblint.engine import CheckOptions
     from mblint.server import serve
     from mblint.server.lint import engine_factory

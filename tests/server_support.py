@@ -76,3 +76,24 @@ class Documents:
 def codes(diagnostics) -> list[tuple]:
     """(code, 1-based line) of each diagnostic, in order."""
     return [(d.code, d.range.start.line + 1) for d in diagnostics]
+
+
+def apply_edits(text: str, edits) -> str:
+    """``text`` with LSP text edits applied (positions in UTF-16 units, as the client counts)."""
+    lines = text.splitlines(keepends=True)
+
+    def offset(position) -> int:
+        before = sum(len(line) for line in lines[:position.line])
+        line = lines[position.line] if position.line < len(lines) else ""
+        units = line.encode("utf-16-le")[: position.character * 2].decode("utf-16-le")
+        return before + len(units)
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
+    return text
+
+
+async def code_actions(client: LanguageClient, uri: str, diagnostic, only=None):
+    return await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=diagnostic.range,
+        context=types.CodeActionContext(diagnostics=[diagnostic], only=only)))

@@ -4,11 +4,14 @@ a change to a shared base builder re-checks the open recipes built on it."""
 
 from __future__ import annotations
 
+import asyncio
+import sys
+
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
-from server_support import SERVER, Documents, codes, start, workspace_copy
+from server_support import REPO, SERVER, Documents, apply_edits, code_actions, codes, start, workspace_copy
 
 pytestmark = pytest.mark.asyncio
 
@@ -74,3 +77,138 @@ async def test_a_change_to_a_shared_base_builder_rechecks_the_recipes_using_it(c
     assert await docs.diagnostics(base) == []
     assert await docs.diagnostics(recipe) == []  # checked again, with the unsaved base builder
     assert graphs not in client.diagnostics  # graphs.py does not use it: not checked again
+
+
+async def test_code_actions_fix_safely_label_unsafe_fixes_and_write_the_suppression(client: LanguageClient, root):
+    docs = Documents(client, root)
+    uri = docs.open("recipes/graphs.py")
+    [cg003] = await docs.diagnostics(uri)
+    actions = await code_actions(client, uri, cg003)
+    assert [(a.title, a.kind, a.is_preferred) for a in actions] == [
+        ("Fix CG003: set model.use_te_rng_tracker to True", "quickfix", True),
+        ("Ignore CG003 on this line", "quickfix", None),
+        ("mblint: fix all safely fixable findings", "source.fixAll.mblint", None)]
+    text = (root / "recipes" / "graphs.py").read_text()
+    fixed = apply_edits(text, (await client.code_action_resolve_async(actions[0])).edit.changes[uri])
+    # what `mblint check --fix` writes (tests/test_stdin.py: the same recipe, the same line)
+    assert fixed == text.replace("    return cfg\n", "    cfg.model.use_te_rng_tracker = True\n    return cfg\n")
+    assert fixed == apply_edits(text, (await client.code_action_resolve_async(actions[2])).edit.changes[uri])
+    ignored = apply_edits(text, actions[1].edit.changes[uri])
+    assert ignored.splitlines()[9] == '    cfg.model.cuda_graph_impl = "transformer_engine"  # mblint: ignore[CG003]'
+    docs.change(uri, ignored)
+    assert await docs.diagnostics(uri) == []  # the suppression holds
+    docs.change(uri, fixed)
+    assert await docs.diagnostics(uri) == []
+
+    typo = (root / "recipes" / "sft.py").read_text().replace(
+        "cfg.train.micro_batch_size = 2", "cfg.train.global_batch_sise = 16")
+    new = docs.open("recipes/typo.py", typo)  # a file not saved yet
+    [ot001] = await docs.diagnostics(new)
+    [unsafe, _] = await code_actions(client, new, ot001)
+    assert (unsafe.title, unsafe.is_preferred) == (
+        "Fix OT001: rename train.global_batch_sise to train.global_batch_size (unsafe fix)", None)
+    renamed = apply_edits(typo, (await client.code_action_resolve_async(unsafe)).edit.changes[new])
+    assert renamed == typo.replace("global_batch_sise", "global_batch_size")
+
+    # A fix the fix loop cannot prove is not applied, and the client is told why (as --fix says
+    # "fix dropped"): PK001's equivalent setting would leave PK006 here.
+    recipe = docs.open("recipes/sft.py")
+    [pk001] = await docs.diagnostics(recipe)
+    [unsafe, _] = await code_actions(client, recipe, pk001)
+    assert unsafe.title.endswith("(unsafe fix)") and unsafe.is_preferred is None
+    assert (await client.code_action_resolve_async(unsafe)).edit is None
+    assert client.messages[-1].message.startswith("mblint: not fixed: it leaves a new finding: PK006 [warning]")
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
+async def plain_client(lsp_client: LanguageClient, root):
+    await start(lsp_client, root, "emacs")  # eglot: no codeAction/resolve, no diagnostic data sent back
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_client_without_resolve_gets_the_edits_at_once(plain_client: LanguageClient, root):
+    docs = Documents(plain_client, root)
+    uri = docs.open("recipes/graphs.py")
+    [cg003] = await docs.diagnostics(uri)
+    cg003.data = None  # found again by rule and line
+    fix, ignore = await code_actions(plain_client, uri, cg003, only=[types.CodeActionKind.QuickFix])
+    text = (root / "recipes" / "graphs.py").read_text()
+    assert apply_edits(text, fix.edit.changes[uri]) == text.replace(
+        "    return cfg\n", "    cfg.model.use_te_rng_tracker = True\n    return cfg\n")
+    assert ignore.title == "Ignore CG003 on this line"
+
+
+async def hover_at(client: LanguageClient, uri: str, line: int, character: int):
+    return await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line - 1, character=character)))
+
+
+async def test_hover_gives_the_value_in_each_job_and_every_place_that_set_it(client: LanguageClient, root):
+    docs = Documents(client, root)
+    recipe = docs.open("recipes/sft.py")
+    await docs.diagnostics(recipe)
+    # `cfg.train.micro_batch_size = 2`: the base builder's keyword set 1 first (recipes/base.py:8,
+    # TrainingConfig(micro_batch_size=1, ...)), the recipe's assignment last
+    hover = await hover_at(client, recipe, 8, 14)
+    assert hover.contents.kind == types.MarkupKind.Markdown
+    assert hover.contents.value == (
+        "**`train.micro_batch_size`** in 1 job\n\n"
+        "`2` in `recipes/sft.py::sft_config`, set at, in order:\n"
+        "1. `recipes/base.py:8:30 (set)`\n"
+        "2. `recipes/sft.py:8:5 (set)`")
+    assert await hover_at(client, recipe, 6, 2) is None  # `def sft_config()`: no field set there
+
+    override = docs.open("conf/sft.yaml", language="yaml")
+    await docs.diagnostics(override)
+    hover = await hover_at(client, override, 3, 4)  # `global_batch_size: 16`
+    assert hover.contents.value == (
+        "**`train.global_batch_size`** in 1 job\n\n"
+        "`16` in `the job of recipes/sft.py::sft_config with the override file conf/sft.yaml`, set at, in order:\n"
+        "1. `recipes/base.py:8:50 (set)`\n"
+        "2. `conf/sft.yaml:3:3 (override)`")
+
+    # In the base builder, the keyword of a config class: every open job that reaches it
+    base = docs.open("recipes/base.py")
+    await docs.diagnostics(base)
+    value = (await hover_at(client, base, 8, 60)).contents.value  # global_batch_size=8
+    assert value.startswith("**`train.global_batch_size`** in 3 jobs\n\n`8` in `recipes/base.py::packed_base`, "
+                            "`recipes/sft.py::sft_config`, set at, in order:\n1. `recipes/base.py:8:50 (set)`\n\n")
+    assert value.endswith("`16` in `the job of recipes/sft.py::sft_config with the override file conf/sft.yaml`, "
+                          "set at, in order:\n1. `recipes/base.py:8:50 (set)`\n2. `conf/sft.yaml:3:3 (override)`")
+
+
+SLOW = [sys.executable, str(REPO / "tests" / "server_patched_rule.py"), "slow", "--debounce", "0.05"]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SLOW))
+async def slow_client(lsp_client: LanguageClient, root):
+    await start(lsp_client, root)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_newer_edit_supersedes_the_check_in_progress(slow_client: LanguageClient, root):
+    """Each check of graphs.py takes over half a second (its CG003 sleeps); an edit made
+    meanwhile makes the running check's result stale: it is not published, only the newest is."""
+    published = []
+
+    async def collect():
+        while True:
+            params = await slow_client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            published.append(params.version)
+
+    collecting = asyncio.create_task(collect())
+    docs = Documents(slow_client, root)
+    uri = docs.open("recipes/graphs.py")
+    await docs.diagnostics(uri)
+    text = (root / "recipes" / "graphs.py").read_text()
+    docs.change(uri, text + "\n")  # version 2: checked from 0.05 s on, for at least 0.5 s
+    await asyncio.sleep(0.25)
+    for number in range(3):  # versions 3, 4, 5 within the debounce: only 5 is checked
+        docs.change(uri, text + "\n" * (number + 2))
+        await asyncio.sleep(0.01)
+    await docs.diagnostics(uri)
+    await asyncio.sleep(1.0)  # a stale result would have come by now
+    collecting.cancel()
+    assert published == [1, 5]

@@ -31,7 +31,7 @@ async def client(lsp_client: LanguageClient, root):
     await lsp_client.shutdown_session()
 
 
-CRASHING = [sys.executable, str(REPO / "tests" / "server_crashing_rule.py"), "--debounce", "0.05"]
+CRASHING = [sys.executable, str(REPO / "tests" / "server_patched_rule.py"), "crash", "--debounce", "0.05"]
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=CRASHING))
@@ -57,6 +57,13 @@ async def test_a_document_outside_the_workspace_is_not_checked(client: LanguageC
     assert far not in client.diagnostics and linked not in client.diagnostics
     logged = [m.message for m in client.log_messages]
     assert f"mblint: {far} is outside the workspace folders: not checked" in logged
+    for uri in (far, linked):
+        assert await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=7, character=10))) is None
+        assert await client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=types.Range(
+                start=types.Position(line=7, character=4), end=types.Position(line=7, character=10)),
+            context=types.CodeActionContext(diagnostics=[]))) is None
 
 
 async def test_a_buffer_past_the_size_limit_is_refused_with_a_diagnostic(client: LanguageClient, root):

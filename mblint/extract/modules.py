@@ -127,7 +127,45 @@ def read_regular_file(path: Path, limit: int = MAX_SOURCE_BYTES) -> bytes:
         raise SourceError(path, f"cannot read file: {error.strerror or error}") from error
 
 
+class ParseMemo:
+    """Parsed sources kept across runs by a process that checks the same files again and again
+    (``mblint server``): a (path, display path, text) parsed before is not parsed again. The
+    most recently used ``size`` entries are kept. A ``ModuleSource`` is never changed once made."""
+
+    def __init__(self, size: int = 1024) -> None:
+        from collections import OrderedDict
+
+        self.size = size
+        self.entries: OrderedDict = OrderedDict()
+
+    def get(self, key: tuple) -> ModuleSource | None:
+        found = self.entries.get(key)
+        if found is not None:
+            self.entries.move_to_end(key)
+        return found
+
+    def put(self, key: tuple, source: ModuleSource) -> None:
+        self.entries[key] = source
+        if len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+
+
+PARSE_MEMO: ParseMemo | None = None  # None: every run parses what it reads (the command line)
+
+
 def parse_source(path: Path, text: str, display_path: str | None = None) -> ModuleSource:
+    memo = PARSE_MEMO
+    if memo is None:
+        return _parse_source(path, text, display_path)
+    key = (path, display_path, text)
+    found = memo.get(key)
+    if found is None:
+        found = _parse_source(path, text, display_path)
+        memo.put(key, found)
+    return found
+
+
+def _parse_source(path: Path, text: str, display_path: str | None = None) -> ModuleSource:
     try:
         tree = ast.parse(text, filename=str(path))
     except SyntaxError as error:

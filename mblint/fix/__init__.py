@@ -152,9 +152,11 @@ def _hunk_range(start: int, stop: int) -> str:
 
 
 def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bool = False,
-              max_rounds: int = MAX_ROUNDS, initial: FileState | None = None) -> FixRun:
+              max_rounds: int = MAX_ROUNDS, initial: FileState | None = None,
+              only: Callable[[object], bool] | None = None) -> FixRun:
     """Fix what can be fixed in ``paths`` in memory; ``FixRun.write()`` then writes it.
-    ``initial``: a file's text that stands in for it from the start (the source on stdin)."""
+    ``initial``: a file's text that stands in for it from the start (the source on stdin);
+    ``only``: fix just the findings it accepts (the language server's fix of one diagnostic)."""
     states: dict[Path, FileState] = {initial.path: initial} if initial else {}
     texts: dict[Path, str] = {initial.path: initial.text} if initial else {}
     failed_keys: set[tuple] = set()
@@ -163,7 +165,8 @@ def run_fixes(make_engine: Callable[[], object], paths: list[str], *, unsafe: bo
     engine, report, captured = _lint(make_engine, paths, texts)
     fixed_fields: dict[tuple[str, str], tuple] = {}  # (recipe, field) -> (value, the fix that set it)
     for round_number in range(1, max_rounds + 1):
-        groups, unfixable = _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed, fixed_fields)
+        groups, unfixable = _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed, fixed_fields,
+                                        only)
         run.unfixable = list(dict.fromkeys(unfixable))  # one record per place, whatever the configurations
         if not groups:
             break
@@ -298,7 +301,7 @@ def _undoes(finding, fixed_fields: dict) -> str:
     return ""
 
 
-def _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed, fixed_fields=None):
+def _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed, fixed_fields=None, only=None):
     planner = Planner(engine, texts, parsed)
     groups: list[FixGroup] = []
     unfixable: list[FixRecord] = []
@@ -307,6 +310,8 @@ def _plan_round(engine, report, captured, texts, unsafe, failed_keys, parsed, fi
     suppressed = {f.identity() for f in report.findings if getattr(f, "suppressed", False)}
     for finding, cfg, overrides in ordered:
         if not finding.applicable_fixes or getattr(finding, "suppressed", False) or finding.identity() in suppressed:
+            continue
+        if only is not None and not only(finding):
             continue
         key = finding_key(finding, cfg, overrides)
         if key in failed_keys or key in seen_keys:

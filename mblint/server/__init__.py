@@ -17,6 +17,7 @@ import asyncio
 import gc
 import logging
 import os
+import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,7 +28,10 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from mblint import __version__
+from mblint.server.actions import FIX_ALL, compute_fix, fix_title, ignore_edit, text_edits
+from mblint.extract.modules import source_lines
 from mblint.server.convert import Places, diagnostic, error_diagnostic
+from mblint.server.hover import hits_at, render
 from mblint.server.lint import DocumentLint, TooLarge, lint_document
 
 DEFAULT_DEBOUNCE = 0.25  # seconds after the last edit before the buffer is checked
@@ -49,6 +53,7 @@ class MblintServer(LanguageServer):
         self.worker: asyncio.Task | None = None
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mblint-lint")
         self.reported_errors: set[str] = set()
+        self.due: dict[str, float] = {}  # when each queued document's debounce ended
 
     # ----- which documents ------------------------------------------------------------------
 
@@ -89,6 +94,7 @@ class MblintServer(LanguageServer):
 
     def enqueue(self, uri: str) -> None:
         self.timers.pop(uri, None)
+        self.due[uri] = time.perf_counter()
         self.queue[uri] = None
         self.wake.set()
 
@@ -112,6 +118,8 @@ class MblintServer(LanguageServer):
         if document is None or path is None:
             return
         version, text = document.version, document.source
+        due = self.due.pop(uri, None)
+        started = time.perf_counter()
         try:
             result = await loop.run_in_executor(self.executor, lint_document, self.make_engine, path, text, version,
                                                 self.open_texts())
@@ -126,9 +134,13 @@ class MblintServer(LanguageServer):
             return
         if self.superseded(uri, version):
             return  # a newer text is pending: its lint publishes
+        checked = time.perf_counter()
+        self.publish_result(uri, result, document.position_codec)
+        published = time.perf_counter()
+        self.log(f"mblint: checked {result.display} (version {version}) in {(checked - started) * 1000:.0f} ms, "
+                 f"published {(published - (due or started)) * 1000:.0f} ms after the debounce")
         previous = self.results.get(uri)
         self.results[uri] = result
-        self.publish_result(uri, result, document.position_codec)
         self.recheck_dependents(uri, path, previous)
 
     def recheck_dependents(self, uri: str, path: Path, previous: DocumentLint | None) -> None:
@@ -141,6 +153,64 @@ class MblintServer(LanguageServer):
                 self.queue[other] = None
         if self.queue:
             self.wake.set()
+
+    def jobs_reaching(self, result: DocumentLint) -> list:
+        """The jobs of the document's last check, then those of the other open documents' (an
+        override file's job reaches its recipe's lines, a recipe its base builder's)."""
+        from mblint.server.hover import job_name
+
+        jobs = {job_name(job): job for job in result.jobs}
+        for uri, other in self.results.items():
+            if other is not result and self.current_result(uri) is not None:
+                for job in other.jobs:
+                    jobs.setdefault(job_name(job), job)
+        return list(jobs.values())
+
+    # ----- code actions ---------------------------------------------------------------------
+
+    def current_result(self, uri: str):
+        """(document, result) when the last result is of the document's current text."""
+        document = self.workspace.text_documents.get(uri)
+        result = self.results.get(uri)
+        if document is None or result is None or self.path_of(uri) is None or document.version != result.version:
+            return None
+        return document, result
+
+    def resolves_edits(self) -> bool:
+        """Whether the client asks for a code action's edit when it is chosen (codeAction/resolve)."""
+        try:
+            support = self.client_capabilities.text_document.code_action.resolve_support
+        except AttributeError:
+            return False
+        return support is not None and "edit" in support.properties
+
+    async def resolve_action(self, action: types.CodeAction) -> types.CodeAction:
+        data = action.data if isinstance(action.data, dict) else None
+        if action.edit is not None or data is None:
+            return action
+        uri = data.get("uri")
+        current = self.current_result(uri) if isinstance(uri, str) else None
+        if current is None or current[1].version != data.get("version"):
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Warning, message="mblint: the document changed; ask for the fix again"))
+            return action
+        document, result = current
+        identity = tuple(data["identity"]) if data.get("identity") is not None else None
+        loop = asyncio.get_running_loop()
+        try:
+            outcome = await loop.run_in_executor(self.executor, compute_fix, self.make_engine, result.path,
+                                                 result.text, identity, bool(data.get("unsafe")))
+        except Exception as error:  # noqa: BLE001 - reported; the server goes on
+            self.report_failure(f"mblint failed while fixing {result.path}", error)
+            return action
+        if outcome.text is None:
+            from mblint.report import printable
+
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Warning, message=printable(f"mblint: not fixed: {outcome.reason}")))
+            return action
+        action.edit = types.WorkspaceEdit(changes={uri: text_edits(result.text, outcome.text)})
+        return action
 
     # ----- publishing -----------------------------------------------------------------------
 
@@ -232,6 +302,59 @@ def build_server(make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> M
         ls.results.pop(uri, None)
         ls.publish(uri, None, [])
 
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True))
+    async def code_action(ls: MblintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        uri = params.text_document.uri
+        current = ls.current_result(uri)
+        if current is None:
+            return None
+        document, result = current
+        actions = []
+        for diag in params.context.diagnostics:
+            finding = result.finding_for(diag)
+            if finding is None:
+                continue
+            if finding.applicable_fixes:
+                safe = all(intent.safe for intent in finding.applicable_fixes)
+                actions.append(types.CodeAction(
+                    title=fix_title(finding), kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
+                    is_preferred=safe or None,
+                    data={"uri": uri, "version": result.version, "identity": list(finding.identity()),
+                          "unsafe": not safe}))
+            edit = ignore_edit(result.text, finding.location.line, finding.rule_id, document.position_codec)
+            if edit is not None:
+                actions.append(types.CodeAction(
+                    title=f"Ignore {finding.rule_id} on this line", kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diag], edit=types.WorkspaceEdit(changes={uri: [edit]})))
+        only = params.context.only
+        wants_fix_all = not only or any(FIX_ALL.startswith(kind) for kind in only)
+        if wants_fix_all and any(f.applicable_fixes and all(i.safe for i in f.applicable_fixes)
+                                 for f in result.findings):
+            actions.append(types.CodeAction(title="mblint: fix all safely fixable findings", kind=FIX_ALL,
+                                            data={"uri": uri, "version": result.version, "identity": None,
+                                                  "unsafe": False}))
+        if not ls.resolves_edits():
+            actions = [await ls.resolve_action(action) for action in actions]
+        return actions or None
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: MblintServer, action: types.CodeAction) -> types.CodeAction:
+        return await ls.resolve_action(action)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: MblintServer, params: types.HoverParams) -> types.Hover | None:
+        current = ls.current_result(params.text_document.uri)
+        if current is None:
+            return None
+        document, result = current
+        lines = [line + "\n" for line in source_lines(result.text)] or [""]
+        position = document.position_codec.position_from_client_units(lines, params.position)
+        hits = hits_at(ls.jobs_reaching(result), result.display, position.line + 1, position.character + 1)
+        if not hits:
+            return None
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=render(hits)))
+
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: MblintServer, params) -> None:
         for timer in ls.timers.values():
@@ -248,4 +371,7 @@ def serve(make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> None:
     # server runs for hours, and each lint pauses it for itself (Engine.check_paths).
     gc.enable()
     logging.basicConfig(level=logging.WARNING)
+    from mblint.extract import modules
+
+    modules.PARSE_MEMO = modules.ParseMemo()  # the modules a document imports are parsed once, not per edit
     build_server(make_engine, debounce).start_io()

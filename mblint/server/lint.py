@@ -41,6 +41,23 @@ class DocumentLint:
     help_uris: dict[str, str] = field(default_factory=dict)
 
 
+    def finding_for(self, diag) -> Finding | None:
+        """The finding a diagnostic of this result stands for (by the identity it carries, else
+        by rule and line for a client that does not send a diagnostic's data back)."""
+        if diag.source != "mblint":
+            return None
+        data = diag.data if isinstance(diag.data, dict) else {}
+        identity = data.get("identity")
+        for finding in self.findings:
+            if identity is not None and list(finding.identity()) == list(identity):
+                return finding
+        if identity is None:
+            for finding in self.findings:
+                if finding.rule_id == diag.code and finding.location.line == diag.range.start.line + 1:
+                    return finding
+        return None
+
+
 class TooLarge(Exception):
     """A document larger than mblint reads a source file: not checked."""
 
