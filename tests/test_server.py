@@ -5,12 +5,14 @@ a change to a shared base builder re-checks the open recipes built on it."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 
 import pytest
+import pytest_asyncio
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient, make_test_lsp_client
 from server_support import REPO, SERVER, Documents, apply_edits, code_actions, codes, start, workspace_copy
 
 pytestmark = pytest.mark.asyncio
@@ -212,3 +214,31 @@ async def test_a_newer_edit_supersedes_the_check_in_progress(slow_client: Langua
     await asyncio.sleep(1.0)  # a stale result would have come by now
     collecting.cancel()
     assert published == [1, 5]
+
+
+@pytest_asyncio.fixture
+async def launch_client(root, mb06):
+    """A server given the Megatron-Bridge 0.6.2 wheel as search path, as a user gives their
+    installed or vendored Megatron-Bridge; the workspace holds a launch script."""
+    (root / "launch").mkdir()
+    shutil.copy(REPO / "fixtures" / "launch" / "world_gbs.sh", root / "launch" / "world_gbs.sh")
+    client = make_test_lsp_client()
+    await client.start_io(*SERVER, "--search-path", str(mb06))
+    await start(client, root)
+    yield client
+    await client.shutdown_session()
+    await client.stop()
+
+
+async def test_a_launch_script_gets_its_job_diagnostics_and_hover_on_key_value(launch_client, root):
+    docs = Documents(launch_client, root)
+    uri = docs.open("launch/world_gbs.sh", language="shellscript")
+    # tests/test_launch.py: world 2 x 8 = 16, -tp 2, DP 8: -gb 100 is no multiple of MBS 1 * 8
+    # (PB003 on `-gb 100`, line 5 column 78); the recipe's own PR010 lands on the launch line
+    assert [c for c in codes(await docs.diagnostics(uri)) if c[0] != "CV002"] == [("PR010", 5), ("PB003", 5)]
+    hover = await hover_at(launch_client, uri, 5, 95)  # model.sequence_parallel=true
+    job = "the job launched at launch/world_gbs.sh:5 (llama32_1b_pretrain_1gpu_h100_bf16_config)"
+    lines = hover.contents.value.splitlines()
+    assert lines[:3] == ["**`model.sequence_parallel`** in 1 job", "", f"`True` in `{job}`, set at, in order:"]
+    assert lines[-1] == "3. `launch/world_gbs.sh:5:86 (override)`"
+    assert lines[-2].endswith("megatron/bridge/recipes/llama/h100/llama3.py:71:5 (set)`")

@@ -27,7 +27,12 @@ class Hit:
 
 
 def job_name(job) -> str:
-    return job.about or job.cfg.recipe.label
+    """The recipe alone by its label; another job as the engine names it, with its recipe's
+    function when that name leaves it out ("the job launched at run.sh:3 (llama3_8b_config)")."""
+    recipe = job.cfg.recipe
+    if not job.about:
+        return recipe.label
+    return job.about if recipe.function in job.about else f"{job.about} ({recipe.function})"
 
 
 def hits_at(jobs, display: str, line: int, column: int) -> list[Hit]:
