@@ -25,6 +25,12 @@ def workspace_copy(tmp_path: Path) -> Path:
 
 
 async def start(client: LanguageClient, root: Path, capabilities: str = "visual-studio-code") -> None:
+    client.registrations = []
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params: types.RegistrationParams) -> None:  # what an editor does: remember it
+        client.registrations.extend(params.registrations)
+
     client.initialize_result = await client.initialize_session(types.InitializeParams(
         capabilities=client_capabilities(capabilities), root_uri=root.as_uri(),
         workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="ws")]))

@@ -242,3 +242,18 @@ async def test_a_launch_script_gets_its_job_diagnostics_and_hover_on_key_value(l
     assert lines[:3] == ["**`model.sequence_parallel`** in 1 job", "", f"`True` in `{job}`, set at, in order:"]
     assert lines[-1] == "3. `launch/world_gbs.sh:5:86 (override)`"
     assert lines[-2].endswith("megatron/bridge/recipes/llama/h100/llama3.py:71:5 (set)`")
+
+
+async def test_a_base_builder_changed_on_disk_rechecks_the_recipes_using_it(client: LanguageClient, root):
+    """A file no editor holds open (a `git checkout`): the client reports it through the file
+    watching the server registers, and the open recipe that read it is checked again."""
+    docs = Documents(client, root)
+    recipe = docs.open("recipes/sft.py")
+    assert codes(await docs.diagnostics(recipe)) == [("PK001", 8)]
+    assert [r.method for r in client.registrations] == [types.WORKSPACE_DID_CHANGE_WATCHED_FILES]  # asked for
+    base = root / "recipes" / "base.py"
+    base.write_text(base.read_text().replace("enable_offline_packing=True", "enable_offline_packing=False").replace(
+        "            offline_packing_specs=PackedSequenceSpecs(packed_sequence_size=2048),\n", ""))
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+        types.FileEvent(uri=base.as_uri(), type=types.FileChangeType.Changed)]))
+    assert await docs.diagnostics(recipe) == []

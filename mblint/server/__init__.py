@@ -35,6 +35,7 @@ from mblint.server.hover import hits_at, render
 from mblint.server.lint import DocumentLint, TooLarge, lint_document
 
 DEFAULT_DEBOUNCE = 0.25  # seconds after the last edit before the buffer is checked
+WATCHED = ("**/*.py", "**/*.{yaml,yml}", "**/*.sh", "**/{mblint.toml,pyproject.toml}")
 
 
 class MblintServer(LanguageServer):
@@ -147,11 +148,14 @@ class MblintServer(LanguageServer):
         """The other open documents whose last result read ``path`` (a base builder they import)."""
         if previous is None or previous.text == self.results[uri].text:
             return  # opened, or saved unchanged: what the others read is what they read before
-        real = os.path.realpath(path)
+        self.recheck_readers_of({os.path.realpath(path)}, uri)
+
+    def recheck_readers_of(self, changed: set[str], skip: str = "") -> None:
+        """Check again the open documents whose last result read one of the ``changed`` files."""
         for other, result in list(self.results.items()):
-            if other != uri and real in result.dependencies and other not in self.timers:
+            if other != skip and changed & result.dependencies and other not in self.timers:
                 self.queue[other] = None
-        if self.queue:
+        if self.queue and self.wake is not None:
             self.wake.set()
 
     def jobs_reaching(self, result: DocumentLint) -> list:
@@ -271,6 +275,33 @@ def build_server(make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> M
         ls.roots = roots or [os.path.realpath(os.getcwd())]
         # As `mblint check` run from the workspace folder: paths shown relative to it, its project.
         os.chdir(ls.roots[0])
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: MblintServer, params: types.InitializedParams) -> None:
+        """Ask the client to report changes on disk to the files a check may read (a base builder
+        changed by `git checkout` or another editor, a settings file), when it can be asked."""
+        try:
+            dynamic = ls.client_capabilities.workspace.did_change_watched_files.dynamic_registration
+        except AttributeError:
+            dynamic = False
+        if not dynamic:
+            return
+        watchers = [types.FileSystemWatcher(glob_pattern=pattern) for pattern in WATCHED]
+        try:
+            await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
+                id="mblint-watched-files", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))]))
+        except Exception as error:  # noqa: BLE001 - without it, only edits in the editor re-check
+            ls.log(f"mblint: the client did not register file watching: {error}")
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched_files_changed(ls: MblintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        changed = set()
+        for change in params.changes:
+            parsed = urlparse(change.uri)
+            if parsed.scheme == "file":
+                changed.add(os.path.realpath(unquote(parsed.path)))
+        ls.recheck_readers_of(changed)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: MblintServer, params: types.DidOpenTextDocumentParams) -> None:
