@@ -492,17 +492,22 @@ def server(select, extend_select, ignore, world_size, version, schema_source, se
            debounce) -> None:
     """Run the language server (LSP over stdio): the findings of `check` as diagnostics, fixes as
     code actions, and the value of a field in each job on hover (docs/editor.md)."""
-    from mblint.engine import CheckOptions
+    from mblint.engine import CheckOptions, Engine
     from mblint.server import serve
-    from mblint.server.lint import engine_factory
     from mblint.settings import SettingsResolver
 
-    options = CheckOptions(
-        select=_split(select), ignore=_split(ignore), extend_select=_split(extend_select), world_size=world_size,
-        version=version, search_paths=tuple(Path(os.path.abspath(p)) for p in search_paths),
-        schema_source=schema_source)
-    serve(engine_factory(options, lambda: SettingsResolver(Path(config_file).resolve() if config_file else None,
-                                                           isolated=isolated)), debounce)
+    config = Path(config_file).resolve() if config_file else None
+    roots = tuple(Path(os.path.abspath(p)) for p in search_paths)  # before the server enters the workspace folder
+
+    def make_engine() -> Engine:
+        """An engine as `mblint check -` makes one: no cache, no worker processes; the settings
+        read afresh for each check (an edit to mblint.toml takes effect while the server runs)."""
+        return Engine(CheckOptions(
+            select=_split(select), ignore=_split(ignore), extend_select=_split(extend_select), world_size=world_size,
+            version=version, search_paths=roots, schema_source=schema_source, use_cache=False, jobs=1,
+            settings=SettingsResolver(config, isolated=isolated)))
+
+    serve(make_engine, debounce)
 
 
 @main.command("rules")

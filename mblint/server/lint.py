@@ -6,11 +6,10 @@ configurations of the document's jobs are kept for hover, with the files the res
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from mblint.engine import CheckOptions, Engine
 from mblint.extract.modules import MAX_SOURCE_BYTES
 from mblint.findings import Finding
 from mblint.fix.files import overlay
@@ -62,17 +61,7 @@ class TooLarge(Exception):
     """A document larger than mblint reads a source file: not checked."""
 
 
-def engine_factory(options: CheckOptions, resolver_factory: Callable) -> Callable[[], Engine]:
-    """Engines as ``mblint check -`` makes them: no cache, no worker processes; the settings read
-    afresh for each lint (a settings file edited while the server runs takes effect)."""
-
-    def make() -> Engine:
-        return Engine(replace(options, use_cache=False, jobs=1, settings=resolver_factory()))
-
-    return make
-
-
-def lint_document(make_engine: Callable[[], Engine], path: Path, text: str, version: int | None,
+def lint_document(make_engine: Callable, path: Path, text: str, version: int | None,
                   open_texts: dict[Path, str]) -> DocumentLint:
     """Check ``text`` as the file ``path``, the other open documents' texts standing in for theirs."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
