@@ -112,14 +112,18 @@ async def test_code_actions_fix_safely_label_unsafe_fixes_and_write_the_suppress
     renamed = apply_edits(typo, (await client.code_action_resolve_async(unsafe)).edit.changes[new])
     assert renamed == typo.replace("global_batch_sise", "global_batch_size")
 
-    # A fix the fix loop cannot prove is not applied, and the client is told why (as --fix says
-    # "fix dropped"): PK001's equivalent setting would leave PK006 here.
+    # PK001's unsafe fix (micro_batch_size = 1 alone, as `check --fix --unsafe-fixes` applies it)
     recipe = docs.open("recipes/sft.py")
     [pk001] = await docs.diagnostics(recipe)
     [unsafe, _] = await code_actions(client, recipe, pk001)
-    assert unsafe.title.endswith("(unsafe fix)") and unsafe.is_preferred is None
+    assert (unsafe.title, unsafe.is_preferred) == ("Fix PK001: set micro_batch_size to 1 (unsafe fix)", None)
+    text = (root / "recipes" / "sft.py").read_text()
+    fixed = apply_edits(text, (await client.code_action_resolve_async(unsafe)).edit.changes[recipe])
+    assert fixed == text.replace("micro_batch_size = 2", "micro_batch_size = 1")
+    # a fix asked for a text the document no longer holds is not made; the client is told
+    docs.change(recipe, "\n" + text)
     assert (await client.code_action_resolve_async(unsafe)).edit is None
-    assert client.messages[-1].message.startswith("mblint: not fixed: it leaves a new finding: PK006 [warning]")
+    assert client.messages[-1].message == "mblint: the document changed; ask for the fix again"
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
