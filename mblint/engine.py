@@ -159,27 +159,27 @@ class Engine:
         files = self.file_settings.with_valid_selectors(files, self.rule_run.all_rules)
         displays = [self.project_display(p) for p in files]
         self.editable = set(displays)
-        pending = []
+        results, pending = {}, []
         for path in files:
             cached = cache.get(path, self.file_settings.source(path)) if cache else None
-            if cached is not None:
-                result = decoded_result(cached)
-                if result is None:  # a damaged entry: checked again, and the entry rewritten
-                    cache.miss()
-                    pending.append(path)
-                    continue
-                report.add(result)
-                if result.directive_free:
-                    self.directive_free.add(self.project_display(path))
-            else:
+            result = decoded_result(cached) if cached is not None else None
+            if cached is not None and result is None:  # a damaged entry: checked again, and the entry rewritten
+                cache.miss()
+            if result is None:
                 pending.append(path)
+            else:
+                results[path] = result
         for path, result, deps in self.check_files(pending):
             self.file_dependencies[path] = deps
-            report.add(result)
-            if result.directive_free:
-                self.directive_free.add(self.project_display(path))
+            results[path] = result
             if cache is not None and not result.errors:
                 cache.put(path, deps, result.to_dict(), self.file_settings.source(path))
+        # Merged in the files' order, cached or not: which recipe a shared finding keeps
+        # (mblint/arbitration.py) must not depend on what the cache held.
+        for path in files:
+            report.add(results[path])
+            if results[path].directive_free:
+                self.directive_free.add(self.project_display(path))
         report.files = len(files)
         report.cache_hits = cache.hits if cache else 0
         report.findings = one_per_place(report.findings)

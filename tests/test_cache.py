@@ -286,3 +286,26 @@ def test_cache_dir_moves_the_cache_and_clean_removes_only_a_cache(tmp_path):
                              capture_output=True, text=True)
     assert (cleaned.returncode, cleaned.stdout) == (0, f"Removed {elsewhere}\n")
     assert not elsewhere.exists()
+
+
+def test_a_shared_finding_names_the_same_recipe_whatever_part_of_the_cache_is_warm(tmp_path):
+    """Two recipe files reach one helper line: the finding there keeps one recipe and names
+    both. With only the second file's entry cached, the report is the one without the cache."""
+    make_project(tmp_path, mbs=2)
+    package = tmp_path / "proj"
+    (package / "recipe.py").unlink()
+    for name in ("first", "second"):
+        (package / f"{name}.py").write_text(RECIPE.replace("tiny_sft_config", f"{name}_sft_config"))
+
+    def shared_finding(use_cache: bool = True):
+        [finding] = run(tmp_path, package, use_cache).findings
+        return finding.location.path, finding.recipe, finding.recipes, finding.related
+
+    run(tmp_path, package)
+    first_entries = [entry for entry in result_entries(tmp_path) if "first.py::" in entry.read_text()]
+    assert len(first_entries) == 1
+    first_entries[0].unlink()
+    partly_warm = shared_finding()
+    assert partly_warm == shared_finding(use_cache=False)
+    assert partly_warm[:3] == ("proj/common.py", "proj/first.py::first_sft_config",
+                               ("proj/first.py::first_sft_config", "proj/second.py::second_sft_config"))

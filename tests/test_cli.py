@@ -159,6 +159,7 @@ def test_a_run_asks_the_working_folder_once(tmp_path, monkeypatch):
     folder asked when the run starts, not one system call per file."""
 
     from mblint.engine import CheckOptions, Engine
+    from mblint.results import FileResult
     from mblint.settings import SettingsResolver
 
     (tmp_path / "pkg").mkdir()
@@ -167,7 +168,7 @@ def test_a_run_asks_the_working_folder_once(tmp_path, monkeypatch):
     (tmp_path / "mblint.toml").write_text("select = ['OT']\n")
     monkeypatch.chdir(tmp_path)
     engine = Engine(CheckOptions(settings=SettingsResolver(), jobs=1))
-    monkeypatch.setattr(Engine, "check_files", lambda self, paths: iter(()))
+    monkeypatch.setattr(Engine, "check_files", lambda self, paths: ((path, FileResult(), set()) for path in paths))
     report = engine.check_paths(["pkg/r0.py", "pkg"])
     assert report.checked == [f"pkg/r{index}.py" for index in range(8)]
     monkeypatch.chdir(tmp_path / "pkg")
