@@ -242,3 +242,15 @@ def test_megatron_bridge_recipe_calling_with_split_has_no_gap(tmp_path, mb06):
     document = json.loads(result.stdout)
     assert document["schemas"][0]["source"].startswith("derived from")
     assert [f["rule"] for f in document["findings"] if f["rule"] == "CV001"] == []
+
+
+def test_a_derived_schema_is_derived_again_when_the_bundled_data_changes(monkeypatch):
+    """The derived schema takes facts (this one among them) from the bundled release it is
+    built on: its cache key names that release's data file, which is named by its content."""
+    from mblint.schema import derive, load_schema
+
+    base = load_schema("0.6.2")
+    before = derive.content_key([], base)
+    releases = {**derive.bundled_releases(), "0.6.2": {"file": "mb-regenerated.json.gz"}}
+    monkeypatch.setattr(derive, "bundled_releases", lambda: releases)
+    assert derive.content_key([], base) != before

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from mblint.extract.modules import SourceError, SourceLimit
 from mblint.paths import read_regular
-from mblint.schema import FieldSpec, Schema, register_schema, schema_from_json
+from mblint.schema import FieldSpec, Schema, bundled_releases, register_schema, schema_from_json
 from mblint.schema.build import (
     CONFIG_CONTAINER,
     TRANSFORMER_CONFIG,
@@ -165,7 +165,9 @@ def content_key(files: list[tuple[Path, bytes]], base: Schema) -> str:
     from mblint import __version__
 
     hasher = blake2b(digest_size=20)
-    hasher.update(f"{DERIVE_FORMAT}:{FORMAT}:{__version__}:{base.key}\0".encode())
+    # the bundled data file is named by its content: a regenerated base is another base
+    data_file = bundled_releases().get(base.key, {}).get("file", "")
+    hasher.update(f"{DERIVE_FORMAT}:{FORMAT}:{__version__}:{base.key}:{data_file}\0".encode())
     root = files[0][0].parent if files else Path()
     for path, data in files:
         hasher.update(os.path.relpath(path, root).encode("utf-8", "surrogateescape") + b"\0")
