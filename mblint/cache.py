@@ -111,6 +111,7 @@ class ResultCache:
         self.signatures: dict[str, list[int] | None] = {}
         self.started_ns = time.time_ns()
         self._identity: str | None = None
+        self.linted: frozenset[str] = frozenset()  # the absolute paths this run lints
 
     def identity(self) -> str | None:
         """The device and inode of the cache folder, part of every entry's name: a folder
@@ -147,7 +148,8 @@ class ResultCache:
             return None
         deps = entry.get("deps") if isinstance(entry, dict) else None
         current = self._deps_now(deps) if isinstance(deps, dict) else None
-        if current is None or entry.get("settings") != self.settings_key or not isinstance(entry.get("result"), dict):
+        if (current is None or entry.get("settings") != self.settings_key or not isinstance(entry.get("result"), dict)
+                or entry.get("linted") != self._linted_among(deps)):
             self.misses += 1
             return None
         if current != deps:  # hashed because recent when recorded, old enough now: signed from now on
@@ -155,6 +157,12 @@ class ResultCache:
             self._write(entry_path, entry)
         self.hits += 1
         return entry["result"]
+
+    def _linted_among(self, deps: dict) -> list[str]:
+        """Which of an entry's dependencies this run lints: a finding in a file that is not
+        linted is placed at the linted file's call instead, so a result holds only for a run
+        that lints the same ones."""
+        return sorted(dep for dep in deps if dep in self.linted)
 
     def miss(self) -> None:
         """An entry that ``get`` returned could not be decoded: it counts as a miss (and is
@@ -215,6 +223,7 @@ class ResultCache:
             "deps": {dep: self._record(dep) for dep in sorted({os.path.abspath(d) for d in (path, *deps)})},
             "result": result,
         }
+        entry["linted"] = self._linted_among(entry["deps"])
         try:
             make_cache_folder(self.folder)
         except OSError:

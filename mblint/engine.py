@@ -160,6 +160,8 @@ class Engine:
         displays = [self.project_display(p) for p in files]
         self.editable = set(displays)
         results, pending = {}, []
+        if cache is not None:
+            cache.linted = frozenset(os.path.abspath(path) for path in files)
         for path in files:
             cached = cache.get(path, self.file_settings.source(path)) if cache else None
             result = decoded_result(cached) if cached is not None else None

@@ -309,3 +309,21 @@ def test_a_shared_finding_names_the_same_recipe_whatever_part_of_the_cache_is_wa
     assert partly_warm == shared_finding(use_cache=False)
     assert partly_warm[:3] == ("proj/common.py", "proj/first.py::first_sft_config",
                                ("proj/first.py::first_sft_config", "proj/second.py::second_sft_config"))
+
+
+def test_an_entry_written_while_its_helper_was_not_linted_is_not_reused_when_it_is(tmp_path):
+    """A finding in a file that is not linted moves to the linted file's call (its editable
+    place), so a result cached by `check recipe.py` does not hold for `check recipe.py
+    common.py`: the second run gives what it gives without the cache."""
+    recipe = make_project(tmp_path, mbs=2)
+    common = recipe.parent / "common.py"
+
+    def places(paths, use_cache=True):
+        engine = Engine(CheckOptions(select=("PK001",), use_cache=use_cache, cache_root=tmp_path))
+        engine.display_root = tmp_path
+        return sorted((f.location.path, f.location.line) for f in engine.check_paths([str(p) for p in paths]).findings)
+
+    assert [path for path, _ in places([recipe])] == ["proj/recipe.py"]
+    both = places([recipe, common])
+    assert both == places([recipe, common], use_cache=False)
+    assert [path for path, _ in both] == ["proj/common.py"]
