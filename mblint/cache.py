@@ -40,6 +40,7 @@ GITIGNORE_TEXT = "# created by mblint\n*\n"
 RACY_WINDOW_NS = 3_000_000_000
 PROJECT_MARKERS = ("pyproject.toml", "mblint.toml", ".git")
 ABSENT = "absent"
+MAX_OTHER_RESULTS = 3  # results kept for other sets of linted files
 
 
 def project_root(start: Path) -> Path:
@@ -148,15 +149,15 @@ class ResultCache:
             return None
         deps = entry.get("deps") if isinstance(entry, dict) else None
         current = self._deps_now(deps) if isinstance(deps, dict) else None
-        if (current is None or entry.get("settings") != self.settings_key or not isinstance(entry.get("result"), dict)
-                or entry.get("linted") != self._linted_among(deps)):
+        result = _result_for(entry, self._linted_among(deps)) if current is not None else None
+        if result is None or entry.get("settings") != self.settings_key:
             self.misses += 1
             return None
         if current != deps:  # hashed because recent when recorded, old enough now: signed from now on
             entry["deps"] = current
             self._write(entry_path, entry)
         self.hits += 1
-        return entry["result"]
+        return result
 
     def _linted_among(self, deps: dict) -> list[str]:
         """Which of an entry's dependencies this run lints: a finding in a file that is not
@@ -228,7 +229,26 @@ class ResultCache:
             make_cache_folder(self.folder)
         except OSError:
             return  # a read-only project still lints; it just is not cached
-        self._write(self._entry_path(path, extra), entry)
+        entry_path = self._entry_path(path, extra)
+        entry["others"] = self._other_results(entry_path, entry)
+        self._write(entry_path, entry)
+
+    def _other_results(self, entry_path: str | None, entry: dict) -> dict:
+        """The results the entry at ``entry_path`` keeps for other sets of linted files (a
+        pre-commit run and a whole-tree run alternate), while its dependencies are unchanged."""
+        try:
+            old = read_json(entry_path, follow_links=False) if entry_path else None
+        except (OSError, ValueError):
+            return {}
+        if (not isinstance(old, dict) or old.get("settings") != entry["settings"] or not isinstance(old.get("deps"), dict)
+                or old["deps"].keys() != entry["deps"].keys() or self._deps_now(old["deps"]) is None):
+            return {}
+        others = old.get("others") if isinstance(old.get("others"), dict) else {}
+        others = {key: value for key, value in others.items() if isinstance(value, dict)}
+        if isinstance(old.get("result"), dict) and isinstance(old.get("linted"), list):
+            others[json.dumps(old["linted"])] = old["result"]
+        others.pop(json.dumps(entry["linted"]), None)
+        return dict(list(others.items())[-MAX_OTHER_RESULTS:])
 
     def _write(self, entry_text: str | None, entry: dict) -> None:
         """Write ``entry`` at ``entry_text`` atomically (nothing when it cannot be written)."""
@@ -245,6 +265,17 @@ class ResultCache:
             os.replace(temporary, entry_path)
         except OSError:
             pass  # a read-only project still lints; it just is not cached
+
+
+def _result_for(entry: Any, linted: list[str]) -> dict | None:
+    """The entry's result for a run that lints ``linted`` of its dependencies, None if it has none."""
+    if not isinstance(entry, dict):
+        return None
+    if entry.get("linted") == linted and isinstance(entry.get("result"), dict):
+        return entry["result"]
+    others = entry.get("others")
+    result = others.get(json.dumps(linted)) if isinstance(others, dict) else None
+    return result if isinstance(result, dict) else None
 
 
 def cache_folders_to_clean(start: Path) -> list[Path]:

@@ -327,3 +327,18 @@ def test_an_entry_written_while_its_helper_was_not_linted_is_not_reused_when_it_
     both = places([recipe, common])
     assert both == places([recipe, common], use_cache=False)
     assert [path for path, _ in both] == ["proj/common.py"]
+
+
+def test_runs_that_lint_different_files_take_turns_without_missing(tmp_path):
+    """A pre-commit run (one file) and a whole-tree run alternate: each keeps its own result in
+    the entry, so neither throws the other's away."""
+    recipe = make_project(tmp_path, mbs=2)
+    common = recipe.parent / "common.py"
+
+    def hits(paths):
+        engine = Engine(CheckOptions(select=("PK001",), use_cache=True, cache_root=tmp_path))
+        engine.display_root = tmp_path
+        return engine.check_paths([str(p) for p in paths]).cache_hits
+
+    assert hits([recipe]) == 0 and hits([recipe, common]) == 0
+    assert hits([recipe]) == 1 and hits([recipe, common]) == 2
