@@ -72,17 +72,17 @@ class FieldSpec:
 class ClassSpec:
     """A config class. Its field table is built on first use: a run touches few classes."""
 
-    __slots__ = ("qualname", "name", "module", "bases", "_fields", "_load", "_names")
+    __slots__ = ("qualname", "name", "module", "bases", "_fields", "_load", "_records")
 
     def __init__(self, qualname: str, name: str, module: str, bases: tuple[str, ...],
-                 fields: dict[str, FieldSpec] | None = None, load=None, names=None) -> None:
+                 fields: dict[str, FieldSpec] | None = None, load=None, records=None) -> None:
         self.qualname = qualname
         self.name = name
         self.module = module
         self.bases = bases
         self._fields = fields
         self._load = load
-        self._names = names  # the field names without the table, when the data has them
+        self._records = records  # the schema data's field records without the table, when it has them
 
     @property
     def fields(self) -> dict[str, FieldSpec]:
@@ -92,9 +92,17 @@ class ClassSpec:
 
     def field_names(self) -> Iterable[str]:
         """The names of ``fields``, without building the table when it is not built yet."""
-        if self._fields is None and self._names is not None:
-            return self._names()
+        if self._fields is None and self._records is not None:
+            return self._records().keys()
         return self.fields.keys()
+
+    def default_records(self) -> dict[str, Any]:
+        """Each field's record in the schema data, without building the field table (a field
+        inherited unchanged has its base's record, the same object); else its field spec.
+        ``default_record`` reads either."""
+        if self._records is not None:
+            return self._records()
+        return self.fields
 
     def __repr__(self) -> str:
         return f"ClassSpec({self.qualname})"
@@ -211,6 +219,14 @@ class Schema:
         return f"Megatron-Bridge {self.megatron_bridge_version or self.line} ({self.source} schema)"
 
 
+def default_record(record: dict | FieldSpec) -> tuple:
+    """What decides a field's default (kind, value as text, factory class), from its record in
+    the schema data (``ClassSpec.default_records``) or its field spec."""
+    if isinstance(record, FieldSpec):
+        return record.default_kind, repr(record.default), record.factory_class
+    return record.get("default_kind", "unknown"), repr(record.get("default")), record.get("factory_class")
+
+
 def _field_from_json(name: str, data: dict) -> FieldSpec:
     return FieldSpec(
         name=name,
@@ -242,12 +258,12 @@ def schema_from_json(data: dict, key: str = "", source: str = "bundled") -> Sche
     def loader(qualname: str):
         return lambda: {name: _field_from_json(name, f) for name, f in _expanded_fields(qualname, raw, expanded).items()}
 
-    def names(qualname: str):
-        return lambda: _expanded_fields(qualname, raw, expanded).keys()
+    def records(qualname: str):
+        return lambda: _expanded_fields(qualname, raw, expanded)
 
     classes = {
         qualname: ClassSpec(qualname, cls["name"], cls["module"], tuple(cls.get("bases", ())), load=loader(qualname),
-                            names=names(qualname))
+                            records=records(qualname))
         for qualname, cls in raw.items()
     }
     by_name: dict[str, list[str]] = {}
