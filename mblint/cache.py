@@ -23,6 +23,7 @@ import json
 import os
 import re
 import stat
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -113,20 +114,14 @@ class ResultCache:
         self.started_ns = time.time_ns()
         self._identity: str | None = None
         self.linted: frozenset[str] = frozenset()  # the absolute paths this run lints
+        # Every dependency of every entry this run used or wrote, as it stands now ([digest,
+        # signature]): what a run-level result (mblint.run_results) depends on.
+        self.records: dict[str, list] = {}
 
     def identity(self) -> str | None:
-        """The device and inode of the cache folder, part of every entry's name: a folder
-        mblint made keeps them, while one that came with a checkout (a committed
-        ``.mblint_cache`` holding forged entries that would hide findings) gets new ones, so
-        its entries are never found. None while the folder does not exist."""
+        """``folder_identity`` of the cache folder, asked once it exists."""
         if self._identity is None:
-            try:
-                info = os.lstat(self.folder)
-            except OSError:
-                return None
-            if not stat.S_ISDIR(info.st_mode):
-                return None
-            self._identity = f"{info.st_dev}:{info.st_ino}"
+            self._identity = folder_identity(self.folder)
         return self._identity
 
     def _entry_path(self, path: Path, extra: str) -> str | None:
@@ -156,6 +151,7 @@ class ResultCache:
         if current != deps:  # hashed because recent when recorded, old enough now: signed from now on
             entry["deps"] = current
             self._write(entry_path, entry)
+        self.records.update(current)
         self.hits += 1
         return result
 
@@ -215,8 +211,7 @@ class ResultCache:
         return [digest, signature]
 
     def _racy(self, signature: list[int]) -> bool:
-        _, mtime_ns, ctime_ns, _ = signature
-        return max(mtime_ns, ctime_ns) >= self.started_ns - RACY_WINDOW_NS
+        return racy(signature, self.started_ns)
 
     def put(self, path: Path, deps: set[Path], result: Any, extra: str = "") -> None:
         entry = {
@@ -225,6 +220,7 @@ class ResultCache:
             "result": result,
         }
         entry["linted"] = self._linted_among(entry["deps"])
+        self.records.update(entry["deps"])
         try:
             make_cache_folder(self.folder)
         except OSError:
@@ -232,6 +228,9 @@ class ResultCache:
         entry_path = self._entry_path(path, extra)
         entry["others"] = self._other_results(entry_path, entry)
         self._write(entry_path, entry)
+
+    def _write(self, entry_text: str | None, entry: dict) -> None:
+        write_entry(entry_text, entry)
 
     def _other_results(self, entry_path: str | None, entry: dict) -> dict:
         """The results the entry at ``entry_path`` keeps for other sets of linted files (a
@@ -250,21 +249,54 @@ class ResultCache:
         others.pop(json.dumps(entry["linted"]), None)
         return dict(list(others.items())[-MAX_OTHER_RESULTS:])
 
-    def _write(self, entry_text: str | None, entry: dict) -> None:
-        """Write ``entry`` at ``entry_text`` atomically (nothing when it cannot be written)."""
-        import tempfile  # only runs that write entries pay for importing it
 
-        try:
-            if entry_text is None:
-                raise OSError("no cache folder")
-            entry_path = Path(entry_text)
-            make_cache_folder(entry_path.parent)
-            handle, temporary = tempfile.mkstemp(dir=entry_path.parent, prefix=".tmp-")
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump(entry, stream)
-            os.replace(temporary, entry_path)
-        except OSError:
-            pass  # a read-only project still lints; it just is not cached
+
+def write_entry(entry_text: str | None, entry: dict) -> None:
+    """Write ``entry`` at ``entry_text`` atomically (nothing when it cannot be written)."""
+    import tempfile  # only runs that write entries pay for importing it
+
+    try:
+        if entry_text is None:
+            raise OSError("no cache folder")
+        entry_path = Path(entry_text)
+        make_cache_folder(entry_path.parent)
+        handle, temporary = tempfile.mkstemp(dir=entry_path.parent, prefix=".tmp-")
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(entry, stream)
+        os.replace(temporary, entry_path)
+    except OSError:
+        pass  # a read-only project still lints; it just is not cached
+
+
+def folder_identity(folder: Path) -> str | None:
+    """The device and inode of a cache folder, part of every entry's name: a folder mblint
+    made keeps them, while one that came with a checkout (a committed ``.mblint_cache``
+    holding forged entries that would hide findings) gets new ones, so its entries are never
+    found. None while the folder does not exist."""
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return None
+    return f"{info.st_dev}:{info.st_ino}" if stat.S_ISDIR(info.st_mode) else None
+
+
+def racy(signature: list[int], started_ns: int) -> bool:
+    """The file changed too shortly before ``started_ns`` for its timestamps to tell a later
+    edit in the same timestamp tick apart: its signature cannot stand for its content."""
+    _, mtime_ns, ctime_ns, _ = signature
+    return max(mtime_ns, ctime_ns) >= started_ns - RACY_WINDOW_NS
+
+
+def environment_key() -> list:
+    """The import path and the state of its folders (an install or removal changes them)."""
+    return [[entry, _mtime(entry)] for entry in sys.path]
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path or ".").st_mtime_ns
+    except OSError:
+        return None
 
 
 def _result_for(entry: Any, linted: list[str]) -> dict | None:

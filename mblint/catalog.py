@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mblint import __version__
+from mblint.cache import environment_key
 from mblint.findings import Severity
 from mblint.paths import read_json
 
@@ -33,11 +34,11 @@ RULE_ATTRIBUTES = ("id", "name", "summary", "doc", "versions", "requires", "tags
 class LoadedPlugins:
     """What the rule packs provide (mblint.plugins.load_plugins, or the catalog)."""
 
-    __slots__ = ("rules", "defaults", "errors", "versions", "modules", "fingerprint", "packs")
+    __slots__ = ("rules", "defaults", "errors", "versions", "modules", "fingerprint", "packs", "files")
 
     def __init__(self, rules: list | None = None, defaults: dict | None = None, errors: list[str] | None = None,
                  versions: dict[str, str] | None = None, modules: list[str] | None = None,
-                 fingerprint: str = "", packs: list | None = None) -> None:
+                 fingerprint: str = "", packs: list | None = None, files: list[str] | None = None) -> None:
         self.rules = [] if rules is None else rules
         self.defaults = {} if defaults is None else defaults
         self.errors = [] if errors is None else errors
@@ -45,6 +46,7 @@ class LoadedPlugins:
         self.modules = [] if modules is None else modules  # the plugin modules loaded
         self.fingerprint = fingerprint  # of the rules, when they come from the catalog
         self.packs = [] if packs is None else packs  # the entry points loaded (mblint.plugins.installed_packs)
+        self.files = [] if files is None else files  # what the catalog depends on, when it comes from one
 
 
 class CataloguedRule:
@@ -88,20 +90,21 @@ def load_catalog(folder: Path):
             return None
         rules = [CataloguedRule(record) for record in data["rules"]]
         return LoadedPlugins(rules=rules, defaults=data["defaults"], versions=data["versions"],
-                             fingerprint=data["fingerprint"], packs=data["packs"])
+                             fingerprint=data["fingerprint"], packs=data["packs"], files=list(data["files"]))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def save_catalog(folder: Path, plugins, fingerprint: str) -> None:
-    """Record ``plugins`` (real rule classes, loaded without errors)."""
+def save_catalog(folder: Path, plugins, fingerprint: str) -> list[str]:
+    """Record ``plugins`` (real rule classes, loaded without errors); the files the catalog
+    depends on, or [] when it is not written."""
     if plugins.errors:
-        return
+        return []
     started = time.time_ns()
     files = {path: _signature(path) for path in sorted(source_files(plugins))}
     if any(signature is None or max(signature[1], signature[2]) >= started - RACY_WINDOW_NS
            for signature in files.values()):
-        return
+        return []
     data = {"mblint": __version__, "environment": environment_key(), "files": files,
             "rules": [rule_record(rule) for rule in plugins.rules], "defaults": plugins.defaults,
             "versions": plugins.versions, "fingerprint": fingerprint, "packs": plugins.packs}
@@ -116,12 +119,8 @@ def save_catalog(folder: Path, plugins, fingerprint: str) -> None:
             json.dump(data, stream)
         os.replace(temporary, folder / CATALOG_FILE)
     except (OSError, TypeError, ValueError):
-        pass  # not catalogued: the next run loads the plugins again
-
-
-def environment_key() -> list:
-    """The import path and the state of its folders (an install or removal changes them)."""
-    return [[entry, _mtime(entry)] for entry in sys.path]
+        return []  # not catalogued: the next run loads the plugins again
+    return list(files)
 
 
 def source_files(plugins) -> set[str]:
@@ -155,10 +154,3 @@ def _signature(path: str) -> list[int] | None:
     except OSError:
         return None
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
-def _mtime(path: str) -> int | None:
-    try:
-        return os.stat(path or ".").st_mtime_ns
-    except OSError:
-        return None

@@ -109,11 +109,59 @@ def main() -> None:
 @click.option("--stdin-filename", default=None, metavar="PATH",
               help="With the path '-': the source read from stdin is checked as if it were PATH (its kind, settings, "
                    "pairing and rules); --fix prints the fixed source, nothing is written.")
-def check(paths, select, extend_select, ignore, output_format, world_size, version, schema_source, search_paths, recipe,
-          dotlist,
-          fail_on, exit_zero, no_cache, cache_dir, jobs, output_sarif, output_json, output_files, baseline, write_baseline,
-          config_file, isolated, force_exclude, fix, unsafe_fixes, diff, show_fixes, statistics, stdin_filename) -> None:
+def check(**options) -> None:
     """Lint recipe files, override files and folders ('-': the source on stdin, with --stdin-filename)."""
+    results = _run_results(options)
+    if results is not None:  # the same command on unchanged input: what it wrote last time
+        code = results.replay(click.echo)
+        if code is not None:
+            sys.exit(code)
+    run = _CheckRun(record=results is not None)
+    try:
+        _check(run, **options)
+    except SystemExit as done:
+        if results is not None and run.report is not None and done.code in (EXIT_CLEAN, EXIT_FINDINGS):
+            from mblint.run_results import run_inputs
+
+            extra = [options["baseline"], options["config_file"]]
+            inputs = run_inputs(run.engine, run.report, list(options["paths"]) or ["."], [f for f in extra if f])
+            results.store(done.code, run.output, inputs)
+        raise
+
+
+def _run_results(options: dict):
+    """The run-level result of this command (mblint.run_results), or None for a run with side
+    effects or input that is not a file."""
+    if (options["no_cache"] or options["fix"] or options["diff"] or options["write_baseline"] or options["recipe"]
+            or options["output_sarif"] or options["output_json"] or options["output_files"]
+            or "-" in options["paths"] or options["stdin_filename"]):
+        return None
+    from mblint.run_results import RunResults
+
+    key = dict(options, **{name: _split(options[name]) for name in ("select", "extend_select", "ignore")})
+    return RunResults(key, options["cache_dir"])
+
+
+class _CheckRun:
+    """A check run: what it writes (through ``echo``, kept in ``output`` when ``record``), its
+    engine and its report."""
+
+    def __init__(self, record: bool) -> None:
+        self.output: list | None = [] if record else None
+        self.engine = None
+        self.report = None
+
+    def echo(self, message: str = "", err: bool = False, nl: bool = True, color: bool | None = None) -> None:
+        click.echo(message, nl=nl, err=err, color=color)
+        if self.output is not None:
+            self.output.append([message, err, nl, color])
+
+
+def _check(run: _CheckRun, paths, select, extend_select, ignore, output_format, world_size, version, schema_source,
+           search_paths, recipe, dotlist, fail_on, exit_zero, no_cache, cache_dir, jobs, output_sarif, output_json,
+           output_files, baseline, write_baseline, config_file, isolated, force_exclude, fix, unsafe_fixes, diff,
+           show_fixes, statistics, stdin_filename) -> None:
+    echo = run.echo
     from mblint.baseline import BaselineError, apply_baseline, write_baseline as write_baseline_file
     from mblint.engine import CheckOptions, Engine
     from mblint.findings import Severity
@@ -136,7 +184,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         settings=resolver, force_exclude=force_exclude, schema_source=schema_source,
     )
     try:
-        engine = Engine(options)
+        engine = run.engine = Engine(options)
         if recipe and not paths:  # lint that recipe, with the --set overrides
             paths = (_recipe_file(engine, recipe),)
             options.recipe_function = recipe.rsplit("::", 1)[1]
@@ -151,7 +199,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
                                                         unsafe=unsafe_fixes, diff=diff, show_fixes=show_fixes,
                                                         echo=_echo_fix_output, stdin=stdin)
             for error in write_errors:
-                click.echo(_printable(f"mblint: error: {error}"), err=True)
+                echo(_printable(f"mblint: error: {error}"), err=True)
             if diff:
                 sys.exit(EXIT_ERROR if write_errors else (EXIT_FINDINGS if changed else EXIT_CLEAN))
             if write_errors:
@@ -162,7 +210,7 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         root = engine.display_root
         if write_baseline:
             count = write_baseline_file(Path(write_baseline), report.findings, root)
-            click.echo(f"mblint: wrote {count} finding{'s' if count != 1 else ''} to {write_baseline}", err=True)
+            echo(f"mblint: wrote {count} finding{'s' if count != 1 else ''} to {write_baseline}", err=True)
             sys.exit(EXIT_ERROR if report.errors else EXIT_CLEAN)
         if baseline:
             report.findings, report.baselined, report.stale_baseline = apply_baseline(
@@ -171,27 +219,28 @@ def check(paths, select, extend_select, ignore, output_format, world_size, versi
         fail_levels = [Severity.parse(fail_on or engine.settings_for_display(f.location.path).fail_on or "warning")
                        for f in report.findings]
     except (SettingsError, BaselineError, click.UsageError) as error:
-        click.echo(_printable(f"mblint: error: {getattr(error, 'message', error)}"), err=True)
+        echo(_printable(f"mblint: error: {getattr(error, 'message', error)}"), err=True)
         sys.exit(EXIT_ERROR)
+    run.report = report
     if statistics:
-        _emit_statistics(report, output_format)
+        _emit_statistics(report, output_format, echo)
     else:  # with --fix on stdin, stdout holds the fixed source and the findings go to stderr (as in ruff)
-        _emit(report, output_format, err=stdin is not None and fix)
+        _emit(report, output_format, echo, err=stdin is not None and fix)
     for fmt, target in outputs:
         try:
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             Path(target).write_text(_render(report, fmt), encoding="utf-8")
         except OSError as error:
-            click.echo(f"mblint: error: cannot write {target}: {error.strerror}", err=True)
+            echo(f"mblint: error: cannot write {target}: {error.strerror}", err=True)
             sys.exit(EXIT_ERROR)
     from mblint.report import printable
 
     for entry in report.stale_baseline:
-        click.echo(printable(f"mblint: note: stale baseline entry (fixed? shrink the baseline): {entry}"), err=True)
+        echo(printable(f"mblint: note: stale baseline entry (fixed? shrink the baseline): {entry}"), err=True)
     for note in report.notes:
-        click.echo(f"mblint: note: {printable(note)}", err=True)
+        echo(f"mblint: note: {printable(note)}", err=True)
     for error in report.errors:
-        click.echo(f"mblint: error: {printable(str(error))}", err=True)
+        echo(f"mblint: error: {printable(str(error))}", err=True)
     if report.errors:
         sys.exit(EXIT_ERROR)
     if not exit_zero and any(f.severity >= level for f, level in zip(report.findings, fail_levels)):
@@ -290,7 +339,7 @@ def _stdin_source(stdin_filename: str | None):
     return state
 
 
-def _emit(report, output_format: str, err: bool = False) -> None:
+def _emit(report, output_format: str, echo, err: bool = False) -> None:
     stream = sys.stderr if err else sys.stdout
     colour = output_format in ("text", "full", "concise") and _use_colour(stream, os.environ)
     text = _render(report, output_format)
@@ -298,7 +347,7 @@ def _emit(report, output_format: str, err: bool = False) -> None:
         from mblint.report.text import colourise
 
         text = colourise(text)
-    click.echo(text, nl=False, color=colour or None, err=err)
+    echo(text, nl=False, color=colour or None, err=err)
 
 
 def _use_colour(stream, environ) -> bool:
@@ -314,7 +363,7 @@ def _use_colour(stream, environ) -> bool:
         return False
 
 
-def _emit_statistics(report, output_format: str) -> None:
+def _emit_statistics(report, output_format: str, echo) -> None:
     """``--statistics``: findings per rule, most first (as ruff prints them)."""
     from collections import Counter
 
@@ -322,12 +371,12 @@ def _emit_statistics(report, output_format: str) -> None:
     fixable = {f.rule_id for f in report.findings if any(not fix.alternative for fix in f.fixes)}
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0][0]))
     if output_format == "json":
-        click.echo(json.dumps([{"code": rule, "name": name, "count": count, "fixable": rule in fixable}
+        echo(json.dumps([{"code": rule, "name": name, "count": count, "fixable": rule in fixable}
                                for (rule, name), count in rows], indent=2))
         return
     width = len(str(rows[0][1])) if rows else 1
     for (rule, name), count in rows:
-        click.echo(f"{count:>{width}}\t{rule}\t{'[*] ' if rule in fixable else '    '}{name}")
+        echo(f"{count:>{width}}\t{rule}\t{'[*] ' if rule in fixable else '    '}{name}")
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:

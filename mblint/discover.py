@@ -27,9 +27,11 @@ class Discovered:
     YAML file but not a readable regular file (a symlink loop, a dangling link, a FIFO or
     device); never opened, reported as SY001. ``sizes``: bytes of each file found, when stat
     gave them. ``link_modes``: the ``os.lstat`` mode of each path given, when it could be read
-    (the settings look-up asks it of every file)."""
+    (the settings look-up asks it of every file). ``folders``: the folders listed;
+    ``examined``: the other files whose first bytes were read (a shell ``#!`` line?)."""
 
-    __slots__ = ("python", "yaml", "scripts", "missing", "problems", "unreadable", "sizes", "link_modes")
+    __slots__ = ("python", "yaml", "scripts", "missing", "problems", "unreadable", "sizes", "link_modes", "folders",
+                 "examined")
 
     def __init__(self) -> None:
         self.python: list[Path] = []
@@ -40,6 +42,8 @@ class Discovered:
         self.unreadable: list[tuple[Path, str]] = []
         self.sizes: dict[Path, int] = {}
         self.link_modes: dict[Path, int] = {}
+        self.folders: list[str] = []
+        self.examined: list[Path] = []
 
 
 MAX_GITIGNORE_BYTES = 1_000_000  # a .gitignore larger than this is not read (bounded work)
@@ -225,6 +229,7 @@ def _walk(root: Path, patterns: tuple[str, ...], found: Discovered, seen: set[st
             dirs[:] = []
             continue
         visited_dirs.add(key)
+        found.folders.append(folder)
         dirs[:] = sorted(d for d in dirs if not is_excluded(folder_path / d, patterns)
                          and not (gitignore and gitignore.ignored(folder_path / d, is_dir=True)))
         for name in sorted(files):
@@ -252,11 +257,17 @@ def _add(path: Path, found: Discovered, seen: set[str], explicit: bool, status: 
     elif suffix in YAML_SUFFIXES:
         seen.add(key)
         found.yaml.append(path)
-    elif suffix in SHELL_SUFFIXES or ((not suffix or explicit) and _shell_shebang(path)):
+    elif suffix in SHELL_SUFFIXES or ((not suffix or explicit) and _examined(path, found)):
         seen.add(key)
         found.scripts.append(path)
     elif explicit:
         found.problems.append(f"{path}: not a Python, YAML or shell file; skipped")
+
+
+def _examined(path: Path, found: Discovered) -> bool:
+    """``_shell_shebang``, the file kept in ``found.examined``."""
+    found.examined.append(path)
+    return _shell_shebang(path)
 
 
 def _stands_in(path: Path) -> bool:

@@ -74,6 +74,10 @@ class Engine:
         # The files each file checked (not served from the cache) in the last run read: what
         # keys its cache entry; the language server re-checks an open file when one changes.
         self.file_dependencies: dict[Path, set[Path]] = {}
+        # What the last run found and the result cache it used: what its output depends on
+        # (mblint.run_results).
+        self.discovered = None
+        self.result_cache = None
 
     # ----- settings (per file) -------------------------------------------------------------
 
@@ -141,6 +145,7 @@ class Engine:
         found = discover(paths, self.options.excludes, self.options.force_exclude, run_cwd,
                          allows=self.confinement.allows)
         self._known_sizes = found.sizes
+        self.discovered = found
         self.file_settings.link_modes = found.link_modes
         report.notes.extend(self.file_settings.keep_linted(found, paths, ExplicitFiles(paths), self.options.force_exclude,
                                                            self.options.search_paths, self.project_display))
@@ -155,6 +160,7 @@ class Engine:
         displays = [self.project_display(p) for p in files]
         self.editable = set(displays)
         cache = result_cache(self.options, self.display_root, self.rule_run)  # before the rule pack is needed
+        self.result_cache = cache
         report.errors[0:0] = [FileError("mblint", error) for error in self.rule_run.plugins.errors]  # a rule pack not loaded
         files = self.file_settings.with_valid_selectors(files, self.rule_run.all_rules)
         displays = [self.project_display(p) for p in files]

@@ -28,6 +28,7 @@ class RuleRun:
         self.options = options
         self.used: set = set()
         self.catalogued = False  # rules are catalog stand-ins (mblint.catalog), not classes
+        self.catalog_files: list[str] = []  # what the plugin catalog of this run depends on (``fingerprint``)
         self._plugins = None
         if plugins is not None or not options.use_cache:
             self.use_plugins(plugins)
@@ -165,10 +166,11 @@ class RuleRun:
             catalogued = catalog.load_catalog(folder)
             if catalogued is not None:
                 self.use_plugins(catalogued, catalogued=True)
+                self.catalog_files = catalogued.files
                 return catalogued.fingerprint
             self.use_plugins(None)
             plugin_rules = cache.rules_fingerprint(self.plugins.rules)
-            catalog.save_catalog(folder, self.plugins, plugin_rules)
+            self.catalog_files = catalog.save_catalog(folder, self.plugins, plugin_rules)
             return plugin_rules
         if self.catalogued:
             return self.plugins.fingerprint
