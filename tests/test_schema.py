@@ -268,3 +268,25 @@ def test_extraction_on_synthetic_package(synthetic):
     plain = classes["megatron.bridge.child.Plain"]["fields"]
     assert "ignored" not in plain and plain["layers"]["default"] == 32
     assert extract_enums(synthetic, classes) == {"megatron.core.base.Mode": {"fast": "fast", "slow": "slow"}}
+
+
+@pytest.mark.parametrize("release", list(bundled_releases()))
+def test_provider_dependent_fields_are_read_without_building_the_field_tables(release):
+    """Which HF provider fields differ in default between provider classes: worked out from the
+    schema data's records (a run builds few classes' tables), the same answer as the tables give."""
+    from mblint.extract.megatron import provider_dependent_fields
+
+    with gzip.open(DATA_DIR / bundled_releases()[release]["file"], "rt", encoding="utf-8") as handle:
+        schema = schema_from_json(json.load(handle), key=f"fresh {release}")
+    spec = schema.classes[schema.hf_provider]
+    found = provider_dependent_fields(schema, spec)
+    assert all(cls._fields is None for cls in schema.classes.values())
+    others = [schema.classes[q] for q in schema.facts["hf_provider_classes"] if q in schema.classes]
+
+    def default(field):
+        return field.default_kind, repr(field.default), field.factory_class
+
+    assert found == {name for name, field in spec.fields.items()
+                     if any(name in other.fields and default(other.fields[name]) != default(field) for other in others)}
+    assert "deallocate_pipeline_outputs" in found or release.startswith("0.3")
+
