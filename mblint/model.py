@@ -159,9 +159,13 @@ class EffectiveConfig:
         open_dicts: frozenset[str] = frozenset(),
         notes: list[str] | None = None,
         graph: Any = None,
+        schema: Any = None,
     ) -> None:
         self.recipe = recipe
         self.schema_version = schema_version
+        # The schema whose key is ``schema_version``, when the resolver that built this
+        # configuration had it at hand (rules ask for it tens of times per configuration).
+        self.schema = schema
         self.notes = notes or []
         self.ignored_overrides: list = []  # (field path, origin, action, value) MB skips or rejects
         self.applied_overrides: list = []  # (field path, origin, action, value) of every override, in order

@@ -657,7 +657,7 @@ def _missing_field(node: Obj, part: str) -> tuple[Any, tuple]:
 
 
 def flatten(root: Obj, recipe: RecipeRef, schema: Schema, notes: list[str] | None = None) -> EffectiveConfig:
-    return EffectiveConfig(recipe, schema.key, notes=notes or [], graph=GraphView(root))
+    return EffectiveConfig(recipe, schema.key, notes=notes or [], graph=GraphView(root), schema=schema)
 
 
 def _walk(obj: Obj, prefix: str, types: dict, open_dicts: set, active: set) -> Iterator[tuple]:

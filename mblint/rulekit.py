@@ -754,7 +754,8 @@ def has_overrides(cfg: EffectiveConfig) -> bool:
 
 
 def schema_of(cfg: EffectiveConfig):
-    return load_schema(cfg.schema_version)
+    schema = cfg.schema
+    return schema if schema is not None else load_schema(cfg.schema_version)
 
 
 def knows_field(cfg: EffectiveConfig, name: str) -> bool:
