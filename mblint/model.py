@@ -276,6 +276,13 @@ class EffectiveConfig:
         return sorted({p[len(start):].split(".")[0] for p in list(self.fields) + list(self.types)
                        if p.startswith(start) and p != path})
 
+    def keys_outside(self, path: str, names: frozenset[str]) -> list[str]:
+        """``keys(path)`` that are not in ``names``, in the same order: a few keys among a
+        table's hundreds are found without listing the others."""
+        if self._graph is not None:
+            return self._graph.keys_outside(path, names)
+        return [key for key in self.keys(path) if key not in names]
+
     def extra_fields(self) -> list[str]:
         """Paths set on config objects whose class has no such field (Python accepts them
         silently). Needs the object graph; an EffectiveConfig built from tables has none."""

@@ -544,6 +544,16 @@ class GraphView:
         node, _ = self._walk_to(path)
         return [str(key) for key in node.fields] if isinstance(node, Obj) else []
 
+    def keys_outside(self, path: str, names: frozenset[str]) -> list[str]:
+        """``keys(path)`` not in ``names``, in order; the table's keys are compared in one
+        set operation first (most tables have none outside)."""
+        node, _ = self._walk_to(path)
+        if not isinstance(node, Obj):
+            return []
+        fields = node.fields
+        outside = fields.keys() - names
+        return [str(key) for key in fields if key in outside and str(key) not in names] if outside else []
+
     def extra_fields(self) -> list[str]:
         """Paths of attributes set on config objects whose class has no such field (objects
         with unknown extra fields, and everything below them, are skipped)."""

@@ -143,3 +143,28 @@ def test_a_used_view_is_freed_without_the_cyclic_collector():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_keys_outside_a_set_of_names_keep_their_order():
+    """``keys_outside`` is ``keys`` filtered by a set of names, for graphs and flat tables alike."""
+    from mblint.model import EffectiveConfig, RecipeRef, ResolvedField
+
+    model = Obj(spec("Provider", "layers", "hidden"))
+    for key in ("layers", "zeta", "hidden", "alpha"):
+        model.set(key, 1, None)
+    env = Obj(None)
+    env.set(1, "a", None)  # a dict key that is no string reads as its text
+    env.set("B", "b", None)
+    root = Obj(spec("ConfigContainer", "model", "env_vars"))
+    root.set("model", model, None)
+    root.set("env_vars", env, None)
+    cfg = EffectiveConfig(RecipeRef("r.py", "f"), graph=GraphView(root))
+    names = frozenset({"layers", "hidden", "1"})
+    assert cfg.keys_outside("model", names) == ["zeta", "alpha"]
+    assert cfg.keys_outside("model", frozenset({"layers", "hidden", "zeta", "alpha"})) == []
+    assert cfg.keys_outside("env_vars", names) == ["B"]
+    assert cfg.keys_outside("model.layers", names) == [] and cfg.keys_outside("nothing", names) == []
+    flat = EffectiveConfig(RecipeRef("r.py", "f"), fields={f"model.{key}": ResolvedField(f"model.{key}", 1)
+                                                           for key in ("layers", "zeta", "alpha")},
+                           types={"": "ConfigContainer", "model": "Provider"})
+    assert flat.keys_outside("model", names) == ["alpha", "zeta"]  # a flat table's keys are sorted

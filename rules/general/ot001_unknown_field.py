@@ -53,9 +53,8 @@ def hf_provider_extra_fields(cfg, schema) -> list[str]:
     """Keys set on the AutoBridge-derived providers (class not known) that no provider class has."""
     found = []
     for node in [key for key in cfg.keys("") if cfg.type_of(key) == HF_PROVIDER_LABEL]:
-        known_names = provider_fields(schema)
-        found += [f"{node}.{leaf}" for leaf in cfg.keys(node)
-                  if leaf not in known_names and not str(leaf).startswith("_")]
+        found += [f"{node}.{leaf}" for leaf in cfg.keys_outside(node, provider_fields(schema))
+                  if not leaf.startswith("_")]
     return found
 
 
