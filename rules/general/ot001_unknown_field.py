@@ -49,6 +49,16 @@ def provider_fields(schema) -> frozenset[str]:
     return memo["provider fields"]
 
 
+def field_choices(schema, spec) -> tuple[str, ...]:
+    """The names a suggestion picks from, sorted: the fields of the class ``spec``, or
+    ``provider_fields`` (``spec`` is then that frozenset). Kept per schema: every finding asks."""
+    memo = per_schema(schema)
+    key = ("field choices", "provider fields" if isinstance(spec, frozenset) else spec.qualname)
+    if key not in memo:
+        memo[key] = tuple(sorted(spec if isinstance(spec, frozenset) else spec.fields))
+    return memo[key]
+
+
 def hf_provider_extra_fields(cfg, schema) -> list[str]:
     """Keys set on the AutoBridge-derived providers (class not known) that no provider class has."""
     found = []
@@ -199,8 +209,7 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
 
     def finding(self, cfg, ctx, schema, path, parent_type, spec, origin, action, written=ABSENT):
         parent, _, leaf = path.rpartition(".")
-        names = spec if isinstance(spec, frozenset) else spec.fields
-        suggestion = self.suggest(cfg, schema, parent, leaf, sorted(names))
+        suggestion = self.suggest(cfg, schema, parent, leaf, field_choices(schema, spec))
         value = cfg.value(path)
         if suggestion and not _could_hold(cfg, schema, suggestion, value if written is ABSENT else written):
             suggestion = None  # a flag for a number or a name (optimizer.finetune_lr -> checkpoint.finetune)
@@ -244,7 +253,7 @@ fields); the Megatron-Bridge 0.6.2 oracle for the struct error.
         for node in sorted({key for key in cfg.keys("") if key and "." not in key and key != top}):
             spec = schema.find_class(cfg.type_of(node) or "")
             if spec is not None and cfg.type_of(node) != "dict":
-                siblings.append((node, tuple(sorted(spec.fields))))
+                siblings.append((node, field_choices(schema, spec)))
         found = _on_sibling(leaf, tuple(siblings))
         if found:
             return found
