@@ -414,8 +414,9 @@ def commands(corpus: Corpus, tools: dict[str, list[str] | None], skip_fixit: boo
     if corpus.large_file:
         cmds["one-file-large"] = mb and [*mb, "check", corpus.large_file]
         cmds["one-file-large-nocache"] = mb and [*mb, "check", "--no-cache", corpus.large_file]
-        # the result entries (two-hex-digit folders of each version folder) go, the plugin catalog stays
-        cmds["one-file-large-edited"] = mb and ["sh", "-c", 'rm -rf "$0"/*/[0-9a-f][0-9a-f] && exec "$@"',
+        # the result entries (two-hex-digit folders of each version folder) and the run-level results
+        # (run-*.json) go, the plugin catalog stays
+        cmds["one-file-large-edited"] = mb and ["sh", "-c", 'rm -rf "$0"/*/[0-9a-f][0-9a-f] "$0"/*/run-*.json && exec "$@"',
                                                 str(EDITED_SCRATCH), *mb, "check", "--cache-dir",
                                                 str(EDITED_SCRATCH), corpus.large_file]
     return cmds

@@ -11,6 +11,6 @@ import sys
 if not sys.flags.safe_path and sys.path and os.path.abspath(sys.path[0] or os.curdir) == os.getcwd():
     del sys.path[0]
 
-from mblint.cli import run  # noqa: E402
+from mblint.console import run  # noqa: E402
 
 run()

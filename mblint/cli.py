@@ -17,6 +17,7 @@ from mblint import __version__
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # "full" is ruff's name for the text format; "concise" is one line a finding.
 FORMATS = ["text", "full", "concise", "json", "sarif", "github"]
+ARGS = "mblint.args"  # click.Context.meta key of the command's arguments as given
 
 
 class _ReadablePath(click.Path):
@@ -37,6 +38,7 @@ class DefaultToCheck(click.Group):
     """``mblint PATHS`` means ``mblint check PATHS``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[ARGS] = list(args)  # as given: what keys a check run's run-level result
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             args = ["check", *args]
         return super().parse_args(ctx, args)
@@ -113,14 +115,15 @@ def check(**options) -> None:
     """Lint recipe files, override files and folders ('-': the source on stdin, with --stdin-filename)."""
     results = _run_results(options)
     if results is not None:  # the same command on unchanged input: what it wrote last time
-        code = results.replay(click.echo)
+        code = results.replay(lambda err, text: click.echo(text, nl=False, err=err, color=True))
         if code is not None:
             sys.exit(code)
     run = _CheckRun(record=results is not None)
     try:
         _check(run, **options)
     except SystemExit as done:
-        if results is not None and run.report is not None and done.code in (EXIT_CLEAN, EXIT_FINDINGS):
+        if (results is not None and run.output is not None and run.report is not None
+                and done.code in (EXIT_CLEAN, EXIT_FINDINGS)):
             from mblint.run_results import run_inputs
 
             extra = [options["baseline"], options["config_file"]]
@@ -131,20 +134,23 @@ def check(**options) -> None:
 
 def _run_results(options: dict):
     """The run-level result of this command (mblint.run_results), or None for a run with side
-    effects or input that is not a file."""
-    if (options["no_cache"] or options["fix"] or options["diff"] or options["write_baseline"] or options["recipe"]
-            or options["output_sarif"] or options["output_json"] or options["output_files"]
+    effects or input that is not a file, or a command not given through ``main``."""
+    args = click.get_current_context().meta.get(ARGS)
+    if (args is None or options["no_cache"] or options["fix"] or options["diff"] or options["write_baseline"]
+            or options["recipe"] or options["output_sarif"] or options["output_json"] or options["output_files"]
             or "-" in options["paths"] or options["stdin_filename"]):
         return None
     from mblint.run_results import RunResults
 
-    key = dict(options, **{name: _split(options[name]) for name in ("select", "extend_select", "ignore")})
-    return RunResults(key, options["cache_dir"])
+    try:
+        return RunResults(args, options["cache_dir"])
+    except (OSError, ValueError):  # no working folder
+        return None
 
 
 class _CheckRun:
-    """A check run: what it writes (through ``echo``, kept in ``output`` when ``record``), its
-    engine and its report."""
+    """A check run: what it writes (through ``echo``, kept in ``output`` when ``record`` as
+    [err, text written]), its engine and its report."""
 
     def __init__(self, record: bool) -> None:
         self.output: list | None = [] if record else None
@@ -152,9 +158,12 @@ class _CheckRun:
         self.report = None
 
     def echo(self, message: str = "", err: bool = False, nl: bool = True, color: bool | None = None) -> None:
-        click.echo(message, nl=nl, err=err, color=color)
-        if self.output is not None:
-            self.output.append([message, err, nl, color])
+        text = message + "\n" if nl else message
+        if self.output is not None and (color is True or "\x1b" not in text):
+            self.output.append([err, text])  # what click.echo writes: it strips nothing else
+        elif self.output is not None:  # click may strip these escape codes: not recorded
+            self.output = None
+        click.echo(text, nl=False, err=err, color=color)
 
 
 def _check(run: _CheckRun, paths, select, extend_select, ignore, output_format, world_size, version, schema_source,
@@ -597,7 +606,7 @@ def show_rule(rule_id) -> None:
 
 
 def run() -> None:
-    """The ``mblint`` command as a process (console script, ``python -m mblint``).
+    """The ``mblint`` command as a process (mblint.console.run, when no run-level result answers it).
 
     A lint run builds millions of small objects; freeing them one by one as the interpreter
     shuts down costs up to a sixth of a run. So, as mypy does, the process ends with
@@ -610,6 +619,8 @@ def run() -> None:
     third of the run time. It stays paused until ``os._exit`` (turned back on, its first
     collection would walk everything the run allocated: 9 % of a cold run's CPU), and is
     restored only if ``main`` fails with an unexpected error."""
+    from mblint.console import flush_and_exit
+
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -622,19 +633,12 @@ def run() -> None:
         if code is not None and not isinstance(code, int):
             print(code, file=sys.stderr)
             code = 1
-        _flush_and_exit(code or 0)
+        flush_and_exit(code or 0)
     finally:  # reached only when main() raised something other than SystemExit
         if was_enabled:
             gc.enable()
 
 
-def _flush_and_exit(code: int) -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more can be written anyway
-            pass
-    os._exit(code)
 
 
 if __name__ == "__main__":

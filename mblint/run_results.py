@@ -1,13 +1,16 @@
 """Run-level results: what a whole ``mblint check`` run wrote, kept beside the per-file result
 cache (mblint.cache) and written out again when the same command runs on unchanged input,
-without importing the engine.
+without importing the engine, nor (``served``, from the console script) the command line.
 
 An entry is found by a key of everything the output depends on that is not a file: mblint's
 version, the Python running it and its import path (with the state of its folders, as the
-plugin catalog keys them), the working folder, the command's options and paths, the
-environment variables mblint reads (``ENVIRONMENT_VARIABLES``), and whether stdout and
-stderr are terminals (colour) with their encodings. It holds the exit code, every text the run
-wrote to stdout and stderr, in order, and the state of every path the run depended on:
+plugin catalog keys them), the working folder, the command's arguments as given, the
+environment variables mblint and click read (``ENVIRONMENT_VARIABLES``, ``*_COMPLETE``), and
+whether stdout and stderr are terminals (colour) with their encodings. The arguments as given
+decide the options as click parses them, so the console script looks the entry up before
+click is imported: only a check run that could record one ever wrote it. It holds the exit
+code, every text the run wrote to stdout and stderr, in order, as written (click.echo's own
+steps done), and the state of every path the run depended on:
 
 - each linted file and every dependency of its per-file entry (as the result cache records
   them: a dependency that was absent is recorded as absent);
@@ -55,14 +58,14 @@ EXISTENCE_ONLY = (".git", "__init__.py")
 
 
 class RunResults:
-    """The run-level result of one command (``options``: its parameters) in the cache folder
-    a check run in the working folder uses (``cache_dir``: ``--cache-dir``)."""
+    """The run-level result of one command (``args``: its arguments as given) in the cache
+    folder a check run in the working folder uses (``cache_dir``: ``--cache-dir``)."""
 
-    def __init__(self, options: dict, cache_dir: str | None) -> None:
+    def __init__(self, args: list[str], cache_dir: str | None) -> None:
         self.started_ns = time.time_ns()
         root = Path(os.path.realpath(cache_dir)) if cache_dir else None
         self.folder = cache_folder(project_root(Path.cwd()), root)
-        self.key = run_key(options)
+        self.key = run_key(args)
 
     def _entry_path(self) -> str | None:
         identity = folder_identity(self.folder)
@@ -71,9 +74,10 @@ class RunResults:
         name = blake2b(f"{self.key}|{identity}".encode(), digest_size=16).hexdigest()
         return os.path.join(self.folder, f"{ENTRY_PREFIX}{name}.json")
 
-    def replay(self, echo) -> int | None:
-        """Write what the recorded run wrote (``echo``: click.echo) and return its exit code;
-        None, writing nothing, when there is no entry for the command or its input changed."""
+    def replay(self, write) -> int | None:
+        """Write what the recorded run wrote (``write(err, text)`` for each text, in order) and
+        return its exit code; None, writing nothing, when there is no entry for the command or
+        its input changed."""
         entry_path = self._entry_path()
         if entry_path is None:
             return None
@@ -83,15 +87,15 @@ class RunResults:
             return None
         if not _usable(entry, self.key):
             return None
-        for text, err, newline, colour in entry["output"]:
-            echo(text, err=err, nl=newline, color=colour)
+        for err, text in entry["output"]:
+            write(err, text)
         return entry["exit"]
 
-    def store(self, code: Any, output: list, inputs: dict | None) -> None:
-        """Record a run that exited with ``code`` after writing ``output`` ([text, err, nl,
-        color] of each click.echo), given what it depended on (``run_inputs``; None: not
+    def store(self, code: Any, output: list | None, inputs: dict | None) -> None:
+        """Record a run that exited with ``code`` after writing ``output`` ([err, text] of each
+        write; None: not recordable), given what it depended on (``run_inputs``; None: not
         recordable)."""
-        if code not in (0, 1) or inputs is None:
+        if code not in (0, 1) or output is None or inputs is None:
             return
         if any(isinstance(record, list) and racy(record, self.started_ns) for record in inputs.values()):
             return
@@ -103,19 +107,62 @@ class RunResults:
         _keep_newest(self.folder)
 
 
-def run_key(options: dict) -> str:
+def served(args: list[str]) -> int | None:
+    """For the console script, before click is imported: write what the recorded run of the
+    command ``args`` wrote, straight to sys.stdout and sys.stderr, and return its exit code;
+    None, writing nothing, when there is no current entry, or when a stream is one click would
+    not write to as it is (no encoding, or ASCII: click re-wraps those)."""
+    if not all(_writable_as_is(stream) for stream in (sys.stdout, sys.stderr)):
+        return None
+    try:
+        results = RunResults(args, _cache_dir(args))
+    except (OSError, ValueError):
+        return None
+
+    def write(err: bool, text: str) -> None:
+        stream = sys.stderr if err else sys.stdout
+        stream.write(text)
+        stream.flush()
+
+    try:
+        return results.replay(write)
+    except BrokenPipeError:  # the reader went away (| head): as click ends such a run
+        return 1
+
+
+def _writable_as_is(stream) -> bool:
+    encoding = getattr(stream, "encoding", None)
+    return bool(encoding) and getattr(stream, "errors", None) is not None and "ascii" not in encoding.lower()
+
+
+def _cache_dir(args: list[str]) -> str | None:
+    """``--cache-dir`` among ``args``, else ``MBLINT_CACHE_DIR``. Only where to look: an entry
+    is keyed by the arguments themselves, so a wrong guess is a miss, never another command's
+    output."""
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--cache-dir" and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith("--cache-dir="):
+            return arg.partition("=")[2]
+    return os.environ.get("MBLINT_CACHE_DIR") or None
+
+
+def run_key(args: list[str]) -> str:
     def stream_state(stream) -> list:
         try:
             return [stream.isatty(), getattr(stream, "encoding", None), getattr(stream, "errors", None)]
         except (AttributeError, ValueError):  # no stream, or a closed one
             return [None, None, None]
 
+    environment = {name: os.environ.get(name) for name in ENVIRONMENT_VARIABLES}
+    environment.update((name, value) for name, value in os.environ.items() if name.endswith("_COMPLETE"))  # click's
     return json.dumps({
         "mblint": __version__, "python": [sys.version, sys.executable], "path": environment_key(),
-        "cwd": os.getcwd(), "options": options,
-        "environment": {name: os.environ.get(name) for name in ENVIRONMENT_VARIABLES},
+        "cwd": os.getcwd(), "args": list(args), "environment": environment,
         "streams": [stream_state(sys.stdout), stream_state(sys.stderr)],
-    }, sort_keys=True, default=list)
+    }, sort_keys=True)
 
 
 def _usable(entry: Any, key: str) -> bool:
@@ -123,9 +170,8 @@ def _usable(entry: Any, key: str) -> bool:
     try:
         if entry["key"] != key or entry["exit"] not in (0, 1) or isinstance(entry["exit"], bool):
             return False
-        for text, err, newline, colour in entry["output"]:
-            if not (isinstance(text, str) and isinstance(err, bool) and isinstance(newline, bool)
-                    and colour in (None, True, False)):
+        for err, text in entry["output"]:
+            if not (isinstance(err, bool) and isinstance(text, str)):
                 return False
         return all(_unchanged(path, record) for path, record in entry["deps"].items())
     except (KeyError, TypeError, ValueError, AttributeError):

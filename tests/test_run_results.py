@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -72,6 +74,13 @@ def test_a_second_identical_run_is_served_with_the_output_of_a_cold_run(project,
     assert len(engine_runs) == 2  # served: the engine did not run
 
 
+def test_coloured_output_is_served_as_written(project, engine_runs, monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    coloured = mblint("proj/recipe.py")
+    assert "\x1b[" in coloured[1]
+    assert mblint("proj/recipe.py") == coloured and len(engine_runs) == 1
+
+
 def test_a_served_run_reads_nothing_but_its_entry(project, engine_runs, monkeypatch):
     mblint("proj/recipe.py")
     from mblint import paths
@@ -86,6 +95,27 @@ def test_a_served_run_reads_nothing_but_its_entry(project, engine_runs, monkeypa
     monkeypatch.setattr(paths, "open_regular", recorded)
     assert mblint("proj/recipe.py")[0] == 1 and len(engine_runs) == 1
     assert opened == [str(run_entries(project)[0])]
+
+
+# The console script in a process of its own (-P: the working folder is not on the import
+# path, as for the installed script), files trusted at once; "block" makes importing click fail.
+CONSOLE = "import sys, mblint.cache; mblint.cache.RACY_WINDOW_NS = 0; {block}from mblint.console import run; run()"
+
+
+def console(*args: str, block_click: bool = False) -> tuple:
+    script = CONSOLE.format(block="sys.modules['click'] = None; " if block_click else "")
+    done = subprocess.run([sys.executable, "-P", "-c", script, *args], capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_the_console_script_answers_before_importing_click(project):
+    cold = console("check", "proj/recipe.py", "--no-cache")
+    assert cold[0] == 1 and FINDING_AT_LINE_5 in cold[1]
+    assert console("check", "proj/recipe.py") == cold
+    assert console("check", "proj/recipe.py", block_click=True) == cold  # served: click never imported
+    (project / "proj" / "recipe.py").write_text("\n" + (project / "proj" / "recipe.py").read_text())
+    changed = console("check", "proj/recipe.py", block_click=True)
+    assert changed[0] != 0 and "ModuleNotFoundError" in changed[2]  # not served: it needed click
 
 
 def edit_recipe(root: Path, monkeypatch) -> list[str]:
