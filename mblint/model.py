@@ -242,6 +242,14 @@ class EffectiveConfig:
             return self._graph.type_answers[path]
         return self.types.get(path)
 
+    def child_types(self, path: str) -> dict[str, str]:
+        """``type_of`` each object node directly below ``path``, by key in ``keys(path)`` order:
+        one look at the node instead of a question per key."""
+        if self._graph is not None and self._fields is None:
+            return self._graph.child_types(path)
+        start = path + "." if path else ""
+        return {key: self.types[start + key] for key in self.keys(path) if start + key in self.types}
+
     def from_command_line(self, origin: Origin) -> bool:
         """An override given on a command line: ``--set``, or a launch script's argument."""
         return origin.path == "--set" or origin in self.command_line_origins

@@ -544,15 +544,22 @@ class GraphView:
         node, _ = self._walk_to(path)
         return [str(key) for key in node.fields] if isinstance(node, Obj) else []
 
-    def keys_outside(self, path: str, names: frozenset[str]) -> list[str]:
-        """``keys(path)`` not in ``names``, in order; the table's keys are compared in one
-        set operation first (most tables have none outside)."""
+    def child_types(self, path: str) -> dict[str, str]:
+        """The class name of each object below the node at ``path``, by key (its keys that hold
+        objects, which the object keeps listed)."""
         node, _ = self._walk_to(path)
         if not isinstance(node, Obj):
-            return []
+            return {}
         fields = node.fields
-        outside = fields.keys() - names
-        return [str(key) for key in fields if key in outside and str(key) not in names] if outside else []
+        return {str(key): fields[key][0].type_name for key in node.child_keys()}
+
+    def keys_outside(self, path: str, names: frozenset[str]) -> list[str]:
+        """``keys(path)`` not in ``names``, in order; most tables have none, which one
+        ``issuperset`` (in C, no set built) tells."""
+        node, _ = self._walk_to(path)
+        if not isinstance(node, Obj) or names.issuperset(node.fields):
+            return []
+        return [text for text in map(str, node.fields) if text not in names]
 
     def extra_fields(self) -> list[str]:
         """Paths of attributes set on config objects whose class has no such field (objects

@@ -168,3 +168,24 @@ def test_keys_outside_a_set_of_names_keep_their_order():
                                                            for key in ("layers", "zeta", "alpha")},
                            types={"": "ConfigContainer", "model": "Provider"})
     assert flat.keys_outside("model", names) == ["alpha", "zeta"]  # a flat table's keys are sorted
+
+
+def test_child_types_are_the_types_of_the_object_nodes_below():
+    """``child_types`` answers ``type_of`` for every object below a node at once, in key order,
+    for graphs and flat tables alike."""
+    from mblint.model import EffectiveConfig, RecipeRef, ResolvedField
+
+    train = Obj(spec("TrainingConfig", "iters"))
+    root = container(train)
+    root.set("seed", 1, None)
+    hf = Obj(spec("Provider", "layers"))
+    hf.label = "HFModelProvider"
+    root.set("model", hf, None)
+    cfg = EffectiveConfig(RecipeRef("r.py", "f"), graph=GraphView(root))
+    types = cfg.child_types("")
+    assert types == {"train": "TrainingConfig", "env_vars": "dict", "model": "HFModelProvider"}
+    assert list(types) == [key for key in cfg.keys("") if cfg.type_of(key) is not None]
+    assert cfg.child_types("train") == {} and cfg.child_types("seed") == {} and cfg.child_types("none") == {}
+    flat = EffectiveConfig(RecipeRef("r.py", "f"), fields={"seed": ResolvedField("seed", 1)},
+                           types={"": "ConfigContainer", "train": "TrainingConfig", "train.inner": "Inner"})
+    assert flat.child_types("") == {"train": "TrainingConfig"} and flat.child_types("train") == {"inner": "Inner"}

@@ -62,9 +62,10 @@ def field_choices(schema, spec) -> tuple[str, ...]:
 def hf_provider_extra_fields(cfg, schema) -> list[str]:
     """Keys set on the AutoBridge-derived providers (class not known) that no provider class has."""
     found = []
-    for node in [key for key in cfg.keys("") if cfg.type_of(key) == HF_PROVIDER_LABEL]:
-        found += [f"{node}.{leaf}" for leaf in cfg.keys_outside(node, provider_fields(schema))
-                  if not leaf.startswith("_")]
+    for node, type_name in cfg.child_types("").items():
+        if type_name == HF_PROVIDER_LABEL:
+            found += [f"{node}.{leaf}" for leaf in cfg.keys_outside(node, provider_fields(schema))
+                      if not leaf.startswith("_")]
     return found
 
 
