@@ -5,7 +5,6 @@ subclasses contributes them."""
 from __future__ import annotations
 
 import importlib
-import inspect
 import pkgutil
 
 from mblint.rulekit import Rule, hookimpl
@@ -16,9 +15,9 @@ def mblint_rules() -> list[type[Rule]]:
     found: list[type[Rule]] = []
     for module_info in pkgutil.walk_packages(__path__, __name__ + "."):
         module = importlib.import_module(module_info.name)
-        found.extend(value for _, value in inspect.getmembers(module, inspect.isclass)
-                     if issubclass(value, Rule) and value is not Rule and value.__module__ == module.__name__
-                     and value.id)
+        found.extend(value for _, value in sorted(vars(module).items())
+                     if isinstance(value, type) and issubclass(value, Rule) and value is not Rule
+                     and value.__module__ == module.__name__ and value.id)
     return found
 
 
