@@ -75,8 +75,8 @@ class Project:
         for _ in range(ANCESTOR_ROOTS):
             if ancestor.parent == ancestor:
                 break
-            ancestor = ancestor.parent
-            if self.confinement is not None and not self.confinement.allows(ancestor):
+            ancestor = ancestor.parent  # a folder above a real path is real: not resolved again
+            if self.confinement is not None and not self.confinement.allows(ancestor, real=ancestor):
                 break
             roots.append(ancestor)
         return roots + self.search_paths + list(installed_megatron_roots())
