@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 
@@ -69,19 +68,47 @@ class Confinement:
 PROJECT_MARKERS = ("pyproject.toml", "mblint.toml", ".git")
 
 
-def project_root(start, lexists=os.path.lexists, realpath=os.path.realpath) -> str:
+def project_root(start) -> str:
     """The repository holding ``start`` (the nearest folder above with ``.git``), else the
-    nearest folder with a settings file, else ``start`` (a folder, absolute). ``lexists`` and
-    ``realpath``: memos of them when many folders of one tree are asked."""
-    start = realpath(start)
-    folders = [start]
-    while os.path.dirname(folders[-1]) != folders[-1]:
-        folders.append(os.path.dirname(folders[-1]))
-    for marker in (".git", *PROJECT_MARKERS):
-        for folder in folders:
-            if lexists(os.path.join(folder, marker)):
-                return folder
-    return start
+    nearest folder with a settings file, else ``start`` (a folder, absolute)."""
+    return ProjectRoots().of(os.path.realpath(start))
+
+
+class ProjectRoots:
+    """``project_root`` of the folders of one run: each folder's nearest marker is found from
+    its parent's answer (the folders of the files pre-commit passes share their parents)."""
+
+    def __init__(self) -> None:
+        self.real = RealFolders().of
+        self._nearest: dict[tuple[str, str], str | None] = {}
+
+    def of(self, start: str) -> str:
+        """``project_root`` of ``start`` (an absolute folder)."""
+        start = self.real(start)
+        for marker in (".git", *PROJECT_MARKERS):
+            found = self.nearest_with(start, marker)
+            if found is not None:
+                return found
+        return start
+
+    def nearest_with(self, folder: str, marker: str) -> str | None:
+        """The nearest of ``folder`` (real, absolute) and the folders above it that holds
+        ``marker``, or None."""
+        below = []
+        while (folder, marker) not in self._nearest:
+            below.append(folder)
+            if os.path.lexists(os.path.join(folder, marker)):
+                self._nearest[folder, marker] = folder
+                break
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                self._nearest[folder, marker] = None
+                break
+            folder = parent
+        found = self._nearest[folder, marker]
+        for passed in below:
+            self._nearest[passed, marker] = found
+        return found
 
 
 def confinement_for(paths, search_paths=(), cwd: str | None = None) -> Confinement:
@@ -91,16 +118,15 @@ def confinement_for(paths, search_paths=(), cwd: str | None = None) -> Confineme
     from mblint.extract.modules import installed_megatron_roots
 
     cwd = cwd or os.getcwd()
-    roots = [project_root(cwd)]
+    projects = ProjectRoots()
+    roots = [projects.of(cwd)]
     folders = {}  # each folder once: pre-commit passes hundreds of files from a few folders
     for given in paths:
         full = absolute(given, cwd)
         folders[full if os.path.isdir(full) and not os.path.islink(full) else os.path.dirname(full)] = None
-    lexists = functools.lru_cache(maxsize=None)(os.path.lexists)  # the folders share their parents
-    realpath = RealFolders().of
     for folder in folders:
-        roots.append(project_root(folder, lexists, realpath))
-        marked = any(lexists(os.path.join(roots[-1], marker)) for marker in PROJECT_MARKERS)
+        roots.append(projects.of(folder))
+        marked = any(projects.nearest_with(roots[-1], marker) == roots[-1] for marker in PROJECT_MARKERS)
         top = _package_top(roots[-1])
         if not marked and top != roots[-1]:  # a package tree without project marker: where it imports from
             roots.append(os.path.dirname(top))
