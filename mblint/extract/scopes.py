@@ -27,6 +27,9 @@ class Return(Exception):
 
 @dataclass
 class LazyImport:
+    """A name an import statement in ``from_file`` binds, resolved when it is first read
+    (``level``: the dots of a relative import)."""
+
     module: str | None  # absolute module name, or None for relative
     attr: str | None
     from_file: Path

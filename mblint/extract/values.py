@@ -263,11 +263,15 @@ def is_missing(value: Any) -> bool:
     return value is _MISSING
 
 
-_record = dataclass(frozen=True, slots=True)  # compared and hashed by their fields
+# Compared and hashed by their fields. Each has a docstring: without one, dataclass() works
+# one out of inspect.signature at import.
+_record = dataclass(frozen=True, slots=True)
 
 
 @_record
 class FuncRef:
+    """A function defined in a module mblint read: a call runs ``node``'s body in ``module``."""
+
     module: Any  # ModuleScope
     node: ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -278,17 +282,23 @@ class FuncRef:
 
 @_record
 class ClassRef:
+    """A config class of the schema: a call builds a config object of ``spec``."""
+
     spec: ClassSpec
 
 
 @_record
 class EnumRef:
+    """An enum of the schema: its name and its (member, value) pairs."""
+
     name: str
     members: tuple
 
 
 @_record
 class ModuleRef:
+    """An imported module mblint read: ``module.name`` reads a name of its ``scope``."""
+
     scope: Any  # ModuleScope
 
 
@@ -301,6 +311,8 @@ class External:
 
 @_record
 class BoundMethod:
+    """``target.name``, a method looked up on an object: a call runs it on ``target``."""
+
     target: Any
     name: str
 
