@@ -334,6 +334,7 @@ class Engine:
             if launcher is not None:
                 launcher.after(graph)
         cfg = graph.build()
+        cfg.environment = job.environment
         report.resolved += 1
         return cfg
 

@@ -116,6 +116,25 @@ class ResolvedField:
 
 
 @dataclass(frozen=True)
+class LaunchEnvironment:
+    """The environment variables a job's launch sets, which the training processes inherit
+    (Megatron-Bridge reads them with ``os.getenv``; ``cfg.env_vars`` only fills those not set):
+    each name with its value (a string, or ``UNKNOWN``) and where it was set. ``open_at``: where
+    the launch may set variables mblint cannot read (a sourced file, an ``eval``), so that a
+    variable not listed is unknown; None: a variable not listed is not set by the launch."""
+
+    variables: tuple[tuple[str, Any, Origin], ...] = ()
+    open_at: Origin | None = None
+
+    def get(self, name: str) -> tuple[Any, Origin] | None:
+        """(value, where) of variable ``name``; None when the launch does not set it."""
+        for variable, value, origin in reversed(self.variables):
+            if variable == name:
+                return value, origin
+        return (UNKNOWN, self.open_at) if self.open_at is not None else None
+
+
+@dataclass(frozen=True)
 class RecipeRef:
     """The recipe function (or override pairing) a configuration came from; ``last_line``:
     the function's last line."""
@@ -182,6 +201,9 @@ class EffectiveConfig:
         self.mixed_precision_name: str | None = None
         # The GPU the job runs on (mblint.gpus.Gpu), where its recipe's name says it
         self.gpu: Any = None
+        # The environment variables the job's launch sets (LaunchEnvironment); None: a recipe
+        # alone or with override files, which no launch script starts
+        self.environment: LaunchEnvironment | None = None
         self._graph = graph
         self._fields = fields
         self._types = types

@@ -81,7 +81,7 @@ __all__ = [
     "assigned", "canonical_seq_datasets", "class_fields", "comm_overlap_present", "constructor_site_field",
     "context_parallel_known_above_1", "cp_sp_alignment_all", "cpu_offloading_known_on", "cuda_graphs",
     "cuda_graphs_known_on", "data_parallel_size", "dataset_is", "dispatcher", "dist_train",
-    "effective_overlap_flag", "energon_packing", "env_var", "ep_overlap_problems", "eval_context_parallel_size",
+    "effective_overlap_flag", "energon_packing", "env_var", "env_var_origin", "ep_overlap_problems", "eval_context_parallel_size",
     "fine_grained_offloading_known_on", "finetuning_dataset", "flex_backend", "format_value", "from_dotlist",
     "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "has_overrides", "hf_model", "hookimpl",
     "hybridep", "hybridep_known_on", "in_batch_packing", "in_batch_packing_known_on", "in_batch_packing_path",
@@ -935,18 +935,34 @@ def str_list(raw: Any) -> Any:
 
 
 def env_var(cfg: EffectiveConfig, name: str) -> Any:
-    """``cfg.env_vars[name]`` as the string ``apply_environment_variables`` would export (0.6.x),
-    ABSENT when the recipe does not set it, UNKNOWN when unknown. The launch environment
-    wins over it (``os.environ.setdefault``), which mblint cannot see. ABSENT where the
-    release has no ``env_vars`` field."""
+    """Environment variable ``name`` as Megatron-Bridge's checks read it (``os.getenv``, after
+    ``apply_environment_variables`` exported ``cfg.env_vars`` with ``os.environ.setdefault``,
+    0.6.x): the job's launch environment's value when its launch script sets it (a value the
+    launch sets wins over ``cfg.env_vars``; UNKNOWN when unknown, or after something in the
+    script that may set variables mblint cannot read), else ``cfg.env_vars[name]`` as the string
+    exported. ABSENT when neither sets it (the user's own shell is not seen) or, without a
+    launch that sets it, where the release has no ``env_vars`` field. ``env_var_origin`` says
+    where the launch set it."""
+    environment = cfg.environment
+    launched = environment.get(name) if environment is not None else None
+    if launched is not None:
+        return launched[0]
     if not knows_field(cfg, "env_vars"):
         return ABSENT
     current = cfg.value(f"env_vars.{name}")
     if current is ABSENT or not is_known(current) or is_node(current):
         return current if current is ABSENT else UNKNOWN
-    if isinstance(current, bool):
-        return str(current)
     return str(current)
+
+
+def env_var_origin(cfg: EffectiveConfig, name: str) -> Origin | None:
+    """Where the job's launch script set environment variable ``name`` (an ``export``, an
+    assignment in front of the launch command, an ``#SBATCH --export``): the place of a finding
+    on the value ``env_var`` gives. None when the launch does not set it (the value, if any, is
+    ``cfg.env_vars``')."""
+    environment = cfg.environment
+    launched = environment.get(name) if environment is not None else None
+    return launched[1] if launched is not None else None
 
 
 # When the schema records no allowed set (a schema written by hand for a test): Megatron-Core

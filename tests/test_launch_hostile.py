@@ -80,6 +80,16 @@ def test_commands_share_the_shell_environment():
     assert peak < 40_000_000  # 4.5 million copied variables took about 250 MB
 
 
+def test_exported_variables_count_against_the_copy_budget():
+    """Each command reads the variables exported before it (its environment, shared with the
+    command before while unchanged): 700 exports then 3,000 commands read 2.1 million, past the
+    copy limit, which stops the reading and says where."""
+    script = parse_script("".join(f"export V{i}=x\n" for i in range(700)) + "echo x\n" * 3000)
+    assert [message for _, _, message in script.limits] == [
+        "variable copy limit (2,000,000 per script) reached: the script is not read from here on"]
+    assert script.commands[0].environment.variables is script.commands[1].environment.variables
+
+
 def test_a_long_variable_expanded_again_and_again_hits_the_character_limit():
     """One 64k-character variable copied 30,000 times took 4 GB: values over 10,000 characters
     are unknown, and the characters of words and values made per script are bounded."""

@@ -17,7 +17,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from mblint.extract.shell import Command, Directive, Span, Word
+from mblint.extract.shell import Command, Directive, Environment, Exported, Span, Word, sbatch_export
 
 # scripts/training/run_recipe.py (0.6.0 and later): convenience option -> ConfigContainer field,
 # in the order the runner emits them (COMMON_OVERRIDE_FIELDS), with the argparse type.
@@ -127,6 +127,9 @@ class Launch:
     # Arguments whose text is unknown (``"${ARRAY[@]}"``, ``$EXTRA``): each may be any number
     # of KEY=VALUE overrides. Kept as (span, number of trailing overrides written before it).
     unknown_overrides: list[tuple[Span, int]] = field(default_factory=list)
+    # The variables the launched processes run with that the script sets (its exports, the
+    # assignments in front of the command, ``env X=1``, ``srun --export=ALL,X=1``)
+    environment: Environment = field(default_factory=Environment)
 
     @property
     def line(self) -> int:
@@ -150,6 +153,7 @@ class _World:
     launcher: str = ""  # the launcher whose counts decide ("accelerate", "deepspeed"), else torch/srun/setup
     unknown: Span | None = None  # a launcher option whose value (or name) is unknown
     local_rank: str = ""  # the option the launcher appends to the script's arguments
+    environment: Environment = field(default_factory=Environment)  # what the command's processes inherit
 
 
 def find_launches(commands: list[Command], directives: list[Directive]) -> list[Launch]:
@@ -157,9 +161,12 @@ def find_launches(commands: list[Command], directives: list[Directive]) -> list[
     launch of entry "unread", its reason in ``unanalysed``."""
     sbatch = _World()
     _sbatch_world(directives, sbatch)  # once: the header is the same for every command
+    exporting = next((d for d in reversed(directives) if d.name == "--export"), None)
     found = []
     for command in commands:
         launch = read_command(command, sbatch)
+        if launch is not None and exporting is not None and sbatch_export(exporting.value) is None:
+            launch.environment = Environment(open_at=exporting.span, unknown=True)
         if launch is None:
             launch = _unread(command)
         if launch is not None:
@@ -186,8 +193,17 @@ def _unread(command: Command) -> Launch | None:
 
 
 def read_command(command: Command, sbatch: "_World") -> Launch | None:
+    world = dataclasses.replace(sbatch, environment=Environment(dict(command.environment.variables),
+                                                                command.environment.open_at,
+                                                                command.environment.unknown))
+    launch = _read_command(command, world)
+    if launch is not None:
+        launch.environment = world.environment
+    return launch
+
+
+def _read_command(command: Command, world: "_World") -> Launch | None:
     words = command.words
-    world = dataclasses.replace(sbatch)
     index = 0
     while index < len(words):
         text = words[index].text
@@ -196,11 +212,11 @@ def read_command(command: Command, sbatch: "_World") -> Launch | None:
             index += 1
             continue
         base = posixpath.basename(text)
-        if base in ("exec", "time", "nohup", "env"):
+        if base in ("exec", "time", "nohup"):
             index += 1
-            while base == "env" and index < len(words) and words[index].text and "=" in words[index].text \
-                    and not words[index].text.startswith("-"):
-                index += 1
+            continue
+        if base == "env":
+            index = _env_command(words, index + 1, world.environment)
             continue
         if base == "accelerate" and index + 1 < len(words) and words[index + 1].text == "launch":
             world.launcher = "accelerate"
@@ -294,10 +310,52 @@ def _joined(first: Span, second: Span) -> Span:
     return second
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _env_command(words: list[Word], index: int, environment: Environment) -> int:
+    """``env [-i] [-u NAME] [NAME=VALUE]... command``: the environment it gives the command
+    (``-i``: only the variables it sets). The index of the command."""
+    while index < len(words):
+        word = words[index]
+        lead = word.lead
+        if lead in ("-i", "--ignore-environment", "-") and word.text is not None:
+            environment.variables, environment.open_at, environment.unknown = {}, None, False
+        elif lead in ("-u", "--unset") and word.text is not None and index + 1 < len(words):
+            index += 1
+            environment.variables.pop(words[index].text or "", None)
+            if words[index].text is None:
+                environment.unknown = True
+        elif lead.startswith("--unset=") and word.text is not None:
+            environment.variables.pop(lead.partition("=")[2], None)
+        elif "=" in lead and _ENV_NAME.match(lead.partition("=")[0]):
+            environment.variables[lead.partition("=")[0]] = Exported(
+                word.text.partition("=")[2] if word.text is not None else None, word.used_at or word.span)
+        else:
+            return index
+        index += 1
+    return index
+
+
+def _srun_export(value: str | None, span: Span, environment: Environment) -> None:
+    """``srun --export=ALL,NAME=VALUE``: those variables too; any other form (``NONE``, a list
+    without ``ALL``, an unknown value) leaves the tasks' environment unknown."""
+    listed = sbatch_export(value)
+    if listed is None:
+        environment.open_at, environment.unknown = span, True
+        return
+    for name, text in listed.items():
+        environment.variables[name] = Exported(text, span)
+
+
 def _srun_options(words: list[Word], index: int, world: _World) -> int:
     while index < len(words) and words[index].lead.startswith("-"):
+        start = index
         name, value, span, index = _option(words, index, SRUN_VALUED - SRUN_FLAGS)
-        if name in ("-N", "--nodes"):
+        if name == "--export":
+            known = all(word.text is not None for word in words[start:index])
+            _srun_export(value if known else None, span, world.environment)
+        elif name in ("-N", "--nodes"):
             world.nodes = (_count(value), span)
         elif name == "--ntasks-per-node":
             world.tasks_per_node = (_count(value), span)

@@ -28,6 +28,7 @@ MAX_WORDS = 20_000  # words expanded per script, all commands together
 MAX_CHARS = 1_000_000  # characters of words and variable values made per script, all together
 MAX_STEPS = 200_000  # statements read per script, function calls and command strings included
 MAX_ENV_COPIES = 2_000_000  # variables copied per script for branches and functions, all together
+MAX_KEPT = 100_000  # exported variables kept for the commands of a script (shared while unchanged)
 MAX_VALUE_CHARS = 10_000  # a variable longer than this becomes unknown
 MAX_DEPTH = 100  # nesting of statements, expansions, function calls and command strings
 MAX_DIGITS = 18  # a number with more digits is unknown (bash's arithmetic is 64-bit)
@@ -126,6 +127,30 @@ class Word:
         return self.text if self.text is not None else self.prefix
 
 
+@dataclass(frozen=True)
+class Exported:
+    """A variable of a command's environment: its value (None: unknown) and where the script
+    set it (the ``export``, the assignment to a variable already exported, the prefix
+    ``X=1 cmd``, the ``#SBATCH --export`` directive); None when its place is unknown too."""
+
+    value: str | None
+    span: Span | None
+
+
+@dataclass
+class Environment:
+    """The variables a command runs with that the script sets: those exported before it and
+    those assigned in front of it. ``open_at``: where the script ran something that may set
+    variables mblint cannot read (``source``, ``eval`` of unknown text, ``export $NAME``): a
+    variable not in ``variables`` is then unknown, not absent. ``unknown``: not even the
+    variables listed are known (a launcher that replaces the environment in a way mblint
+    does not read)."""
+
+    variables: dict[str, Exported] = field(default_factory=dict)
+    open_at: Span | None = None
+    unknown: bool = False
+
+
 @dataclass
 class Command:
     words: list[Word]
@@ -135,6 +160,7 @@ class Command:
     # A ``source`` before it, when its name is no function of the script: the sourced file may
     # define it (``source common.sh; launch_job --recipe ...``).
     after_source: "Sourced | None" = None
+    environment: Environment = field(default_factory=Environment)
 
 
 @dataclass
@@ -167,6 +193,7 @@ class _Budget:
         self.chars = 0
         self.steps = 0
         self.copies = 0
+        self.kept = 0
         self.limits: list[tuple[int, int, str]] = []
 
     @property
@@ -191,7 +218,8 @@ class _Budget:
 _BOUNDS = {"words": (MAX_WORDS, "word limit ({:,} words per script)"),
            "chars": (MAX_CHARS, "character limit ({:,} characters of words and values per script)"),
            "steps": (MAX_STEPS, "step limit ({:,} statements per script)"),
-           "copies": (MAX_ENV_COPIES, "variable copy limit ({:,} per script)")}
+           "copies": (MAX_ENV_COPIES, "variable copy limit ({:,} per script)"),
+           "kept": (MAX_KEPT, "exported variable limit ({:,} kept for the commands of a script)")}
 
 
 class ShellParseError(ValueError):
@@ -251,7 +279,7 @@ def _sbatch_directives(text: str) -> list[Directive]:
     return found
 
 
-_SBATCH_VALUED = {"-N", "--nodes", "-n", "--ntasks", "--ntasks-per-node", "--gpus-per-node", "-G", "--gpus",
+_SBATCH_VALUED = {"--export", "-N", "--nodes", "-n", "--ntasks", "--ntasks-per-node", "--gpus-per-node", "-G", "--gpus",
                   "--gres", "-p", "--partition", "-A", "--account", "-t", "--time", "-J", "--job-name", "-o",
                   "--output", "-e", "--error", "-c", "--cpus-per-task", "--mem", "-w", "--nodelist"}
 
@@ -264,6 +292,13 @@ def _slurm_environment(directives: list[Directive]) -> dict:
         value = directive.value
         if value is None:
             continue
+        if directive.name == "--export":
+            start = directive.span.end_column - len(value)  # the value's column
+            for name, text in (sbatch_export(value) or {}).items():
+                column = start + f",{value}".index(f",{name}={text}") + len(name) + 1
+                env[name] = [(ch, (directive.span.line, column + i), True) for i, ch in enumerate(text)]
+                env[_EXPORT + name] = directive.span
+                env[_EXPORTS] = env.get(_EXPORTS, frozenset()) | {name}
         names = {"-N": ("SLURM_NNODES", "SLURM_JOB_NUM_NODES"), "--nodes": ("SLURM_NNODES", "SLURM_JOB_NUM_NODES"),
                  "--ntasks-per-node": ("SLURM_NTASKS_PER_NODE",), "--gpus-per-node": ("SLURM_GPUS_PER_NODE",),
                  "-n": ("SLURM_NTASKS",), "--ntasks": ("SLURM_NTASKS",)}.get(directive.name, ())
@@ -271,6 +306,28 @@ def _slurm_environment(directives: list[Directive]) -> dict:
             if _is_number(value):
                 env[name] = _literal(value, directive.span, value_offset=len(directive_text(directive)) - len(value))
     return env
+
+
+def sbatch_export(value: str | None) -> dict[str, str] | None:
+    """The variables a ``--export`` value of sbatch or srun sets (``ALL,NAME=VALUE,...``), when it
+    is that simple; None otherwise (``NONE``, no ``ALL``, an expansion or quote in a value: the
+    environment it gives is not read). A bare ``NAME`` passes the caller's own value on."""
+    if not value:
+        return None
+    tokens = value.split(",")
+    if "ALL" not in tokens:
+        return None
+    found: dict[str, str] = {}
+    for token in tokens:
+        name, eq, text = token.partition("=")
+        if not _NAME.match(name) or any(ch in text for ch in "$`'\"\\"):
+            return None
+        if eq:
+            found[name] = text
+    return found
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def directive_text(directive: Directive) -> str:
@@ -303,6 +360,7 @@ class _Reader:
         self.uncalled: dict[str, tuple[int, list[Command]]] = {}  # name -> (place, commands) read at definition
         self.frames: list[dict] = []  # per function call: the variables it declared local, with their values before
         self.fields = False  # expanding a command's arguments: a quoted "$@" is one word per argument
+        self.exported: tuple | None = None  # (state, variables) of the last command's exports, shared while unchanged
 
     # positions
 
@@ -364,11 +422,19 @@ class _Reader:
                     target = child.child_by_field_name("name") if child.type == "variable_assignment" else child
                     if target is not None and target.type == "variable_name":
                         frame.setdefault(self.text(target), env.get(self.text(target), _ABSENT))
+            exporting = self.exporting(node)
             for child in node.named_children:
                 if child.type == "variable_assignment":
                     self.assign(child, env)
+                    name_node = child.child_by_field_name("name")
+                    if exporting is not None and name_node is not None and name_node.type == "variable_name":
+                        self.export(self.text(name_node), exporting, env, node)
                 elif child.type == "variable_name":
                     env.setdefault(self.text(child), UNKNOWN_VALUE)
+                    if exporting is not None:
+                        self.export(self.text(child), exporting, env, node)
+                elif exporting is not None and child.type != "word":
+                    env[_OPEN] = self.span(node)  # ``export $NAME``: which variable it exports is unknown
         elif kind == "unset_command":
             for child in node.named_children:
                 name = self.text(child).strip("'\"")
@@ -376,6 +442,7 @@ class _Reader:
                     env[name.partition("[")[0]] = UNKNOWN_VALUE
                 else:
                     env.pop(name, None)
+                    env.pop(_EXPORT + name, None)
         elif kind == "command":
             self.command(node, env, in_loop)
         elif kind == "if_statement":
@@ -390,6 +457,87 @@ class _Reader:
         elif kind == "case_item":
             for child in node.named_children[1:]:
                 self.visit(child, env, in_loop)
+
+    def exporting(self, node: Any) -> bool | None:
+        """What a declaration does to the export attribute of the variables it names: True
+        (``export``, ``declare -x``), False (``export -n``, ``declare +x``), None (neither, or
+        functions: ``export -f``)."""
+        keyword = self.text(node.children[0]) if node.children else ""
+        flags = "".join(self.text(child) for child in node.named_children if child.type == "word")
+        if "f" in flags or "F" in flags:
+            return None
+        if keyword == "export":
+            return "-n" not in flags and not ("n" in flags and flags.startswith("-"))
+        if keyword in ("declare", "typeset", "local"):
+            if "+x" in flags or ("x" in flags and "+" in flags and flags.rfind("+") < flags.rfind("x")):
+                return False
+            return True if "x" in flags else None
+        return None
+
+    def export(self, name: str, on: bool, env: dict, node: Any) -> None:
+        if on:
+            self.mark(name, self.span(node), env)
+        else:
+            env.pop(_EXPORT + name, None)
+
+    def mark(self, name: str, place: Any, env: dict) -> None:
+        """Variable ``name`` is exported, its value set at ``place`` (a span; unknown: it may be)."""
+        env[_EXPORT + name] = place
+        names = env.get(_EXPORTS, frozenset())
+        if name not in names:
+            env[_EXPORTS] = names | {name}
+
+    def environment(self, env: dict, node: Any) -> Environment:
+        """The variables exported now, and those assigned in front of ``node`` (``X=1 cmd``)."""
+        names = env.get(_EXPORTS, frozenset())
+        where = self.position(*node.start_point)
+        if not self.budget.spend("copies", len(names), where):
+            return Environment(unknown=True)
+        state = tuple((name, env.get(_EXPORT + name, _ABSENT), env.get(name, _ABSENT)) for name in sorted(names))
+        last = self.exported
+        if last is not None and len(last[0]) == len(state) and all(
+                a is b or a == b == name for now, before in zip(state, last[0]) for a, b, name in
+                zip(now, before, (now[0], None, None))):
+            variables = last[1]  # unchanged since the last command: shared, not kept again
+        else:
+            variables = self.exported_variables(state)
+            if not self.budget.spend("kept", len(variables), where):
+                return Environment(unknown=True)
+            self.exported = (state, variables)
+        return self.with_prefix(variables, env, node)
+
+    def exported_variables(self, state: tuple) -> dict[str, Exported]:
+        variables: dict[str, Exported] = {}
+        for name, mark, value in state:
+            if mark is _ABSENT or value is _ABSENT:
+                continue
+            if isinstance(mark, Span):
+                variables[name] = Exported(_text_of(value), mark)
+            else:  # after ``source``, or exported on one way through an ``if`` only
+                variables[name] = Exported(None, None)
+        return variables
+
+    def with_prefix(self, exported: dict[str, Exported], env: dict, node: Any) -> Environment:
+        """``exported`` with the assignments in front of ``node``, and whether it is open."""
+        variables = exported
+        prefix = [child for child in node.children if child.type == "variable_assignment"]
+        if prefix:
+            variables = dict(exported)
+            inner = dict(env)
+            for child in prefix:
+                name_node = child.child_by_field_name("name")
+                self.assign(child, inner)
+                if name_node is not None and name_node.type == "variable_name":
+                    name = self.text(name_node)
+                    variables[name] = Exported(_text_of(inner.get(name, _ABSENT)), self.span(child))
+        opened = env.get(_OPEN)
+        sourced = env.get("*")
+        if sourced is not None and not isinstance(opened, Span):
+            opened = sourced
+        if opened is None:
+            return Environment(variables)
+        return Environment(variables, opened if isinstance(opened, Span) else
+                           opened.span if isinstance(opened, Sourced) else self.span(node))
 
     def define(self, node: Any, env: dict, in_loop: bool) -> None:
         """A function is read where it is called, with the call's arguments as ``"$@"``; one
@@ -463,6 +611,11 @@ class _Reader:
         if size > MAX_VALUE_CHARS or not self.budget.spend("chars", size, self.position(*node.start_point)):
             value = UNKNOWN_VALUE
         env[name] = value
+        mark = env.get(_EXPORT + name)
+        if isinstance(mark, Span) or env.get(_ALLEXPORT) is True:  # exported: the place its value comes from
+            self.mark(name, self.span(node), env)
+        elif _ALLEXPORT in env:  # after ``source``: whether ``set -a`` is on is unknown
+            self.mark(name, UNKNOWN_VALUE, env)
 
     def array(self, node: Any, env: dict) -> Any:
         """``(a "b c" $X)``: its elements, split and expanded as a command's arguments are; unknown
@@ -485,9 +638,12 @@ class _Reader:
         if first in ("source", "."):
             sourced = Sourced(self.span(node), words[1].lead if len(words) > 1 else "")
             for key in list(env):
-                env[key] = sourced
+                if key != _EXPORTS:
+                    env[key] = sourced
             env["*"] = sourced  # variables the sourced file may set
             return
+        if first == "set":
+            self.set_options(words, env)
         if first in ("read", "mapfile", "readarray"):
             for word in words[1:]:
                 if word.text and not word.text.startswith("-"):
@@ -497,6 +653,8 @@ class _Reader:
             return
         if first == "eval" and len(words) > 1:
             joined = _joined(words[1:])
+            if joined.text is None:  # text mblint cannot know: it may export anything
+                env[_OPEN] = self.span(node)
             if joined.text is not None or joined.template is not None:
                 self.command_string(joined, env, in_loop, [])
                 return
@@ -507,7 +665,21 @@ class _Reader:
             return
         sourced = env.get("*")
         self.commands.append(Command(words, self.span(node), in_loop,
-                                     after_source=sourced if isinstance(sourced, Sourced) else None))
+                                     after_source=sourced if isinstance(sourced, Sourced) else None,
+                                     environment=self.environment(env, node)))
+
+    def set_options(self, words: list[Word], env: dict) -> None:
+        """``set -a`` (``set -o allexport``): every variable assigned after it is exported."""
+        texts = [word.text for word in words[1:]]
+        for index, text in enumerate(texts):
+            if text is None:
+                continue
+            named = text in ("-o", "+o") and index + 1 < len(texts) and texts[index + 1] == "allexport"
+            if named or (text[:1] in "-+" and text[1:].isalpha() and "a" in text[1:]):
+                if text.startswith("-"):
+                    env[_ALLEXPORT] = True
+                else:
+                    env.pop(_ALLEXPORT, None)
 
     def command_words(self, node: Any, env: dict) -> list[Word]:
         name = node.child_by_field_name("name")
@@ -567,6 +739,9 @@ class _Reader:
         inner = _Reader(data, self.script_dir, self.budget, self.depth + 1)
         inner.functions = self.functions
         inner.positional = self.positional
+        sourced = env.get("*")
+        outside = {id(place) for place in (*env.values(), sourced.span if isinstance(sourced, Sourced) else None)
+                   if isinstance(place, Span)}  # places in the script, not in the string
         tree = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language())).parse(data)
         inner.visit(tree.root_node, env, in_loop)
         inner.finish()
@@ -595,7 +770,13 @@ class _Reader:
         for command in inner.commands:
             words = [_unknown_parts(Word(w.text, moved(w.span), w.many, word.used_at, prefix=w.prefix))
                      for w in command.words]
-            self.commands.append(Command(prefix + words, moved(command.span), in_loop))
+            environment = command.environment
+            environment.variables = {name: Exported(variable.value, variable.span if variable.span is None or
+                                                    id(variable.span) in outside else moved(variable.span))
+                                     for name, variable in environment.variables.items()}
+            if environment.open_at is not None and id(environment.open_at) not in outside:
+                environment.open_at = moved(environment.open_at)
+            self.commands.append(Command(prefix + words, moved(command.span), in_loop, environment=environment))
 
     def deeper_string(self, word: Word) -> bool:
         if self.depth + 1 >= MAX_DEPTH:
@@ -652,6 +833,9 @@ class _Reader:
         names = set().union(*(r.keys() for r in results)) if results else set()
         for name in names:
             values = [r.get(name, _ABSENT) for r in results]
+            if name == _EXPORTS:  # each variable's export attribute merges as a variable does
+                env[name] = frozenset().union(*(v for v in values if v is not _ABSENT))
+                continue
             first = values[0]
             if all(_same(v, first) for v in values[1:]):
                 if first is _ABSENT:
@@ -980,7 +1164,22 @@ def _operation(operator: str, left: int, right: int) -> int | None:
 
 
 _ABSENT = object()
-_BREAK = object()  # between two arguments of a quoted "$@" among a command's arguments
+_BREAK = object()
+# Keys of a reader's variables that no shell variable can have: the export attribute of variable
+# NAME (``_EXPORT + NAME``: where it was set, or unknown), ``set -a``, and where the environment
+# became open (a ``source``, an ``eval`` of unknown text).
+_EXPORT = "\x00"
+_OPEN = "\x00 open"
+_ALLEXPORT = "\x00 allexport"
+_EXPORTS = "\x00 exports"  # the names that have an export attribute key (a frozenset), read per command
+
+
+def _text_of(value: Any) -> str | None:
+    """A variable's value as the text a process receives; None when unknown."""
+    if not isinstance(value, list) or any(ch[0] is None for ch in value):
+        return None
+    return "".join(ch[0] for ch in value)
+  # between two arguments of a quoted "$@" among a command's arguments
 SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
 _SOURCE = r'"?\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)"?'
 # The script's own folder: $(dirname "$0"), $(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)...

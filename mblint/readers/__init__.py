@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from mblint.extract.modules import SourceError
     from mblint.findings import Finding
-    from mblint.model import EffectiveConfig, Origin
+    from mblint.model import EffectiveConfig, LaunchEnvironment, Origin
     from mblint.results import FileResult
 
 
@@ -45,7 +45,9 @@ class Job:
     line or the override file), named by ``about`` on the findings the recipe has in the job.
     The recipe function's arguments (``kwargs``, as (name, value) pairs: a launch's ``--mode``,
     a training script's call). What launches it (``launcher``, a ``Launcher``; None: the recipe
-    as Megatron-Bridge's ``ConfigContainer`` leaves it, with its overrides)."""
+    as Megatron-Bridge's ``ConfigContainer`` leaves it, with its overrides). The environment
+    variables its launch sets (``environment``, a ``model.LaunchEnvironment``; None without a
+    launch script)."""
 
     files: frozenset[str] = frozenset()
     world_size: int | None = None
@@ -59,6 +61,7 @@ class Job:
     overrides: tuple[str, ...] = ()
     kwargs: tuple[tuple[str, Any], ...] = ()
     launcher: "Launcher | None" = None
+    environment: "LaunchEnvironment | None" = None
 
 
 class Launcher(Protocol):

@@ -19,7 +19,7 @@ from mblint.extract.launch import Launch, Setting, find_launches
 from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit, read_source
 from mblint.extract.shell import MAX_SCRIPT_BYTES, Span, parse_script, sourced_names
 from mblint.findings import Finding, Related, Severity
-from mblint.model import UNKNOWN, Origin
+from mblint.model import UNKNOWN, LaunchEnvironment, Origin
 from mblint.readers import Job, in_project_place
 
 if TYPE_CHECKING:
@@ -252,6 +252,7 @@ class LaunchReader:
                              "read is not checked", result)
             for parsed in script.commands:
                 cursor = _place_words(parsed, text, starts, cursor)
+                _place_environment(parsed)
             for launch in find_launches(script.commands, []):
                 deps |= self.check_launch(path, display, launch, result)
         return deps
@@ -293,7 +294,8 @@ class LaunchReader:
         steps = LaunchSteps(self, display, launch, kind, mutations or [])
         job = Job(launch_files, launch.world_size, "launch" if decides else "", where,
                   f"the job launched at {display}:{launch.line}", unknown_at, recipe_path, function,
-                  tuple(yaml_files), tuple(setting.item for setting in launch.settings), tuple(kwargs.items()), steps)
+                  tuple(yaml_files), tuple(setting.item for setting in launch.settings), tuple(kwargs.items()), steps,
+                  self.environment(display, launch))
         try:
             graph = engine.job_graph(job)
             baseline = engine.job_graph(job)
@@ -399,6 +401,18 @@ class LaunchReader:
         findings: list[Finding] = []
         engine.rule_run.run(cfg, world, source, engine.editable_frozen() | job_files, findings, [])
         return findings
+
+    def environment(self, display: str, launch: Launch) -> LaunchEnvironment:
+        """The launch's environment variables as the job's, each placed where the script set it."""
+        shell = launch.environment
+        fallback = launch.command.span
+        if shell.unknown:
+            return LaunchEnvironment((), self.origin(display, shell.open_at or fallback, kind="set"))
+        variables = tuple((name, UNKNOWN if variable.value is None else variable.value,
+                           self.origin(display, variable.span or fallback, kind="set"))
+                          for name, variable in shell.variables.items())
+        open_at = self.origin(display, shell.open_at, kind="set") if shell.open_at is not None else None
+        return LaunchEnvironment(variables, open_at)
 
     def relocate(self, finding: Finding, display: str, launch: Launch, by_world_size: bool) -> None:
         """A finding the launch causes (its world size, its runner) whose fields were set
@@ -690,6 +704,18 @@ def _line_starts(text: str) -> list[int]:
         if char == "\n":
             starts.append(index + 1)
     return starts
+
+
+def _place_environment(command: Any) -> None:
+    """The variables a ``command:`` entry sets in front of its command, placed on the entry
+    (their places in the command's text are not the YAML file's)."""
+    from mblint.extract.shell import Exported
+
+    environment = command.environment
+    environment.variables = {name: Exported(variable.value, command.span)
+                             for name, variable in environment.variables.items()}
+    if environment.open_at is not None:
+        environment.open_at = command.span
 
 
 def _place_words(command: Any, text: str, starts: list[int], cursor: int) -> int:

@@ -1,9 +1,24 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, env_var, has_check, known, megatron_fsdp, value
+from mblint.rulekit import (
+    Example,
+    FixIntent,
+    Rule,
+    Severity,
+    env_var,
+    env_var_origin,
+    has_check,
+    known,
+    megatron_fsdp,
+    value,
+)
 
 P = "cfg = _pretrain_common()\n"
 ON = P + "cfg.ddp.use_megatron_fsdp = True\ncfg.checkpoint.ckpt_format = 'fsdp_dtensor'\n"
+CONNECTIONS = "CUDA_DEVICE_MAX_CONNECTIONS"
+# Megatron-Bridge's runner on a 0.6 recipe, with Megatron-FSDP turned on on its command line
+FSDP_LAUNCH = ("torchrun --nproc_per_node=8 scripts/training/run_recipe.py --recipe llama32_1b_pretrain_config "
+               "ddp.use_megatron_fsdp=true checkpoint.ckpt_format=fsdp_dtensor\n")
 
 
 class FsdpContract(Rule):
@@ -17,7 +32,10 @@ class FsdpContract(Rule):
 Flags `dist.use_megatron_fsdp` together with `dist.use_torch_fsdp2`, and, when Megatron-FSDP
 is on (`dist.use_megatron_fsdp` or `ddp.use_megatron_fsdp`):
 - a checkpoint `save` or `load` path with `checkpoint.ckpt_format` other than `"fsdp_dtensor"`;
-- `cfg.env_vars["CUDA_DEVICE_MAX_CONNECTIONS"] = 1` (0.6.x);
+- `CUDA_DEVICE_MAX_CONNECTIONS` equal to 1 (0.5.x and later): set by the job's launch script
+  (`export CUDA_DEVICE_MAX_CONNECTIONS=1` before the launch line, `CUDA_DEVICE_MAX_CONNECTIONS=1
+  torchrun ...`; reported there) or, where the launch does not set it, by
+  `cfg.env_vars["CUDA_DEVICE_MAX_CONNECTIONS"] = 1` (0.6.x);
 - `ddp.fsdp_manual_registration` without `ddp.nccl_ub` (0.6.x);
 - `dist.use_tp_pp_dp_mapping`;
 - the `optim_grads_params` sharding strategy with
@@ -28,7 +46,12 @@ is on (`dist.use_megatron_fsdp` or `ddp.use_megatron_fsdp`):
 exclusive." and `_validate_and_apply_megatron_fsdp_configs` asserts "Megatron-FSDP requires the
 fsdp_dtensor checkpointing format!", "FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset.",
 "DDP.fsdp_manual_registration requires DDP.nccl_ub!" and "use_tp_pp_dp_mapping is not supported
-with Megatron FSDP" at job start (all confirmed with Megatron-Bridge 0.6.2). Many recipes set
+with Megatron FSDP" at job start (all confirmed with Megatron-Bridge 0.6.2). The variable is
+read with `os.getenv` in validate(), after `apply_environment_variables` copied `cfg.env_vars`
+into the process with `os.environ.setdefault`: a value the launch environment already has wins,
+so a launch script that exports another value makes a recipe's `1` harmless, and one that
+exports `1` trips FSDP whatever the recipe says. The user's own shell is not seen: a variable
+the launch script does not set is taken as not set. Many recipes set
 `CUDA_DEVICE_MAX_CONNECTIONS = 1` for TP communication overlap, so turning FSDP on in an
 override trips it.
 
@@ -43,11 +66,13 @@ Set `checkpoint.ckpt_format = "fsdp_dtensor"` (safe for new runs; existing torch
 checkpoints cannot be resumed in that format), drop the conflicting setting.
 
 ## Versions
-0.3.x and 0.6.x (environment, manual-registration and weight-hash checks only in 0.6.x).
+0.3.x and 0.6.x (manual-registration and weight-hash checks only in 0.6.x; the environment check
+from 0.5.x, `cfg.env_vars` from 0.6.x).
 
 ## Sources
-0.6.2 megatron/bridge/training/config.py:1065-1116, :1341-1345; 0.3.1
-megatron/bridge/training/config.py:1461-1476.
+0.6.2 megatron/bridge/training/config.py:1065-1116, :1341-1345, :1832-1851 and :1870
+(`apply_environment_variables` before `validate()`); 0.5.1 megatron/bridge/training/config.py:1142;
+0.3.1 megatron/bridge/training/config.py:1461-1476.
 """
     valid = [
         ON + "cfg.checkpoint.save = '/ckpt'",
@@ -56,6 +81,9 @@ megatron/bridge/training/config.py:1461-1476.
         ON + "for v in [1, 8]:\n    cfg.env_vars['CUDA_DEVICE_MAX_CONNECTIONS'] = v",
         Example(P + "cfg.ddp.use_megatron_fsdp = True\ncfg.checkpoint.save = '/ckpt'\ncfg.checkpoint.ckpt_format = 'fsdp_dtensor'",
                 version="0.3"),
+        # the launch environment wins over cfg.env_vars (os.environ.setdefault): 8 is what validate() reads
+        Example("", launch="export CUDA_DEVICE_MAX_CONNECTIONS=8\n"
+                           + FSDP_LAUNCH.replace("\n", " +env_vars.CUDA_DEVICE_MAX_CONNECTIONS=1\n")),
     ]
     invalid = [
         Example(P + "cfg.checkpoint.save = '/ckpt'\ncfg.ddp.use_megatron_fsdp = True  # error",
@@ -70,6 +98,8 @@ megatron/bridge/training/config.py:1461-1476.
         ON + "cfg.dist.use_tp_pp_dp_mapping = True  # error",
         Example(P + "cfg.checkpoint.load = '/ckpt'\ncfg.ddp.use_megatron_fsdp = True  # error", version="0.3"),
         Example(P + "cfg.checkpoint.save = '/ckpt'", dotlist=("dist.use_megatron_fsdp=true",)),
+        Example("", launch="export CUDA_DEVICE_MAX_CONNECTIONS=1  # error\n" + FSDP_LAUNCH,
+                message="the launch environment sets CUDA_DEVICE_MAX_CONNECTIONS=1"),
     ]
 
     def check(self, cfg, ctx):
@@ -92,11 +122,17 @@ megatron/bridge/training/config.py:1461-1476.
                                   f"start)", [flag, "checkpoint.ckpt_format", *paths],
                              fixes=[FixIntent("set", "checkpoint.ckpt_format", "fsdp_dtensor", safe=False,
                                               description="use the fsdp_dtensor format (existing checkpoints differ)")])
-        conns = env_var(cfg, "CUDA_DEVICE_MAX_CONNECTIONS")
+        conns = env_var(cfg, CONNECTIONS)
         if known(conns) and conns == "1" and has_check(cfg, "fsdp_rejects_one_device_connection"):
-            yield ctx.report(cfg, f"Megatron-FSDP is on ({flag} = True), but env_vars['CUDA_DEVICE_MAX_CONNECTIONS'] is "
-                                  f"1; FSDP needs it above 1 or unset (validate() asserts at job start)",
-                             [flag, "env_vars.CUDA_DEVICE_MAX_CONNECTIONS"])
+            launched = env_var_origin(cfg, CONNECTIONS)
+            if launched is None:
+                yield ctx.report(cfg, f"Megatron-FSDP is on ({flag} = True), but env_vars['{CONNECTIONS}'] is 1; FSDP "
+                                      f"needs it above 1 or unset (validate() asserts at job start)",
+                                 [flag, f"env_vars.{CONNECTIONS}"])
+            else:
+                yield ctx.report(cfg, f"Megatron-FSDP is on ({flag} = True), but the launch environment sets "
+                                      f"{CONNECTIONS}=1; FSDP needs it above 1 or unset (validate() asserts at job "
+                                      f"start)", [flag], location=launched)
         nccl_ub = value(cfg, "ddp.nccl_ub", False)
         manual = value(cfg, "ddp.fsdp_manual_registration", False)
         if known(nccl_ub, manual) and manual is True and nccl_ub is False \

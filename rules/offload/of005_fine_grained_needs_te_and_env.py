@@ -7,6 +7,7 @@ from mblint.rulekit import (
     Rule,
     Severity,
     env_var,
+    env_var_origin,
     fine_grained_offloading_known_on,
     hf_model,
     known,
@@ -30,9 +31,12 @@ class FineGrainedNeedsTeAndEnv(Rule):
     doc = """## What it does
 With `model.fine_grained_activation_offloading = True`, flags
 - `model.transformer_impl` other than `"transformer_engine"` (error);
-- `cfg.env_vars["NVTE_CPU_OFFLOAD_V1"]` set to anything but `1` (error), or not set in
-  `cfg.env_vars` at all (warning: the launch environment must provide it, which mblint cannot
-  see; on 0.3.x there is no `cfg.env_vars`).
+- `NVTE_CPU_OFFLOAD_V1` set to anything but `1` (error) by the job's launch script (an
+  `export` before the launch line, an assignment in front of it; reported there) or, where the
+  launch does not set it, by `cfg.env_vars["NVTE_CPU_OFFLOAD_V1"]`; or not set by either
+  (warning: the user's own shell environment, which mblint does not see, must provide it; on
+  0.3.x there is no `cfg.env_vars`). After a `source`d file or an `eval` mblint cannot read,
+  a variable the script does not set afterwards is unknown, and nothing is said.
 
 ## Why it matters
 `_validate_fine_grained_activation_offloading` raises "Fine-grained activation offloading is only
@@ -40,7 +44,7 @@ supported with transformer_engine implementation." and, with Transformer Engine 
 fine-grained activation offloading with TE >= 2.10.0, NVTE_CPU_OFFLOAD_V1 environment variable
 should be set to 1 to avoid offloading weights." at job start (both confirmed with
 Megatron-Bridge 0.6.2). `cfg.env_vars` is copied into the process environment with
-`setdefault` before validation.
+`setdefault` before validation: a value the launch environment already has wins.
 
 ## Example
 ```python
@@ -104,6 +108,12 @@ megatron/bridge/training/config.py:1945-1985.
                                   f"Engine >= 2.10 validate() raises unless it is '1', so {where} must set it",
                              [FLAG], severity=Severity.WARNING, fixes=[fix] if env_field else [])
         elif known(env) and env != "1":
+            launched = env_var_origin(cfg, "NVTE_CPU_OFFLOAD_V1")
+            if launched is not None:  # cfg.env_vars cannot change it: the launch environment wins
+                yield ctx.report(cfg, f"{FLAG} is True, but the launch environment sets NVTE_CPU_OFFLOAD_V1={env}; "
+                                      f"with Transformer Engine >= 2.10 it must be 1 (validate() raises at job start)",
+                                 [FLAG], location=launched)
+                return
             yield ctx.report(cfg, f"{FLAG} is True, but env_vars['NVTE_CPU_OFFLOAD_V1'] is {env!r}; with Transformer "
                                   f"Engine >= 2.10 it must be '1' (validate() raises at job start)",
                              ["env_vars.NVTE_CPU_OFFLOAD_V1", FLAG], primary="env_vars.NVTE_CPU_OFFLOAD_V1", fixes=[fix])

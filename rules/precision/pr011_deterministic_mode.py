@@ -7,6 +7,7 @@ from mblint.rulekit import (
     Rule,
     Severity,
     env_var,
+    env_var_origin,
     has_check,
     hf_model,
     known,
@@ -31,10 +32,13 @@ class DeterministicMode(Rule):
 With `model.deterministic_mode = True`, flags
 - `model.cross_entropy_loss_fusion = True` (error);
 - on 0.3.x, `model.attention_backend` set to flash (error);
-- `cfg.env_vars["NCCL_ALGO"]` set to something other than `Tree`, `Ring`, `CollnetDirect`,
-  `CollnetChain` or `^NVLS` (error), or not set at all (warning: the launch environment must
-  provide it, which mblint cannot see). A release without `cfg.env_vars` (before 0.6) has only
-  the launch environment for it, so there the missing variable is unknown and not reported.
+- `NCCL_ALGO` set to something other than `Tree`, `Ring`, `CollnetDirect`, `CollnetChain` or
+  `^NVLS` (error) by the job's launch script (an `export` before the launch line, an
+  assignment in front of it; reported there) or, where the launch does not set it, by
+  `cfg.env_vars["NCCL_ALGO"]`; or not set by either (warning: the user's own shell
+  environment, which mblint does not see, must provide it). A release without `cfg.env_vars`
+  (before 0.6) has only the launch environment for it, so there a variable the launch script
+  does not set is not reported; nor is one the script may set in a `source`d file or an `eval`.
 
 ## Why it matters
 `ConfigContainer._validate_and_apply_deterministic_mode()` asserts "Cross Entropy Fusion is
@@ -119,6 +123,11 @@ PerfEnvPlugin(deterministic=True)").
                                   "must set it", [DET], severity=Severity.WARNING,
                              fixes=[FixIntent("add", "env_vars.NCCL_ALGO", "Ring", safe=True,
                                               description="set NCCL_ALGO = 'Ring' in cfg.env_vars")])
+        elif known(algo) and algo not in CHOICES and env_var_origin(cfg, "NCCL_ALGO") is not None:
+            # cfg.env_vars cannot change it: the launch environment wins
+            yield ctx.report(cfg, f"model.deterministic_mode is True, but the launch environment sets NCCL_ALGO={algo}; "
+                                  f"it must be one of {', '.join(CHOICES)} (validate() asserts at job start)", [DET],
+                             location=env_var_origin(cfg, "NCCL_ALGO"))
         elif known(algo) and algo not in CHOICES:
             yield ctx.report(cfg, f"model.deterministic_mode is True, but env_vars['NCCL_ALGO'] is {algo!r}; it must "
                                   f"be one of {', '.join(CHOICES)} (validate() asserts at job start unless the launch "
