@@ -117,7 +117,7 @@ def test_an_exported_nvte_cpu_offload_v1_is_seen(tmp_path, mb06):
     assert lint(tmp_path, mb06, HEADER + "export NVTE_CPU_OFFLOAD_V1=1\n" + launch, "OF005") == []
     [wrong] = lint(tmp_path, mb06, HEADER + "export NVTE_CPU_OFFLOAD_V1=0\n" + launch, "OF005")
     assert (wrong.location.path, wrong.location.line) == ("launch.sh", line_of(tmp_path / "launch.sh", "export NVTE"))
-    assert "the launch environment sets NVTE_CPU_OFFLOAD_V1=0" in wrong.message
+    assert "the launch environment sets NVTE_CPU_OFFLOAD_V1 to '0'" in wrong.message
     assert wrong.severity is Severity.ERROR
 
 
@@ -130,7 +130,7 @@ def test_nccl_algo_in_front_of_the_launcher_is_seen(tmp_path, mb06):
     assert lint(tmp_path, mb06, HEADER + "NCCL_ALGO=Ring " + launch, "PR011") == []
     [wrong] = lint(tmp_path, mb06, HEADER + "NCCL_ALGO=NVLS " + launch, "PR011")
     assert (wrong.location.line, wrong.location.column, wrong.location.end_column) == (9, 1, 15)
-    assert "the launch environment sets NCCL_ALGO=NVLS" in wrong.message
+    assert "the launch environment sets NCCL_ALGO to 'NVLS'" in wrong.message
     assert any("model.deterministic_mode = True" in related.message for related in wrong.related), wrong.related
 
 

@@ -110,7 +110,7 @@ megatron/bridge/training/config.py:1945-1985.
         elif known(env) and env != "1":
             launched = env_var_origin(cfg, "NVTE_CPU_OFFLOAD_V1")
             if launched is not None:  # cfg.env_vars cannot change it: the launch environment wins
-                yield ctx.report(cfg, f"{FLAG} is True, but the launch environment sets NVTE_CPU_OFFLOAD_V1={env}; "
+                yield ctx.report(cfg, f"{FLAG} is True, but the launch environment sets NVTE_CPU_OFFLOAD_V1 to {env!r}; "
                                       f"with Transformer Engine >= 2.10 it must be 1 (validate() raises at job start)",
                                  [FLAG], location=launched)
                 return

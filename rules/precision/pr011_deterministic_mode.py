@@ -18,6 +18,9 @@ from mblint.rulekit import (
 HF = "cfg = _pretrain_common()\n" + hf_model()
 CHOICES = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS")
 DET = "model.deterministic_mode"
+# Megatron-Bridge's runner on a 0.6 recipe in deterministic mode, set on its command line
+DET_LAUNCH = ("torchrun --nproc_per_node=8 scripts/training/run_recipe.py --recipe llama32_1b_pretrain_config "
+              "model.deterministic_mode=true model.cross_entropy_loss_fusion=false\n")
 
 
 class DeterministicMode(Rule):
@@ -76,6 +79,8 @@ PerfEnvPlugin(deterministic=True)").
         # no cfg.env_vars before 0.6: NCCL_ALGO can only come from the launch environment, which
         # mblint cannot see (0.5.1's llama3_70b_pretrain_deterministic_config, the same fields)
         Example(HF + "cfg.model.deterministic_mode = True\ncfg.model.cross_entropy_loss_fusion = False", version="0.3"),
+        # the launch environment sets it (and wins over cfg.env_vars)
+        Example("", launch="export NCCL_ALGO=Ring\n" + DET_LAUNCH),
     ]
     invalid = [
         Example(HF + "cfg.model.deterministic_mode = True\ncfg.env_vars = {'NCCL_ALGO': 'Ring'}\n"
@@ -97,6 +102,8 @@ PerfEnvPlugin(deterministic=True)").
         # 0.3.x has no cfg.env_vars: NCCL_ALGO comes from the launch environment (unknown), so only the fusion
         Example(HF + "cfg.model.cross_entropy_loss_fusion = True  # error\ncfg.model.deterministic_mode = True",
                 version="0.3"),
+        Example("", launch="export NCCL_ALGO=NVLS  # error\n" + DET_LAUNCH,
+                message="the launch environment sets NCCL_ALGO to 'NVLS'"),
     ]
 
     def check(self, cfg, ctx):
@@ -125,7 +132,7 @@ PerfEnvPlugin(deterministic=True)").
                                               description="set NCCL_ALGO = 'Ring' in cfg.env_vars")])
         elif known(algo) and algo not in CHOICES and env_var_origin(cfg, "NCCL_ALGO") is not None:
             # cfg.env_vars cannot change it: the launch environment wins
-            yield ctx.report(cfg, f"model.deterministic_mode is True, but the launch environment sets NCCL_ALGO={algo}; "
+            yield ctx.report(cfg, f"model.deterministic_mode is True, but the launch environment sets NCCL_ALGO to {algo!r}; "
                                   f"it must be one of {', '.join(CHOICES)} (validate() asserts at job start)", [DET],
                              location=env_var_origin(cfg, "NCCL_ALGO"))
         elif known(algo) and algo not in CHOICES:
