@@ -463,15 +463,15 @@ class _Reader:
         (``export``, ``declare -x``), False (``export -n``, ``declare +x``), None (neither, or
         functions: ``export -f``)."""
         keyword = self.text(node.children[0]) if node.children else ""
-        flags = "".join(self.text(child) for child in node.named_children if child.type == "word")
-        if "f" in flags or "F" in flags:
+        flags = [self.text(child) for child in node.named_children if child.type == "word"]
+        if any("f" in flag or "F" in flag for flag in flags):
             return None
         if keyword == "export":
-            return "-n" not in flags and not ("n" in flags and flags.startswith("-"))
+            return not any(flag.startswith("-") and "n" in flag for flag in flags)
         if keyword in ("declare", "typeset", "local"):
-            if "+x" in flags or ("x" in flags and "+" in flags and flags.rfind("+") < flags.rfind("x")):
+            if any(flag.startswith("+") and "x" in flag for flag in flags):
                 return False
-            return True if "x" in flags else None
+            return True if any(flag.startswith("-") and "x" in flag for flag in flags) else None
         return None
 
     def export(self, name: str, on: bool, env: dict, node: Any) -> None:
@@ -494,11 +494,8 @@ class _Reader:
         if not self.budget.spend("copies", len(names), where):
             return Environment(unknown=True)
         state = tuple((name, env.get(_EXPORT + name, _ABSENT), env.get(name, _ABSENT)) for name in sorted(names))
-        last = self.exported
-        if last is not None and len(last[0]) == len(state) and all(
-                a is b or a == b == name for now, before in zip(state, last[0]) for a, b, name in
-                zip(now, before, (now[0], None, None))):
-            variables = last[1]  # unchanged since the last command: shared, not kept again
+        if self.exported is not None and _unchanged(state, self.exported[0]):
+            variables = self.exported[1]  # shared with the command before, not kept again
         else:
             variables = self.exported_variables(state)
             if not self.budget.spend("kept", len(variables), where):
@@ -1164,7 +1161,7 @@ def _operation(operator: str, left: int, right: int) -> int | None:
 
 
 _ABSENT = object()
-_BREAK = object()
+_BREAK = object()  # between two arguments of a quoted "$@" among a command's arguments
 # Keys of a reader's variables that no shell variable can have: the export attribute of variable
 # NAME (``_EXPORT + NAME``: where it was set, or unknown), ``set -a``, and where the environment
 # became open (a ``source``, an ``eval`` of unknown text).
@@ -1179,7 +1176,14 @@ def _text_of(value: Any) -> str | None:
     if not isinstance(value, list) or any(ch[0] is None for ch in value):
         return None
     return "".join(ch[0] for ch in value)
-  # between two arguments of a quoted "$@" among a command's arguments
+
+
+def _unchanged(state: tuple, before: tuple) -> bool:
+    """The same exported variables, with the very same export places and values."""
+    return len(state) == len(before) and all(
+        name == old_name and mark is old_mark and value is old_value
+        for (name, mark, value), (old_name, old_mark, old_value) in zip(state, before))
+
 SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
 _SOURCE = r'"?\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)"?'
 # The script's own folder: $(dirname "$0"), $(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)...
