@@ -4,6 +4,7 @@ files, then dotlist overrides, and flatten the object graph with provenance."""
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from itertools import repeat
 from pathlib import Path
 from typing import Any, Iterator
@@ -331,9 +332,12 @@ PROVIDER_FINALIZE = (
 )
 
 
-def finalize_assignments(schema: Schema, qualname: str) -> list[dict]:
-    return [effect for owner, check, effect in PROVIDER_FINALIZE
-            if schema.has_check(check) and schema.is_subclass(qualname, owner)]
+@lru_cache(maxsize=64)  # a run has a schema or two; a test process makes many
+def finalize_assignments(schema: Schema, qualname: str) -> tuple[dict, ...]:
+    """The effects of ``PROVIDER_FINALIZE`` that apply to the provider class ``qualname``: the
+    same for every configuration of a class (kept per schema and class)."""
+    return tuple(effect for owner, check, effect in PROVIDER_FINALIZE
+                 if schema.has_check(check) and schema.is_subclass(qualname, owner))
 
 
 # The fields an AutoBridge model of unknown class (no config.json at hand) has unknown when some
@@ -344,14 +348,15 @@ def finalize_assignments(schema: Schema, qualname: str) -> list[dict]:
 UNKNOWN_CLASS_MAY_SET = ("sequence_parallel",)
 
 
-def possible_finalize_assignments(schema: Schema) -> list[dict]:
+@lru_cache(maxsize=16)
+def possible_finalize_assignments(schema: Schema) -> tuple[dict, ...]:
     """The effects on ``UNKNOWN_CLASS_MAY_SET`` some provider class of the release has (its
-    code has the check), each once."""
+    code has the check), each once; kept per schema (asked for every AutoBridge model)."""
     found = []
     for _, check, effect in PROVIDER_FINALIZE:
         if schema.has_check(check) and effect not in found and set(effect["set"]) <= set(UNKNOWN_CLASS_MAY_SET):
             found.append(effect)
-    return found
+    return tuple(found)
 
 
 def _same(current: Any, value: Any) -> bool:
