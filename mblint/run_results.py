@@ -111,8 +111,8 @@ def served(args: list[str]) -> int | None:
     """For the console script, before click is imported: write what the recorded run of the
     command ``args`` wrote, straight to sys.stdout and sys.stderr, and return its exit code;
     None, writing nothing, when there is no current entry, or when a stream is one click would
-    not write to as it is (no encoding, or ASCII: click re-wraps those)."""
-    if not all(_writable_as_is(stream) for stream in (sys.stdout, sys.stderr)):
+    not write to as it is (no encoding, or ASCII: click re-wraps those; a Windows console)."""
+    if sys.platform == "win32" or not all(_writable_as_is(stream) for stream in (sys.stdout, sys.stderr)):
         return None
     try:
         results = RunResults(args, _cache_dir(args))
