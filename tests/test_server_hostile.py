@@ -6,6 +6,7 @@ crashes is reported to the client without stopping the server."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 
 import pytest
@@ -73,6 +74,23 @@ async def test_a_buffer_past_the_size_limit_is_refused_with_a_diagnostic(client:
     [refused] = await docs.diagnostics(uri)
     assert refused.severity == types.DiagnosticSeverity.Error
     assert f"larger than {MAX_SOURCE_BYTES:,} bytes: not checked" in refused.message
+
+
+async def test_an_unsaved_buffer_gets_the_size_limit_of_its_kind_as_check_gives_it(client: LanguageClient, root):
+    # An override file is read up to 500,000 bytes (mblint.overrides.MAX_YAML_BYTES): a buffer
+    # past it is not read, SY002, as `mblint check` reports the same file on disk.
+    docs = Documents(client, root)
+    text = (root / "conf" / "sft.yaml").read_text()
+    padded = text + "# padding\n" * 60_000
+    (root / "conf" / "big.yaml").write_text(padded)
+    on_disk = subprocess.run([sys.executable, "-m", "mblint", "check", "conf/big.yaml", "--no-cache",
+                              "--format", "concise"], cwd=root, capture_output=True, text=True).stdout
+    assert on_disk.startswith("conf/big.yaml:1:1: SY002 [info] file size limit (500,000 bytes) exceeded")
+    uri = docs.open("conf/sft.yaml", padded, language="yaml")
+    [limit] = await docs.diagnostics(uri)
+    assert (limit.code, limit.range.start.line) == ("SY002", 0)
+    # 78 bytes of the file and 60,000 lines of 10
+    assert limit.message == "file size limit (500,000 bytes) exceeded: the text has 600,078 bytes and is not read"
 
 
 async def test_control_characters_do_not_shift_lines_or_reach_the_client(client: LanguageClient, root):

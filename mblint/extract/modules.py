@@ -101,7 +101,11 @@ def read_source(path: Path, limit: int = MAX_SOURCE_BYTES, kind: str = "Python s
     """The text of a source file; ``kind`` names what it should be (a binary file is not)."""
     if SOURCE_OVERLAY:
         text = SOURCE_OVERLAY.get(path.resolve())
-        if text is not None:
+        if text is not None:  # an editor's buffer or stdin: bounded as the file would be
+            size = len(text.encode("utf-8", "surrogatepass"))
+            if size > limit:
+                raise SourceLimit(path, f"file size limit ({limit:,} bytes) exceeded: the text has {size:,} bytes "
+                                        "and is not read")
             return text
     data = read_regular_file(path, limit)
     if b"\x00" in data:
