@@ -32,7 +32,7 @@ from mblint.server.actions import FIX_ALL, compute_fix, fix_title, ignore_edit, 
 from mblint.extract.modules import source_lines
 from mblint.server.convert import Places, diagnostic, error_diagnostic
 from mblint.server.hover import hits_at, render
-from mblint.server.lint import DocumentLint, TooLarge, lint_document
+from mblint.server.lint import DocumentLint, lint_document
 
 DEFAULT_DEBOUNCE = 0.25  # seconds after the last edit before the buffer is checked
 WATCHED = ("**/*.py", "**/*.{yaml,yml}", "**/*.sh", "**/{mblint.toml,pyproject.toml}")
@@ -124,12 +124,6 @@ class MblintServer(LanguageServer):
         try:
             result = await loop.run_in_executor(self.executor, lint_document, self.make_engine, path, text, version,
                                                 self.open_texts())
-        except TooLarge as error:
-            self.results.pop(uri, None)
-            places = Places("", document.position_codec, Path.cwd())
-            self.publish(uri, version, [types.Diagnostic(range=places.range_of(1, 1), message=f"mblint: {error}",
-                                                         severity=types.DiagnosticSeverity.Error, source="mblint")])
-            return
         except Exception as error:  # noqa: BLE001 - a failure of mblint is reported, and the server goes on
             self.report_failure(f"mblint failed while checking {path}", error)
             return

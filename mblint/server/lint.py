@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from mblint.extract.modules import MAX_SOURCE_BYTES
 from mblint.findings import Finding
 from mblint.fix.files import overlay
 from mblint.results import FileError
@@ -57,16 +56,9 @@ class DocumentLint:
         return None
 
 
-class TooLarge(Exception):
-    """A document larger than mblint reads a source file: not checked."""
-
-
 def lint_document(make_engine: Callable, path: Path, text: str, version: int | None,
                   open_texts: dict[Path, str]) -> DocumentLint:
     """Check ``text`` as the file ``path``, the other open documents' texts standing in for theirs."""
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
-        raise TooLarge(f"the document is larger than {MAX_SOURCE_BYTES:,} bytes: not checked "
-                       "(the size limit of a source file)")
     engine = make_engine()
     jobs: list[JobConfig] = []
     run_rules = engine.run_rules
