@@ -5,9 +5,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import pytest_lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from server_support import SERVER, start, workspace_copy  # noqa: E402
 from wheels import wheel_root  # noqa: E402
 
 # Hugging Face configs come from an empty hub cache unless a test writes its own: a developer's
@@ -53,3 +56,17 @@ def mb03() -> Path:
 @pytest.fixture(scope="session")
 def mb_roots(mb03, mb06) -> dict:
     return {"0.3": mb03, "0.6": mb06}
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    """The language server tests' workspace folder: a copy of fixtures/server."""
+    return workspace_copy(tmp_path)
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
+async def client(lsp_client: LanguageClient, root):
+    """A pytest-lsp client of ``mblint server``, initialized on ``root``."""
+    await start(lsp_client, root)
+    yield
+    await lsp_client.shutdown_session()

@@ -13,21 +13,9 @@ import pytest_asyncio
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, make_test_lsp_client
-from server_support import REPO, SERVER, Documents, apply_edits, code_actions, codes, start, workspace_copy
+from server_support import REPO, SERVER, Documents, apply_edits, code_actions, codes, start
 
 pytestmark = pytest.mark.asyncio
-
-
-@pytest.fixture
-def root(tmp_path):
-    return workspace_copy(tmp_path)
-
-
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
-async def client(lsp_client: LanguageClient, root):
-    await start(lsp_client, root)
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def test_diagnostics_on_open_change_and_save(client: LanguageClient, root):

@@ -13,23 +13,11 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
-from server_support import REPO, SERVER, Documents, codes, start, workspace_copy
+from server_support import REPO, Documents, codes, start
 
 from mblint.extract.modules import MAX_SOURCE_BYTES
 
 pytestmark = pytest.mark.asyncio
-
-
-@pytest.fixture
-def root(tmp_path):
-    return workspace_copy(tmp_path)
-
-
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
-async def client(lsp_client: LanguageClient, root):
-    await start(lsp_client, root)
-    yield
-    await lsp_client.shutdown_session()
 
 
 CRASHING = [sys.executable, str(REPO / "tests" / "server_patched_rule.py"), "crash", "--debounce", "0.05"]
