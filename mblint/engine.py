@@ -251,9 +251,12 @@ class Engine:
         return directive_free(path)
 
     def dependencies(self, path: Path) -> set[Path]:
+        from mblint.schema.source import bridge_source_probes
+
         try:
             interp = self.project.interpreter_for(path)
             deps = interp.dependencies(interp.finder.real_paths.of(path))
+            deps |= set(bridge_source_probes(self.project.roots_for(path)))  # none there yet is another schema
             return deps | {Path(p) for p in interp.schema.source_files} if interp.schema.source_files else deps
         except Exception:  # noqa: BLE001 - deps only decide caching
             return set()

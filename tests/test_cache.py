@@ -122,7 +122,8 @@ def test_unchanged_files_are_validated_by_stat_without_reading_them(tmp_path, mo
     recipe = make_project(tmp_path, mbs=2)
     _settle(monkeypatch)
     run(tmp_path, recipe)
-    assert all(signature is not None for entry in _entries(tmp_path) for _, signature in entry["deps"].values())
+    assert all(signature is not None for entry in _entries(tmp_path) for digest, signature in entry["deps"].values()
+               if digest != cache.ABSENT)
 
     def no_reading(*args, **kwargs):
         raise AssertionError("an unchanged dependency was hashed")
@@ -170,7 +171,8 @@ def test_files_recent_when_recorded_are_signed_once_old_enough_and_no_longer_has
     assert all(signature is None for entry in _entries(tmp_path) for _, signature in entry["deps"].values())
     _settle(monkeypatch)
     assert run(tmp_path, recipe).cache_hits == 1  # hashed once more, and signed
-    assert all(signature is not None for entry in _entries(tmp_path) for _, signature in entry["deps"].values())
+    assert all(signature is not None for entry in _entries(tmp_path) for digest, signature in entry["deps"].values()
+               if digest != cache.ABSENT)
 
     def no_reading(*args, **kwargs):
         raise AssertionError("an unchanged dependency was hashed")
@@ -342,3 +344,22 @@ def test_runs_that_lint_different_files_take_turns_without_missing(tmp_path):
 
     assert hits([recipe]) == 0 and hits([recipe, common]) == 0
     assert hits([recipe]) == 1 and hits([recipe, common]) == 2
+
+
+def test_a_megatron_bridge_source_appearing_among_the_import_roots_invalidates_the_entry(tmp_path, monkeypatch):
+    """The schema a file is linted against comes from the first import root holding
+    ``megatron/bridge`` (mblint.schema.source.find_bridge_source): one that appears there later
+    is another schema, so the file's entry no longer holds."""
+    recipe = make_project(tmp_path, mbs=2)
+    _settle(monkeypatch)
+    first = run(tmp_path, recipe)
+    assert [s["megatron_bridge_version"] for s in first.schemas] == ["0.6.2"]
+    bridge = tmp_path / "megatron" / "bridge"
+    bridge.mkdir(parents=True)
+    (bridge / "__init__.py").write_text("")
+    (bridge / "package_info.py").write_text("MAJOR = 0\nMINOR = 3\nPATCH = 1\n")
+    again = run(tmp_path, recipe)
+    assert again.cache_hits == 0
+    assert [s["megatron_bridge_version"] for s in again.schemas] == ["0.3.1"]
+    (bridge / "package_info.py").write_text("MAJOR = 0\nMINOR = 5\nPATCH = 1\n")  # its version changes
+    assert [s["megatron_bridge_version"] for s in run(tmp_path, recipe).schemas] == ["0.5.1"]

@@ -141,6 +141,14 @@ def create_settings_file(root: Path, monkeypatch) -> list[str]:
     return ["proj/recipe.py"]
 
 
+def add_megatron_bridge_source(root: Path, monkeypatch) -> list[str]:
+    bridge = root / "megatron" / "bridge"  # in the recipe's import root: its version picks the schema
+    bridge.mkdir(parents=True)
+    (bridge / "__init__.py").write_text("")
+    (bridge / "package_info.py").write_text("MAJOR = 0\nMINOR = 3\nPATCH = 1\n")
+    return ["proj/recipe.py"]
+
+
 def change_option(root: Path, monkeypatch) -> list[str]:
     return ["proj/recipe.py", "--format", "concise"]
 
@@ -157,7 +165,7 @@ def change_baseline(root: Path, monkeypatch) -> list[str]:
 
 
 @pytest.mark.parametrize("change", [edit_recipe, edit_dependency, add_file_to_linted_folder, create_settings_file,
-                                    change_option, change_environment, change_baseline])
+                                    add_megatron_bridge_source, change_option, change_environment, change_baseline])
 def test_a_changed_input_runs_the_engine_and_gives_the_new_output(project, engine_runs, monkeypatch, change):
     folder_run = change is add_file_to_linted_folder
     before = ["proj"] if folder_run else ["proj/recipe.py"]

@@ -56,6 +56,14 @@ def find_bridge_source(roots, inside: Path | None = None) -> BridgeSource | None
     return None
 
 
+def bridge_source_probes(roots) -> list[Path]:
+    """The files ``find_bridge_source`` reads or looks for among ``roots`` (the package, its
+    version, its configuration classes): one appearing, going or changing can give another
+    schema (dependencies of a file's cached result)."""
+    return [Path(root) / "megatron" / "bridge" / name for root in roots
+            for name in ("__init__.py", "package_info.py", "training/config.py")]
+
+
 def bridge_version(root: Path) -> str | None:
     """The version ``megatron/bridge/package_info.py`` states (MAJOR.MINOR.PATCH + PRE_RELEASE),
     else the ``Version:`` of a ``megatron_bridge-*.dist-info/METADATA`` beside the package."""
