@@ -1,7 +1,8 @@
 """What the installed rule packs provide, remembered between cached runs, so that a run whose
 files are all served from the result cache neither scans entry points nor imports a rule.
 
-The catalog (``plugins.json`` in the cache folder) holds each rule's metadata (id, name,
+The catalog (``plugins.json`` in the cache folder, believed only in the folder that wrote it:
+``mblint.cache.folder_identity``, as the result cache's entries) holds each rule's metadata (id, name,
 severity, documentation...), the plugin versions, the rules' fingerprint and the entry points
 of the packs: a cached run that has files to check imports those packs without scanning the
 installed distributions (importing ``importlib.metadata`` and scanning is about a tenth of a
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mblint import __version__
-from mblint.cache import environment_key
+from mblint.cache import environment_key, folder_identity
 from mblint.findings import Severity
 from mblint.paths import read_json
 
@@ -86,6 +87,8 @@ def load_catalog(folder: Path):
         data = read_json(folder / CATALOG_FILE, follow_links=False)
         if data["mblint"] != __version__ or data["environment"] != environment_key():
             return None
+        if data["folder"] != folder_identity(folder):  # a catalog that came with a checkout: never believed
+            return None
         if any(_signature(path) != signature for path, signature in data["files"].items()):
             return None
         rules = [CataloguedRule(record) for record in data["rules"]]
@@ -112,6 +115,7 @@ def save_catalog(folder: Path, plugins, fingerprint: str) -> list[str]:
 
     try:
         make_cache_folder(folder)
+        data["folder"] = folder_identity(folder)
         import tempfile
 
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")

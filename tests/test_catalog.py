@@ -144,3 +144,16 @@ def test_installing_a_pack_between_cached_runs_brings_its_rule_in(tmp_path):
     install_fixture(site, PACK, FIXTURES / "example_pack")
     after = run_mblint(site, tmp_path, "check", "recipe.py")
     assert "EX001" in after.stdout, after.stderr
+
+
+def test_a_catalog_that_came_with_a_checkout_is_not_believed(tmp_path, settled):
+    """A committed cache folder holding a forged catalog (no rule, or packs to import) would
+    hide every finding: only the folder that wrote a catalog reads it."""
+    recipe = make_project(tmp_path, mbs=2)
+    settled()
+    run(tmp_path, recipe)
+    [written] = (tmp_path / ".mblint_cache").glob("*/plugins.json")
+    assert catalog.load_catalog(written.parent) is not None
+    copied = tmp_path / "copied"
+    shutil.copytree(tmp_path / ".mblint_cache", copied)  # as a checkout brings it: new folders
+    assert catalog.load_catalog(copied / written.parent.name) is None
