@@ -82,6 +82,13 @@ LAUNCH = f"torchrun --nproc_per_node=$GPUS_PER_NODE {RUNNER}\n"
      {"NCCL_ALGO": (None,), "NCCL_PROTO": ("Simple", 3, 1), "*": ("open", 2)}),
     (f"eval \"$SETUP\"\n{LAUNCH}", {"*": ("open", 1)}),
     (f"export $NAME\n{LAUNCH}", {"*": ("open", 1)}),
+    # a subshell, a pipeline's commands, another shell: what they export stays in their process
+    (f"( export NCCL_ALGO=NVLS )\n{LAUNCH}", {}),
+    (f"export NCCL_ALGO=NVLS | cat\n{LAUNCH}", {}),
+    (f"bash -c \"export NCCL_ALGO=NVLS\"\n{LAUNCH}", {}),
+    (f"bash <<EOF\nexport NCCL_ALGO=NVLS\nEOF\n{LAUNCH}", {}),
+    (f"( source cluster_env.sh )\n{LAUNCH}", {}),
+    (f"( export NCCL_ALGO=Ring; {LAUNCH} )\n", {"NCCL_ALGO": ("Ring", 1, 3)}),
 ])
 def test_a_launch_has_the_environment_its_script_sets(text, expected):
     assert environment(text) == expected

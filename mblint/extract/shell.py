@@ -406,8 +406,13 @@ class _Reader:
         kind = node.type
         if kind == "redirected_statement" and self.heredoc(node, env, in_loop):
             return
-        if kind in ("program", "compound_statement", "subshell", "do_group", "redirected_statement", "list",
-                    "pipeline", "negated_command", "else_clause", "elif_clause"):
+        if kind == "subshell":
+            self.in_child(node.named_children, env, in_loop, node)
+        elif kind == "pipeline" and len(node.named_children) > 1:  # each of its commands runs in a child too
+            for child in node.named_children:
+                self.in_child([child], env, in_loop, child)
+        elif kind in ("program", "compound_statement", "do_group", "redirected_statement", "list",
+                      "pipeline", "negated_command", "else_clause", "elif_clause"):
             for child in node.named_children:
                 self.visit(child, env, in_loop)
         elif kind == "variable_assignment":
@@ -457,6 +462,14 @@ class _Reader:
         elif kind == "case_item":
             for child in node.named_children[1:]:
                 self.visit(child, env, in_loop)
+
+    def in_child(self, nodes: list, env: dict, in_loop: bool, where: Any) -> None:
+        """Statements a child process runs (a subshell, a command of a pipeline): what they
+        assign or export stays there."""
+        if self.copied(env, where):
+            inner = dict(env)
+            for node in nodes:
+                self.visit(node, inner, in_loop)
 
     def exporting(self, node: Any) -> bool | None:
         """What a declaration does to the export attribute of the variables it names: True
@@ -658,7 +671,8 @@ class _Reader:
         inner = _shell_string(words)
         if inner is not None:
             index, string = inner
-            self.command_string(string, env, in_loop, words[:index])
+            if self.copied(env, node):  # another shell: what it assigns or exports stays there
+                self.command_string(string, dict(env), in_loop, words[:index])
             return
         sourced = env.get("*")
         self.commands.append(Command(words, self.span(node), in_loop,
@@ -718,7 +732,8 @@ class _Reader:
         if not self.budget.spend("chars", len(chars), self.position(*body.start_point)):
             return True
         document = _word(chars, self.span(body), many=False)
-        self.command_string(document, env, in_loop, words[:shell])
+        if self.copied(env, node):  # another shell: what it assigns or exports stays there
+            self.command_string(document, dict(env), in_loop, words[:shell])
         return True
 
     def command_string(self, word: Word, env: dict, in_loop: bool, prefix: list[Word]) -> None:
