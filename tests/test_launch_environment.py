@@ -89,6 +89,12 @@ LAUNCH = f"torchrun --nproc_per_node=$GPUS_PER_NODE {RUNNER}\n"
     (f"bash <<EOF\nexport NCCL_ALGO=NVLS\nEOF\n{LAUNCH}", {}),
     (f"( source cluster_env.sh )\n{LAUNCH}", {}),
     (f"( export NCCL_ALGO=Ring; {LAUNCH} )\n", {"NCCL_ALGO": ("Ring", 1, 3)}),
+    # after && or ||: an export that may not run, unless the test before it is known
+    (f"[ -n \"$X\" ] && export NCCL_ALGO=NVLS\n{LAUNCH}", {"NCCL_ALGO": (None,)}),
+    (f"grep -q nvl /etc/hosts || export NCCL_ALGO=NVLS\n{LAUNCH}", {"NCCL_ALGO": (None,)}),
+    (f"X=\n[ -z \"$X\" ] && export NCCL_ALGO=Ring\n[ -n \"$X\" ] && export NCCL_ALGO=NVLS\n{LAUNCH}",
+     {"NCCL_ALGO": ("Ring", 2, 16)}),
+    (f"X=1\n[ -n \"$X\" ] || export NCCL_ALGO=NVLS\n{LAUNCH}", {}),
 ])
 def test_a_launch_has_the_environment_its_script_sets(text, expected):
     assert environment(text) == expected

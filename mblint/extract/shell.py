@@ -411,6 +411,8 @@ class _Reader:
         elif kind == "pipeline" and len(node.named_children) > 1:  # each of its commands runs in a child too
             for child in node.named_children:
                 self.in_child([child], env, in_loop, child)
+        elif kind == "list" and len(node.children) == 3 and node.children[1].type in ("&&", "||"):
+            self.and_or(node, env, in_loop)
         elif kind in ("program", "compound_statement", "do_group", "redirected_statement", "list",
                       "pipeline", "negated_command", "else_clause", "elif_clause"):
             for child in node.named_children:
@@ -462,6 +464,17 @@ class _Reader:
         elif kind == "case_item":
             for child in node.named_children[1:]:
                 self.visit(child, env, in_loop)
+
+    def and_or(self, node: Any, env: dict, in_loop: bool) -> None:
+        """``A && B``, ``A || B``: B runs as A's status decides, a branch unless A is a test
+        mblint can answer."""
+        first, operator, second = node.children
+        self.visit(first, env, in_loop)
+        decided = self.test(first, env)
+        if decided is None:
+            self.branches([[second]], env, in_loop, exhaustive=False, node=node)
+        elif decided is (operator.type == "&&"):
+            self.visit(second, env, in_loop)
 
     def in_child(self, nodes: list, env: dict, in_loop: bool, where: Any) -> None:
         """Statements a child process runs (a subshell, a command of a pipeline): what they
