@@ -158,6 +158,11 @@ def test_a_command_a_sourced_file_may_define_with_a_launch_s_arguments_is_a_find
     for text in quiet:
         (tmp_path / "go.sh").write_text(text)
         assert findings(tmp_path, "go.sh") == [], text
+    # a command whose name the sourced file may set
+    (tmp_path / "go.sh").write_text("source ./common.sh\n$LAUNCHER --recipe llama32_1b_pretrain_config a.b=1\n")
+    [(rule, severity, line, _, message)] = findings(tmp_path, "go.sh")
+    assert (rule, severity, line) == ("LA002", "warning", 1)
+    assert "the command at line 2, whose name mblint does not know, runs with a launch's arguments" in message
     (tmp_path / "go.sh").write_text(f"source ./c.sh\n'\x1b[2J{'y' * 5000}' --recipe x\n")
     [(_, _, _, _, message)] = findings(tmp_path, "go.sh")
     assert len(message) < 400

@@ -93,15 +93,16 @@ class LaunchReader:
             if source is None or source in reported or id(command) in launched or not command.words:
                 continue
             name = command.words[0].text
-            if (name is None or "/" in name or name in SHELL_BUILTINS
+            if (name is not None and ("/" in name or name in SHELL_BUILTINS)
                     or not any(_launch_argument(word.text) for word in command.words[1:])):
                 continue
             reported.add(source)
+            what = (f"`{_clipped(name, 40)}` at line {command.span.line}, which the script does not define,"
+                    if name is not None else f"the command at line {command.span.line}, whose name mblint does not know,")
             self.finding("LA002", display, source.span, (
                 f"the file this sources ({_clipped(source.file) or 'unnamed'}) is not read (mblint reads no sourced "
-                f"file), and `{_clipped(name, 40)}` at line {command.span.line}, which the script does not define, "
-                "runs with a launch's arguments: it may be a function of that file that launches the job, which is "
-                "not checked"), result)
+                f"file), and {what} runs with a launch's arguments: it may be a function of that file, or a command it "
+                "names, that launches the job, which is not checked"), result)
 
     def report_sourced(self, display: str, launch: Launch, reported: set, result: "FileResult") -> None:
         """LA002 once at each ``source FILE`` whose variables a launch line uses: mblint does not
