@@ -95,6 +95,9 @@ LAUNCH = f"torchrun --nproc_per_node=$GPUS_PER_NODE {RUNNER}\n"
     (f"X=\n[ -z \"$X\" ] && export NCCL_ALGO=Ring\n[ -n \"$X\" ] && export NCCL_ALGO=NVLS\n{LAUNCH}",
      {"NCCL_ALGO": ("Ring", 2, 16)}),
     (f"X=1\n[ -n \"$X\" ] || export NCCL_ALGO=NVLS\n{LAUNCH}", {}),
+    # in front of a call of the script's function: exported to its commands while it runs
+    (f"go() {{\n  {LAUNCH}}}\nNCCL_ALGO=Ring go\n", {"NCCL_ALGO": ("Ring", 4, 1)}),
+    (f"go() {{\n  echo\n}}\nNCCL_ALGO=Ring go\n{LAUNCH}", {}),
 ])
 def test_a_launch_has_the_environment_its_script_sets(text, expected):
     assert environment(text) == expected

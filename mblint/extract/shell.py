@@ -672,7 +672,15 @@ class _Reader:
                 if word.text and not word.text.startswith("-"):
                     env[word.text] = UNKNOWN_VALUE
         if first in self.functions:
-            self.call(first, words, env, in_loop, node)
+            before = self.prefix_exports(node, env)
+            try:
+                self.call(first, words, env, in_loop, node)
+            finally:
+                for key, value in before.items():  # they end with the call
+                    if value is _ABSENT:
+                        env.pop(key, None)
+                    else:
+                        env[key] = value
             return
         if first == "eval" and len(words) > 1:
             joined = _joined(words[1:])
@@ -691,6 +699,21 @@ class _Reader:
         self.commands.append(Command(words, self.span(node), in_loop,
                                      after_source=sourced if isinstance(sourced, Sourced) else None,
                                      environment=self.environment(env, node)))
+
+    def prefix_exports(self, node: Any, env: dict) -> dict:
+        """``X=1 f``: X is set and exported while function f runs. The keys this changes, with
+        their values before (``_ABSENT``: none)."""
+        before: dict = {}
+        for child in node.children:
+            name_node = child.child_by_field_name("name") if child.type == "variable_assignment" else None
+            if name_node is None or name_node.type != "variable_name":
+                continue
+            name = self.text(name_node)
+            for key in (name, _EXPORT + name):
+                before.setdefault(key, env.get(key, _ABSENT))
+            self.assign(child, env)
+            self.mark(name, self.span(child), env)
+        return before
 
     def set_options(self, words: list[Word], env: dict) -> None:
         """``set -a`` (``set -o allexport``): every variable assigned after it is exported."""
