@@ -17,7 +17,16 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from mblint.extract.shell import Command, Directive, Environment, Exported, Span, Word, sbatch_export
+from mblint.extract.shell import (
+    VARIABLE_NAME,
+    Command,
+    Directive,
+    Environment,
+    Exported,
+    Span,
+    Word,
+    sbatch_export,
+)
 
 # scripts/training/run_recipe.py (0.6.0 and later): convenience option -> ConfigContainer field,
 # in the order the runner emits them (COMMON_OVERRIDE_FIELDS), with the argparse type.
@@ -310,9 +319,6 @@ def _joined(first: Span, second: Span) -> Span:
     return second
 
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
 def _env_command(words: list[Word], index: int, environment: Environment) -> int:
     """``env [-i] [-u NAME] [NAME=VALUE]... command``: the environment it gives the command
     (``-i``: only the variables it sets). The index of the command."""
@@ -328,7 +334,7 @@ def _env_command(words: list[Word], index: int, environment: Environment) -> int
                 environment.unknown = True
         elif lead.startswith("--unset=") and word.text is not None:
             environment.variables.pop(lead.partition("=")[2], None)
-        elif "=" in lead and _ENV_NAME.match(lead.partition("=")[0]):
+        elif "=" in lead and VARIABLE_NAME.match(lead.partition("=")[0]):
             environment.variables[lead.partition("=")[0]] = Exported(
                 word.text.partition("=")[2] if word.text is not None else None, word.used_at or word.span)
         else:

@@ -320,14 +320,14 @@ def sbatch_export(value: str | None) -> dict[str, str] | None:
     found: dict[str, str] = {}
     for token in tokens:
         name, eq, text = token.partition("=")
-        if not _NAME.match(name) or any(ch in text for ch in "$`'\"\\"):
+        if not VARIABLE_NAME.match(name) or any(ch in text for ch in "$`'\"\\"):
             return None
         if eq:
             found[name] = text
     return found
 
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def directive_text(directive: Directive) -> str:
