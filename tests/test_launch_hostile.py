@@ -66,6 +66,20 @@ def test_sbatch_directives_are_read_once_not_per_command(monkeypatch):
     assert len(calls) == 1
 
 
+def test_a_long_sbatch_export_is_read_in_one_pass():
+    """``#SBATCH --export=ALL,V0=1,...,V44999=1`` (394 kB) took 27 s: each name searched the
+    whole value for its place and copied the set of exported names. 30,000 names took 8 s;
+    in one pass they take a tenth of a second."""
+    import time
+
+    text = "#SBATCH --export=ALL," + ",".join(f"V{i}=1" for i in range(30_000)) + f"\ntorchrun {RUNNER}\n"
+    start = time.process_time()
+    script = parse_script(text)
+    assert time.process_time() - start < 3
+    [command] = script.commands
+    assert command.environment.variables["V29999"].value == "1"
+
+
 def test_commands_share_the_shell_environment():
     """40,000 variables then 20,000 commands copied the environment into every command (3 GB
     from 400 kB); scaled down, the memory must not grow with variables x commands."""

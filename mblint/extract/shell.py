@@ -292,13 +292,17 @@ def _slurm_environment(directives: list[Directive]) -> dict:
         value = directive.value
         if value is None:
             continue
-        if directive.name == "--export":
-            start = directive.span.end_column - len(value)  # the value's column
-            for name, text in (sbatch_export(value) or {}).items():
-                column = start + f",{value}".index(f",{name}={text}") + len(name) + 1
-                env[name] = [(ch, (directive.span.line, column + i), True) for i, ch in enumerate(text)]
-                env[_EXPORT + name] = directive.span
-                env[_EXPORTS] = env.get(_EXPORTS, frozenset()) | {name}
+        exported = sbatch_export(value) if directive.name == "--export" else None
+        if exported:
+            column = directive.span.end_column - len(value)  # each token's first column, in turn
+            for token in value.split(","):
+                name, eq, text = token.partition("=")
+                if eq:  # the last of a name's values wins
+                    start = column + len(name) + 1
+                    env[name] = [(ch, (directive.span.line, start + i), True) for i, ch in enumerate(text)]
+                    env[_EXPORT + name] = directive.span
+                column += len(token) + 1
+            env[_EXPORTS] = env.get(_EXPORTS, frozenset()) | exported.keys()
         names = {"-N": ("SLURM_NNODES", "SLURM_JOB_NUM_NODES"), "--nodes": ("SLURM_NNODES", "SLURM_JOB_NUM_NODES"),
                  "--ntasks-per-node": ("SLURM_NTASKS_PER_NODE",), "--gpus-per-node": ("SLURM_GPUS_PER_NODE",),
                  "-n": ("SLURM_NTASKS",), "--ntasks": ("SLURM_NTASKS",)}.get(directive.name, ())
