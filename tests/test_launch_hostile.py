@@ -104,6 +104,15 @@ def test_exported_variables_count_against_the_copy_budget():
     assert script.commands[0].environment.variables is script.commands[1].environment.variables
 
 
+def test_each_command_string_counts_against_the_copy_budget():
+    """``eval "$S"`` looked through every variable for the places a string keeps, outside any
+    budget: 30,000 variables then 15,000 evals took 9 s. Each command string now costs a copy
+    of the variables: 3,000 then 1,000 evals are 3 million, past the copy limit."""
+    script = parse_script("".join(f"V{i}=x\n" for i in range(3000)) + "eval x\n" * 1000)
+    assert [message for _, _, message in script.limits] == [
+        "variable copy limit (2,000,000 per script) reached: the script is not read from here on"]
+
+
 def test_a_long_variable_expanded_again_and_again_hits_the_character_limit():
     """One 64k-character variable copied 30,000 times took 4 GB: values over 10,000 characters
     are unknown, and the characters of words and values made per script are bounded."""

@@ -696,8 +696,7 @@ class _Reader:
         inner = _shell_string(words)
         if inner is not None:
             index, string = inner
-            if self.copied(env, node):  # another shell: what it assigns or exports stays there
-                self.command_string(string, dict(env), in_loop, words[:index])
+            self.command_string(string, env, in_loop, words[:index], child=True)
             return
         sourced = env.get("*")
         self.commands.append(Command(words, self.span(node), in_loop,
@@ -772,21 +771,26 @@ class _Reader:
         if not self.budget.spend("chars", len(chars), self.position(*body.start_point)):
             return True
         document = _word(chars, self.span(body), many=False)
-        if self.copied(env, node):  # another shell: what it assigns or exports stays there
-            self.command_string(document, dict(env), in_loop, words[:shell])
+        self.command_string(document, env, in_loop, words[:shell], child=True)
         return True
 
-    def command_string(self, word: Word, env: dict, in_loop: bool, prefix: list[Word]) -> None:
+    def command_string(self, word: Word, env: dict, in_loop: bool, prefix: list[Word], child: bool = False) -> None:
         """``bash -c "$CMD"``, ``eval "$CMD"``, a heredoc: the commands of the string, read with
         the variables in force (a ``$`` escaped in the script is expanded by the inner shell:
         unknown unless known here), each after ``prefix`` (``srun ... bash -c``: ``srun ...``).
-        Positions map into the string's text when it was written on one line."""
+        Positions map into the string's text when it was written on one line. ``child``: another
+        shell runs it (not ``eval``), so what it assigns or exports stays there. Each string
+        costs a copy of the variables (their places are looked through)."""
         import tree_sitter
         import tree_sitter_bash
 
         source = word.text if word.text is not None else word.template
         if source is None or not self.deeper_string(word):
             return
+        if not self.budget.spend("copies", len(env), (word.span.line, word.span.column)):
+            return
+        if child:
+            env = dict(env)
         data = source.encode("utf-8", "surrogateescape")
         inner = _Reader(data, self.script_dir, self.budget, self.depth + 1)
         inner.functions = self.functions
