@@ -217,3 +217,21 @@ def test_a_training_script_statement_mblint_follows_is_no_gap(tmp_path, mb06, st
     (tmp_path / "go.sh").write_text("torchrun --nproc_per_node=8 train.py --config-file conf/o.yaml\n")
     got = [rule for rule, *_ in findings(tmp_path, "go.sh", "--search-path", str(mb06), "--select", "LA002,PK001")]
     assert got == (["PK001"] if "setattr" in statement else []), got
+
+
+def test_a_training_script_whose_configuration_comes_from_no_known_recipe_is_not_checked(tmp_path: Path) -> None:
+    """`torchrun train.py`, where train.py calls Megatron-Bridge's pretrain() on `my_config()`
+    of the project's own module (not a recipes/ folder): the entry reader found no recipe call
+    and the run said "All checks passed (1 file, 0 configurations resolved)". A script calling
+    no training entry point of Megatron-Bridge (a local `train`) stays no launch of a job."""
+    (tmp_path / "myrec.py").write_text("def my_config():\n    return None\n")
+    (tmp_path / "train.py").write_text(
+        "from megatron.bridge.training.pretrain import pretrain\nfrom myrec import my_config\n\n\n"
+        "def main():\n    pretrain(my_config(), None)\n\n\nif __name__ == '__main__':\n    main()\n")
+    (tmp_path / "go.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node=8 train.py\n")
+    [(rule, severity, line, _, message)] = findings(tmp_path, "go.sh")
+    assert (rule, severity, line) == ("LA002", "warning", 2)
+    assert "train.py calls pretrain() on a configuration that comes from no recipe mblint knows" in message
+    (tmp_path / "train.py").write_text("from myrec import my_config\n\n\ndef train(cfg):\n    pass\n\n\n"
+                                       "train(my_config())\n")
+    assert findings(tmp_path, "go.sh") == []

@@ -79,6 +79,9 @@ def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file
     reader.apply_argv(options, args, argv)
     calls = reader.recipe_calls(args)
     if not calls:
+        trainer = reader.trainer_called()
+        if trainer is not None:  # it trains a configuration whose making mblint does not see
+            return f"{script.name} calls {trainer}() on a configuration that comes from no recipe mblint knows"
         return None
     if reader.overridden:  # the recipe whose result the script overrides (a student, not its teacher)
         calls = reader.overridden
@@ -146,6 +149,18 @@ class _EntryReader:
                             return None
             elif isinstance(stmt, ast.FunctionDef) and stmt.name == name:
                 return FuncRef(self.interp.scope_for(self.script), stmt)
+        return None
+
+    def trainer_called(self) -> str | None:
+        """The Megatron-Bridge training entry point (``pretrain``, ``finetune``...) the script
+        imports from megatron.bridge and calls, if any."""
+        imported = {alias.asname or alias.name: alias.name for stmt in self.tree.body
+                    if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").startswith("megatron.bridge.")
+                    for alias in stmt.names if alias.name in TRAINERS}
+        if imported:
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in imported:
+                    return imported[node.func.id]
         return None
 
     # ----- module constants and argparse -------------------------------------------------
