@@ -34,8 +34,10 @@ With `model.fine_grained_activation_offloading = True`, flags
 - `NVTE_CPU_OFFLOAD_V1` set to anything but `1` (error) by the job's launch script (an
   `export` before the launch line, an assignment in front of it; reported there) or, where the
   launch does not set it, by `cfg.env_vars["NVTE_CPU_OFFLOAD_V1"]`; or not set by either
-  (warning: the user's own shell environment, which mblint does not see, must provide it; on
-  0.3.x there is no `cfg.env_vars`). After a `source`d file or an `eval` mblint cannot read,
+  (warning: the user's own shell environment, which mblint does not see, must provide it). A
+  release without `cfg.env_vars` (0.3.x to 0.5.x) leaves the variable to the launcher or
+  executor, which mblint does not see: there a variable the launch script does not set is
+  silence, as in PR011. After a `source`d file or an `eval` mblint cannot read,
   a variable the script does not set afterwards is unknown, and nothing is said.
 
 ## Why it matters
@@ -70,6 +72,8 @@ megatron/bridge/training/config.py:1945-1985.
         HF + "cfg.model.fine_grained_activation_offloading = False\ncfg.model.transformer_impl = 'local'",
         HF + FG + "for v in ['0', '1']:\n    cfg.env_vars['NVTE_CPU_OFFLOAD_V1'] = v",
         Example(HF + "cfg.model.fine_grained_activation_offloading = False", version="0.3"),
+        # no cfg.env_vars before 0.6: the variable can only come from the launcher, which mblint does not see
+        Example(HF + FG, version="0.3"),
     ]
     invalid = [
         HF + FG + "cfg.env_vars = {'NVTE_CPU_OFFLOAD_V1': '1'}\ncfg.model.transformer_impl = 'local'  # error",
@@ -101,12 +105,10 @@ megatron/bridge/training/config.py:1945-1985.
         env = env_var(cfg, "NVTE_CPU_OFFLOAD_V1")
         fix = FixIntent("set", "env_vars.NVTE_CPU_OFFLOAD_V1", "1", safe=True,
                         description="set NVTE_CPU_OFFLOAD_V1 = '1' in cfg.env_vars")
-        if env is ABSENT:
-            env_field = knows_field(cfg, "env_vars")
-            where = "cfg.env_vars or the launch environment" if env_field else "the launch environment"
+        if env is ABSENT and knows_field(cfg, "env_vars"):
             yield ctx.report(cfg, f"{FLAG} is True, but NVTE_CPU_OFFLOAD_V1 is not set in cfg.env_vars; with Transformer "
-                                  f"Engine >= 2.10 validate() raises unless it is '1', so {where} must set it",
-                             [FLAG], severity=Severity.WARNING, fixes=[fix] if env_field else [])
+                                  "Engine >= 2.10 validate() raises unless it is '1', so cfg.env_vars or the launch "
+                                  "environment must set it", [FLAG], severity=Severity.WARNING, fixes=[fix])
         elif known(env) and env != "1":
             launched = env_var_origin(cfg, "NVTE_CPU_OFFLOAD_V1")
             if launched is not None:  # cfg.env_vars cannot change it: the launch environment wins
