@@ -22,7 +22,6 @@ import ast
 import gzip
 import json
 import os
-import stat
 import tempfile
 import zlib
 from pathlib import Path
@@ -203,13 +202,12 @@ def _cache_file(folder: Path, digest: str) -> Path | None:
     device and inode of the cache's version folder, as the result cache's entries do, so a
     cache folder that came with a checkout (a committed, forged schema) is never read. None
     while that folder does not exist."""
-    try:
-        info = os.lstat(folder.parent)
-    except OSError:
+    from mblint.cache import folder_identity
+
+    identity = folder_identity(folder.parent)
+    if identity is None:
         return None
-    if not stat.S_ISDIR(info.st_mode):
-        return None
-    name = blake2b(f"{digest}|{info.st_dev}:{info.st_ino}".encode(), digest_size=20).hexdigest()
+    name = blake2b(f"{digest}|{identity}".encode(), digest_size=20).hexdigest()
     return folder / f"{name}.json.gz"
 
 
