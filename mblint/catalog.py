@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mblint import __version__
-from mblint.cache import environment_key, folder_identity
+from mblint.cache import environment_key, folder_identity, stat_signature
 from mblint.findings import Severity
 from mblint.paths import read_json
 
@@ -89,7 +89,7 @@ def load_catalog(folder: Path):
             return None
         if data["folder"] != folder_identity(folder):  # a catalog that came with a checkout: never believed
             return None
-        if any(_signature(path) != signature for path, signature in data["files"].items()):
+        if any(stat_signature(path) != signature for path, signature in data["files"].items()):
             return None
         rules = [CataloguedRule(record) for record in data["rules"]]
         return LoadedPlugins(rules=rules, defaults=data["defaults"], versions=data["versions"],
@@ -104,7 +104,7 @@ def save_catalog(folder: Path, plugins, fingerprint: str) -> list[str]:
     if plugins.errors:
         return []
     started = time.time_ns()
-    files = {path: _signature(path) for path in sorted(source_files(plugins))}
+    files = {path: stat_signature(path) for path in sorted(source_files(plugins))}
     if any(signature is None or max(signature[1], signature[2]) >= started - RACY_WINDOW_NS
            for signature in files.values()):
         return []
@@ -150,11 +150,3 @@ def _add_module(module: Any, found: set[str]) -> None:
             dirs[:] = [d for d in dirs if d != "__pycache__"]
             found.add(os.path.abspath(root))
             found.update(os.path.abspath(os.path.join(root, name)) for name in files if name.endswith(".py"))
-
-
-def _signature(path: str) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
