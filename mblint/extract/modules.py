@@ -134,12 +134,16 @@ def read_regular_file(path: Path, limit: int = MAX_SOURCE_BYTES) -> bytes:
 class ParseMemo:
     """Parsed sources kept across runs by a process that checks the same files again and again
     (``mblint server``): a (path, display path, text) parsed before is not parsed again. The
-    most recently used ``size`` entries are kept. A ``ModuleSource`` is never changed once made."""
+    most recently used entries are kept, at most ``size`` of them and ``chars`` characters of
+    source together (a syntax tree takes tens of times its text: each edit of a large document
+    adds one). A ``ModuleSource`` is never changed once made."""
 
-    def __init__(self, size: int = 1024) -> None:
+    def __init__(self, size: int = 1024, chars: int = 4_000_000) -> None:
         from collections import OrderedDict
 
         self.size = size
+        self.chars = chars
+        self.held = 0  # characters of the texts kept
         self.entries: OrderedDict = OrderedDict()
 
     def get(self, key: tuple) -> ModuleSource | None:
@@ -149,9 +153,12 @@ class ParseMemo:
         return found
 
     def put(self, key: tuple, source: ModuleSource) -> None:
+        if key not in self.entries:
+            self.held += len(key[2])
         self.entries[key] = source
-        if len(self.entries) > self.size:
-            self.entries.popitem(last=False)
+        while self.entries and (len(self.entries) > self.size or self.held > self.chars):
+            (_, _, text), _ = self.entries.popitem(last=False)
+            self.held -= len(text)
 
 
 PARSE_MEMO: ParseMemo | None = None  # None: every run parses what it reads (the command line)
