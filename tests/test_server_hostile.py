@@ -55,6 +55,18 @@ async def test_a_document_outside_the_workspace_is_not_checked(client: LanguageC
             context=types.CodeActionContext(diagnostics=[]))) is None
 
 
+async def test_a_uri_no_file_can_have_is_not_checked_and_breaks_nothing(client: LanguageClient, root):
+    docs = Documents(client, root)
+    nul = docs.uri("recipes/a") + "%00b.py"  # a NUL byte: os.path.realpath raises on it
+    docs.open(nul, "x = 1\n")
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+        types.FileEvent(uri=nul, type=types.FileChangeType.Changed)]))
+    sft = docs.open("recipes/sft.py")  # handled after those
+    assert codes(await docs.diagnostics(sft)) == [("PK001", 8)]
+    assert f"mblint: {nul} is outside the workspace folders: not checked" in [m.message for m in client.log_messages]
+    assert [m.message for m in client.messages] == []  # no "Error in server: ValueError: embedded null byte"
+
+
 async def test_a_buffer_past_the_size_limit_is_refused_with_a_diagnostic(client: LanguageClient, root):
     docs = Documents(client, root)
     huge = "x = 1\n" + "#" * MAX_SOURCE_BYTES + "\n"

@@ -60,11 +60,8 @@ class MblintServer(LanguageServer):
 
     def path_of(self, uri: str) -> Path | None:
         """The file of ``uri`` when it is a file in a workspace folder (its real path too)."""
-        parsed = urlparse(uri)
-        if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
-            return None
-        path = Path(unquote(parsed.path))
-        if not path.is_absolute():
+        path = _local_path(uri)
+        if path is None:
             return None
         full, real = os.path.normpath(path), os.path.realpath(path)
         if any(_inside(full, root) and _inside(real, root) for root in self.roots):
@@ -249,6 +246,19 @@ class MblintServer(LanguageServer):
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Log, message=printable(message)))
 
 
+def _local_path(uri: str) -> str | None:
+    """The absolute path of a ``file:`` URI on this machine; None for any other URI, and for
+    one no file can have (a NUL byte, a malformed host)."""
+    try:
+        parsed = urlparse(uri)
+    except ValueError:
+        return None
+    path = unquote(parsed.path)
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost") or "\x00" in path:
+        return None
+    return path if os.path.isabs(path) else None
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -292,9 +302,9 @@ def build_server(make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> M
     def watched_files_changed(ls: MblintServer, params: types.DidChangeWatchedFilesParams) -> None:
         changed = set()
         for change in params.changes:
-            parsed = urlparse(change.uri)
-            if parsed.scheme == "file":
-                changed.add(os.path.realpath(unquote(parsed.path)))
+            path = _local_path(change.uri)
+            if path is not None:
+                changed.add(os.path.realpath(path))
         ls.recheck_readers_of(changed)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
