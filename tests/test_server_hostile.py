@@ -13,7 +13,7 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
-from server_support import REPO, Documents, codes, start
+from server_support import REPO, Documents, code_actions, codes, start
 
 from mblint.extract.modules import MAX_SOURCE_BYTES
 
@@ -110,6 +110,18 @@ async def test_control_characters_do_not_shift_lines_or_reach_the_client(client:
     # an edit after those characters (whole-document sync) lands where the client put it
     docs.change(uri, hostile.replace("\n\n\ndef", "\n\n\n\n\ndef"))
     assert codes(await docs.diagnostics(uri)) == [("PK001", 11)]
+
+
+async def test_control_characters_of_the_file_reach_the_client_escaped(client: LanguageClient, root):
+    docs = Documents(client, root)
+    # a YAML double-quoted key may hold any character: \e and \a are ESC and BEL
+    text = (root / "conf" / "sft.yaml").read_text() + '  "micro_batch_sise\\e]0;owned\\a": 1\n'
+    uri = docs.open("conf/sft.yaml", text, language="yaml")
+    [ot001] = [d for d in await docs.diagnostics(uri) if d.code == "OT001"]
+    assert ot001.message.startswith("train.micro_batch_sise\\x1b]0;owned\\x07: TrainingConfig has no field")
+    actions = await code_actions(client, uri, ot001)
+    assert actions[0].title == ("Fix OT001: rename train.micro_batch_sise\\x1b]0;owned\\x07 to "
+                                "train.micro_batch_size (unsafe fix)")
 
 
 async def test_a_rule_that_crashes_is_reported_and_the_server_goes_on(crashing: LanguageClient, root):

@@ -18,6 +18,7 @@ from lsprotocol import types
 from mblint.findings import Finding
 from mblint.fix import run_fixes
 from mblint.fix.files import state_from_bytes
+from mblint.report import printable
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.mblint"
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -28,7 +29,7 @@ def fix_title(finding: Finding) -> str:
     intents = finding.applicable_fixes
     what = "; ".join(intent.description or f"{intent.action} {intent.field}" for intent in intents)
     safe = all(intent.safe for intent in intents)
-    return f"Fix {finding.rule_id}: {what}" + ("" if safe else " (unsafe fix)")
+    return printable(f"Fix {finding.rule_id}: {what}" + ("" if safe else " (unsafe fix)"))  # names from the file
 
 
 class FixOutcome:
