@@ -208,6 +208,82 @@ async def test_a_newer_edit_supersedes_the_check_in_progress(slow_client: Langua
     assert published == [1, 5]
 
 
+DEPENDANT = """from megatron.bridge.models import GPTModelProvider
+
+from recipes.base import packed_base
+
+
+def {name}_config():
+    cfg = packed_base()
+    cfg.model = GPTModelProvider(num_layers=2, hidden_size=64, num_attention_heads=4)
+    cfg.model.cuda_graph_impl = "transformer_engine"
+    return cfg
+"""
+
+
+async def test_a_newer_edit_of_a_base_builder_goes_before_the_rechecks_of_its_older_text(
+        slow_client: LanguageClient, root):
+    """Two open recipes build on base.py, each checked in over half a second (their CG003
+    sleeps). An edit of base.py queues both again; a newer edit of base.py made while the first
+    of them runs is checked next, and the other's re-check of the outdated base.py is dropped:
+    each recipe is checked again once, after the newest base.py."""
+    for name in ("first", "second"):
+        (root / "recipes" / f"{name}.py").write_text(DEPENDANT.format(name=name))
+    docs = Documents(slow_client, root)
+    base = docs.open("recipes/base.py")
+    first, second = docs.open("recipes/first.py"), docs.open("recipes/second.py")
+    for uri in (base, first, second):
+        await docs.diagnostics(uri)
+    published = []
+
+    async def collect():
+        while True:
+            params = await slow_client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            published.append((params.uri.rsplit("/", 1)[-1], params.version))
+
+    collecting = asyncio.create_task(collect())
+    text = (root / "recipes" / "base.py").read_text()
+    docs.change(base, text.replace("global_batch_size=8", "global_batch_size=16"))  # version 2
+    await docs.diagnostics(base)
+    await asyncio.sleep(0.1)  # the first recipe's re-check runs
+    docs.change(base, text.replace("global_batch_size=8", "global_batch_size=32"))  # version 3
+    await docs.diagnostics(base)
+    await asyncio.sleep(1.5)  # both re-checks after version 3 take a second, at least
+    collecting.cancel()
+    assert published[0] == ("base.py", 2)
+    rechecks = published[1:]
+    assert sorted(rechecks[:1]) in ([("first.py", 1)], [("second.py", 1)])  # the one running at version 3
+    assert rechecks[1] == ("base.py", 3)
+    assert sorted(rechecks[2:]) == [("first.py", 1), ("second.py", 1)]
+
+
+async def test_the_newest_edit_is_checked_first(slow_client: LanguageClient, root):
+    """Two documents edited while a check runs: the one edited last, where the user types, is
+    checked first."""
+    docs = Documents(slow_client, root)
+    graphs, sft, override = docs.open("recipes/graphs.py"), docs.open("recipes/sft.py"), docs.open(
+        "conf/sft.yaml", language="yaml")
+    for uri in (graphs, sft, override):
+        await docs.diagnostics(uri)
+    published = []
+
+    async def collect():
+        while True:
+            params = await slow_client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            published.append((params.uri.rsplit("/", 1)[-1], params.version))
+
+    collecting = asyncio.create_task(collect())
+    docs.change(graphs, (root / "recipes" / "graphs.py").read_text() + "\n")  # checked for over 0.5 s
+    await asyncio.sleep(0.15)
+    docs.change(sft, (root / "recipes" / "sft.py").read_text() + "\n")
+    await asyncio.sleep(0.1)
+    docs.change(override, (root / "conf" / "sft.yaml").read_text() + "\n")
+    for uri in (graphs, sft, override):
+        await docs.diagnostics(uri)
+    collecting.cancel()
+    assert published == [("graphs.py", 2), ("sft.yaml", 2), ("sft.py", 2)]
+
+
 @pytest_asyncio.fixture
 async def launch_client(root, mb06):
     """A server given the Megatron-Bridge 0.6.2 wheel as search path, as a user gives their

@@ -3,9 +3,12 @@
 Each open document is checked as ``mblint check - --stdin-filename PATH`` checks an editor's
 unsaved text (``mblint.server.lint``), on open, on change (debounced) and on save; a change to
 a file that another open document's result read (a shared base builder) checks that document
-again. One lint runs at a time, in a thread of its own, so the server keeps reading messages:
-a newer edit replaces the pending lint of its document, and the result of a lint whose
-document changed meanwhile is dropped, never published.
+again. One lint runs at a time, in a thread of its own, so the server keeps reading messages.
+No work waits behind a newer edit: the documents whose own text is due are checked first, the
+newest first, before the re-checks of the documents that read a changed one; a newer edit
+replaces the pending lint of its document and drops the re-checks its older text caused (its
+own check queues those again, for the readers of a text other than its new one); the result
+of a lint whose document changed meanwhile is dropped, never published.
 
 What may be read is what ``check`` reads from the workspace folder: a document outside the
 workspace folders is not checked (a go-to-definition into an installed Megatron-Bridge opens
@@ -49,12 +52,15 @@ class MblintServer(LanguageServer):
         self.roots: list[str] = []  # the workspace folders (real paths): documents elsewhere are not checked
         self.results: dict[str, DocumentLint] = {}
         self.timers: dict[str, asyncio.TimerHandle] = {}
-        self.queue: dict[str, None] = {}  # documents waiting for the lint thread, oldest first
+        # The lint thread's work: documents whose own text is due (-> when their debounce ended),
+        # served newest first, then open documents to check again because a file they read
+        # changed (-> the documents' URIs or the paths on disk that changed), oldest first.
+        self.edits: dict[str, float] = {}
+        self.rechecks: dict[str, set[str]] = {}
         self.wake: asyncio.Event | None = None
         self.worker: asyncio.Task | None = None
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mblint-lint")
         self.reported_errors: set[str] = set()
-        self.due: dict[str, float] = {}  # when each queued document's debounce ended
 
     # ----- which documents ------------------------------------------------------------------
 
@@ -80,52 +86,74 @@ class MblintServer(LanguageServer):
 
     def schedule(self, uri: str, delay: float) -> None:
         """Check ``uri`` ``delay`` seconds from now, replacing what was pending for it."""
-        timer = self.timers.pop(uri, None)
-        if timer is not None:
-            timer.cancel()
-        self.queue.pop(uri, None)
+        self.unschedule(uri)
         loop = asyncio.get_running_loop()
         self.timers[uri] = loop.call_later(delay, self.enqueue, uri)
         if self.worker is None:
             self.wake = asyncio.Event()
             self.worker = loop.create_task(self.work())
 
+    def unschedule(self, uri: str) -> None:
+        timer = self.timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        self.edits.pop(uri, None)
+        self.rechecks.pop(uri, None)
+
     def enqueue(self, uri: str) -> None:
         self.timers.pop(uri, None)
-        self.due[uri] = time.perf_counter()
-        self.queue[uri] = None
+        self.rechecks.pop(uri, None)  # its own check reads every open text as it is now
+        self.edits[uri] = time.perf_counter()
         self.wake.set()
+
+    def drop_rechecks_caused_by(self, uri: str) -> None:
+        """A newer text of ``uri`` outdates the re-checks its older text caused; its own check
+        queues them again for the documents that read a text other than its new one."""
+        for other, causes in list(self.rechecks.items()):
+            causes.discard(uri)
+            if not causes:
+                del self.rechecks[other]
+
+    def pending(self, uri: str) -> bool:
+        return uri in self.timers or uri in self.edits or uri in self.rechecks
 
     def superseded(self, uri: str, version) -> bool:
         document = self.workspace.text_documents.get(uri)
-        return document is None or document.version != version or uri in self.timers or uri in self.queue
+        return document is None or document.version != version or self.pending(uri)
+
+    def next_check(self) -> tuple[str, float | None]:
+        if self.edits:
+            uri = next(reversed(self.edits))
+            return uri, self.edits.pop(uri)
+        uri = next(iter(self.rechecks))
+        del self.rechecks[uri]
+        return uri, None
 
     async def work(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             await self.wake.wait()
             self.wake.clear()
-            while self.queue:
-                uri = next(iter(self.queue))
-                del self.queue[uri]
-                await self.check(loop, uri)
+            while self.edits or self.rechecks:
+                await self.check(loop, *self.next_check())
 
-    async def check(self, loop, uri: str) -> None:
+    async def check(self, loop, uri: str, due: float | None) -> None:
         document = self.workspace.text_documents.get(uri)
         path = self.path_of(uri)
         if document is None or path is None:
             return
         version, text = document.version, document.source
-        due = self.due.pop(uri, None)
+        texts = self.open_texts()
         started = time.perf_counter()
         try:
             result = await loop.run_in_executor(self.executor, lint_document, self.make_engine, path, text, version,
-                                                self.open_texts())
+                                                texts)
         except Exception as error:  # noqa: BLE001 - a failure of mblint is reported, and the server goes on
             self.report_failure(f"mblint failed while checking {path}", error)
             return
         if self.superseded(uri, version):
             return  # a newer text is pending: its lint publishes
+        result.read = {os.path.realpath(other): hash(other_text) for other, other_text in texts.items()}
         checked = time.perf_counter()
         self.publish_result(uri, result, document.position_codec)
         published = time.perf_counter()
@@ -133,20 +161,34 @@ class MblintServer(LanguageServer):
                  f"published {(published - (due or started)) * 1000:.0f} ms after the debounce")
         previous = self.results.get(uri)
         self.results[uri] = result
-        self.recheck_dependents(uri, path, previous)
+        self.recheck_readers_of_document(uri, path, previous)
 
-    def recheck_dependents(self, uri: str, path: Path, previous: DocumentLint | None) -> None:
-        """The other open documents whose last result read ``path`` (a base builder they import)."""
-        if previous is None or previous.text == self.results[uri].text:
-            return  # opened, or saved unchanged: what the others read is what they read before
-        self.recheck_readers_of({os.path.realpath(path)}, uri)
+    def recheck_readers_of_document(self, uri: str, path: Path, previous: DocumentLint | None) -> None:
+        """The other open documents whose last result read ``path`` (a base builder they import)
+        in a text other than the one just checked."""
+        real, text = os.path.realpath(path), self.results[uri].text
+        for other, result in self.results.items():
+            if other == uri or real not in result.dependencies:
+                continue
+            read = result.read.get(real)
+            if read is None:  # read on disk: whether it changed is whether this document did
+                changed = previous is not None and previous.text != text
+            else:
+                changed = read != hash(text)
+            if changed:
+                self.queue_recheck(other, uri)
 
-    def recheck_readers_of(self, changed: set[str], skip: str = "") -> None:
+    def recheck_readers_of(self, changed: set[str]) -> None:
         """Check again the open documents whose last result read one of the ``changed`` files."""
-        for other, result in list(self.results.items()):
-            if other != skip and changed & result.dependencies and other not in self.timers:
-                self.queue[other] = None
-        if self.queue and self.wake is not None:
+        for other, result in self.results.items():
+            for path in changed & result.dependencies:
+                self.queue_recheck(other, path)
+
+    def queue_recheck(self, uri: str, cause: str) -> None:
+        if uri in self.timers or uri in self.edits:
+            return  # its own check comes
+        self.rechecks.setdefault(uri, set()).add(cause)
+        if self.wake is not None:
             self.wake.set()
 
     def jobs_reaching(self, result: DocumentLint) -> list:
@@ -320,6 +362,7 @@ def build_server(make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> M
         uri = params.text_document.uri
         if ls.path_of(uri) is not None:
             ls.schedule(uri, ls.debounce)
+            ls.drop_rechecks_caused_by(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: MblintServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -330,10 +373,7 @@ def build_server(make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> M
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(ls: MblintServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        timer = ls.timers.pop(uri, None)
-        if timer is not None:
-            timer.cancel()
-        ls.queue.pop(uri, None)
+        ls.unschedule(uri)
         ls.results.pop(uri, None)
         ls.publish(uri, None, [])
 
@@ -395,7 +435,8 @@ def build_server(make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> M
         for timer in ls.timers.values():
             timer.cancel()
         ls.timers.clear()
-        ls.queue.clear()
+        ls.edits.clear()
+        ls.rechecks.clear()
         ls.executor.shutdown(wait=False, cancel_futures=True)
 
     return server

@@ -37,7 +37,7 @@ class DocumentLint:
     jobs: list[JobConfig] = field(default_factory=list)
     dependencies: set[str] = field(default_factory=set)  # real paths
     help_uris: dict[str, str] = field(default_factory=dict)
-
+    read: dict[str, int] = field(default_factory=dict)  # real path -> hash of the open text it read
 
     def finding_for(self, diag) -> Finding | None:
         """The finding a diagnostic of this result stands for (by the identity it carries, else
