@@ -14,8 +14,11 @@ a later edit in the same timestamp tick would leave the signature unchanged, so 
 hashed on every run until its entry is rewritten.
 
 A dependency that did not exist when it was recorded (a Hugging Face ``refs/main`` that names
-a config.json this machine does not have) is recorded as ``ABSENT``: it is unchanged while
-nothing exists at that path, and changed as soon as anything does."""
+a config.json this machine does not have, a place an import or a training script was looked
+for in vain) is recorded as ``ABSENT``: it is unchanged while nothing exists at that path, and
+changed as soon as anything does. A folder a search listed (the training scripts that may load
+an override file) is recorded by the digest of its listing (``listing_hash``): it is unchanged
+while it holds the same names."""
 
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mblint import __version__
-from mblint.paths import open_regular, read_json, read_regular
+from mblint.paths import NotRegularFile, open_regular, read_json, read_regular
 
 try:  # the function hashlib.blake2b is, without hashlib loading OpenSSL at start-up
     from _blake2 import blake2b
@@ -66,11 +69,25 @@ def content_hash(path: Path, memo: dict | None = None) -> str | None:
             digest = hasher.hexdigest()
         finally:
             os.close(handle)
+    except NotRegularFile:
+        digest = listing_hash(key)
     except (OSError, ValueError):
         digest = None
     if memo is not None:
         memo[key] = digest
     return digest
+
+
+def listing_hash(folder: str) -> str | None:
+    """A digest of the names in ``folder`` and which of them are folders (a search that lists
+    it depends on them); None when it is no folder or cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(entry.name + ("/" if entry.is_dir(follow_symlinks=False) else "") for entry in entries)
+    except OSError:
+        return None
+    text = "\0".join(names).encode("utf-8", "surrogateescape")
+    return "listing:" + blake2b(text, digest_size=16).hexdigest()
 
 
 def rules_fingerprint(rules: list) -> str:

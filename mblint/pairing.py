@@ -180,17 +180,22 @@ def recipe_kwargs(node: ast.FunctionDef, peft_scheme: str | None) -> dict | None
     return {}
 
 
-def find_named_file(written: str, script: Path, root: Path | None, allows=lambda path: True) -> Path | None:
+def find_named_file(written: str, script: Path, root: Path | None, allows=lambda path: True,
+                    searched: set | None = None) -> Path | None:
     """A file a launch line names: as written when absolute, else relative to the script's
     folder or one of its parent folders up to ``root`` (the launch's working folder is not
-    known; scripts are run from their own folder or from the repository's top)."""
+    known; scripts are run from their own folder or from the repository's top). ``searched``
+    gets every place looked at, found or not (the answer depends on them all)."""
+    searched = set() if searched is None else searched
     candidate = Path(written)
     if candidate.is_absolute():
+        searched.add(candidate)
         return candidate if candidate.is_file() and allows(candidate) else None
     folder = script.parent.resolve()
     top = root.resolve() if root is not None else None
     for _ in range(12):
         found = folder / candidate
+        searched.add(found)
         if found.is_file() and allows(found):
             return found
         if top is not None and folder == top or folder.parent == folder:
@@ -203,16 +208,20 @@ MAX_ENTRY_CANDIDATES = 300  # Python files looked at per override file
 ENTRY_LEVELS = 3  # the override file's folder and two above it
 
 
-def entry_scripts_naming(yaml_path: Path, texts: dict, allows=lambda path: True) -> list[Path]:
+def entry_scripts_naming(yaml_path: Path, texts: dict, allows=lambda path: True,
+                         searched: set | None = None) -> list[Path]:
     """Python files in the override file's folder or up to two folders above it whose text
     names the file (``"llama32_1b_finetune.yaml"``): the training scripts that may load it.
     ``texts``: file texts already read in this run, by path; ``allows``: whether a file may
-    be read (the run's confinement)."""
+    be read (the run's confinement); ``searched`` gets the folders listed and the files read
+    (a script added or edited there may pair the file)."""
+    searched = set() if searched is None else searched
     name = yaml_path.name
     found: list[Path] = []
     folder = yaml_path.resolve().parent
     looked = 0
     for _ in range(ENTRY_LEVELS):
+        searched.add(folder)
         try:
             candidates = sorted(p for p in folder.iterdir() if p.suffix == ".py" and p.is_file() and allows(p))
         except OSError:
@@ -221,6 +230,7 @@ def entry_scripts_naming(yaml_path: Path, texts: dict, allows=lambda path: True)
             looked += 1
             if looked > MAX_ENTRY_CANDIDATES:
                 return found
+            searched.add(candidate)
             if candidate not in texts:
                 try:
                     texts[candidate] = read_source(candidate)

@@ -59,10 +59,13 @@ class Entry:
 CONFIG_OPTIONS = ("--config-file", "--config_file", "--config")
 
 
-def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file: Path | None = None) -> Entry | str | None:
+def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file: Path | None = None,
+                  searched: set | None = None) -> Entry | str | None:
     """The entry script's recipe (an ``Entry``), a reason why it cannot be known (a string),
     or None when the script builds no Megatron-Bridge recipe at all. ``config_file``: run as
-    if given with ``--config-file config_file`` (when the script has that option)."""
+    if given with ``--config-file config_file`` (when the script has that option);
+    ``searched`` gets the places its override files were looked for."""
+    searched = set() if searched is None else searched
     project = engine.project
     interp = project.interpreter_for(script)
     try:
@@ -106,8 +109,9 @@ def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file
         if not path.is_absolute():
             from mblint.pairing import find_named_file
 
-            found = find_named_file(str(value), script, None, engine.confinement.allows)
+            found = find_named_file(str(value), script, None, engine.confinement.allows, searched)
             path = found if found is not None else path
+        searched.add(path)
         if path.is_file() and engine.confinement.allows(path):
             entry.config_files.append(path)
         else:
@@ -507,19 +511,23 @@ class _Namespace:
         self.values = values
 
 
-def entry_recipe(engine: Any, script: Path, launch: Any) -> tuple | str | None:
+def entry_recipe(engine: Any, script: Path, launch: Any, searched: set) -> tuple | str | None:
     """(recipe file, function, override files, kwargs) for a launch line running a Python entry
-    script; a string saying why not; None when the script is not a training entry point."""
+    script; a string saying why not; None when the script is not a training entry point.
+    ``searched`` gets the places the entry script and its override files were looked for, and
+    the entry script found."""
     from mblint.pairing import find_named_file
 
     written = launch.script or ""
-    path = find_named_file(written, script, None, engine.confinement.allows)
+    path = find_named_file(written, script, None, engine.confinement.allows, searched)
     if path is None:
         return f"entry script {written} not found beside the launch script"
     words = launch.command.words
     start = next(i for i, w in enumerate(words) if w is launch.entry_word) + 1
     argv = [w.text for w in words[start:]]
-    found = analyse_entry(engine, path, argv)
+    found = analyse_entry(engine, path, argv, searched=searched)
+    if engine.options.use_cache:  # the script's imports only key the cache
+        searched |= engine.dependencies(path)
     if found is None or isinstance(found, str):
         return found
     if found.missing_files:

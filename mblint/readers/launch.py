@@ -174,31 +174,36 @@ class LaunchReader:
     def check_entry_script(self, path: Path, display: str, launch: Launch, result: "FileResult") -> set[Path]:
         from mblint.readers.entry import entry_recipe
 
-        entry = entry_recipe(self.engine, path, launch)
+        searched: set[Path] = set()  # the answer depends on every place looked at
+        entry = entry_recipe(self.engine, path, launch, searched)
         if entry is None:
-            return set()
+            return searched
         if isinstance(entry, str) and entry.startswith("entry script ") and not (launch.settings or launch.config_files):
-            return set()  # a Python script that is not there, run without configuration arguments
+            return searched  # a Python script that is not there, run without configuration arguments
         if isinstance(entry, str):
             self.finding("LA002", display, launch.entry_word.span, f"launch not checked: {entry}", result)
-            return set()
+            return searched
         if not entry.applies_cli:
             launch.settings = []  # the script does not apply trailing KEY=VALUE arguments
         return self.run(path, display, launch, entry.recipe_path, entry.function, "script", entry.config_files,
-                        result, kwargs=entry.kwargs, mutations=entry.mutations) | {entry.script}
+                        result, kwargs=entry.kwargs, mutations=entry.mutations) | {entry.script} | searched
 
-    def check_yaml_by_entry(self, path: Path, result: "FileResult") -> set[Path] | None:
+    def check_yaml_by_entry(self, path: Path, result: "FileResult", searched: set[Path]) -> set[Path] | None:
         """An override file no comment or setting pairs: paired by a training script beside it
         (or up to two folders above) that names it and loads it, run as it documents it
-        (``--config-file <this file>``); None when no script pairs it."""
+        (``--config-file <this file>``); None when no script pairs it. ``searched`` gets what
+        the answer depends on, whatever it is: the folders searched, the scripts read, what
+        the scripts naming the file import."""
         from mblint.readers.entry import analyse_entry
         from mblint.extract.shell import Command, Word
         from mblint.pairing import entry_scripts_naming
 
         texts = self.__dict__.setdefault("_texts", {})
         target = path.resolve()
-        for script in entry_scripts_naming(path, texts, self.engine.confinement.allows):
-            entry = analyse_entry(self.engine, script, [], config_file=target)
+        for script in entry_scripts_naming(path, texts, self.engine.confinement.allows, searched):
+            entry = analyse_entry(self.engine, script, [], config_file=target, searched=searched)
+            if self.engine.options.use_cache:  # the script's imports only key the cache
+                searched |= self.engine.dependencies(script)
             if entry is None or isinstance(entry, str):
                 continue
             if target not in {p.resolve() for p in entry.config_files}:

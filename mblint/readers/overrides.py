@@ -43,14 +43,15 @@ class OverridesReader:
         paired = pairing(path, document, engine.options.recipe, engine.settings_for(path))
         if isinstance(paired, Unpaired):
             checker = engine.readers.launch
-            by_entry = checker.check_yaml_by_entry(path, report)  # a training script loading it
+            searched: set[Path] = set()  # where training scripts were looked for
+            by_entry = checker.check_yaml_by_entry(path, report, searched)  # a training script loading it
             if by_entry is not None:
-                return by_entry
+                return by_entry | searched
             commands = checker.check_commands_in(path, document, report)  # launch lines kept in the YAML
             if commands is not None:
-                return commands
+                return commands | searched
             self.unpaired(path, paired, report)
-            return set()
+            return searched
         where, separator, function = paired.recipe.rpartition("::")
         if separator and (not where or not function.isidentifier()):
             report.errors.append(FileError(str(path), f"malformed pairing {paired.recipe!r}: expected "
