@@ -89,7 +89,7 @@ __all__ = [
     "layout_stages", "megatron_fsdp", "min_gpus", "mixed_precision_kind", "model_family_hints",
     "non_dividing_factor", "offline_packing", "offline_packing_known_on", "pad_to_max_length", "parallel",
     "per_config", "per_schema", "precision_value", "precondition", "recompute_module_list",
-    "recompute_modules_allowed", "schema_of", "selective_recompute_modules", "selective_recompute_modules_known",
+    "recompute_modules_allowed", "release_fact", "schema_of", "selective_recompute_modules", "selective_recompute_modules_known",
     "seq_length_disagrees", "some_packing_known_on", "specs_path", "specs_present", "str_list", "suggest", "value",
 ]
 
@@ -779,6 +779,13 @@ def knows_class(cfg: EffectiveConfig, name: str) -> bool:
 def has_check(cfg: EffectiveConfig, name: str) -> bool:
     """Whether the release's code runs the check ``name`` (``mblint.schema.facts.SOURCE_CHECKS``)."""
     return schema_of(cfg).has_check(name)
+
+
+def release_fact(cfg: EffectiveConfig, name: str) -> Any:
+    """A fact the schema records of the release being linted, read from its source
+    (``mblint.schema.runtime_facts``: "flex_backend_gpus", "collate_pad_multiple"); None when
+    the release's code does not say it in a form mblint reads."""
+    return schema_of(cfg).facts.get(name)
 
 
 def allowed_values(cfg: EffectiveConfig, field: str, fallback: tuple[str, ...]) -> tuple[str, ...]:

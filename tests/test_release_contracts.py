@@ -1,6 +1,6 @@
 """A rule whose truth changed between releases reads it from the schema derived from the source
 at hand, not from a version number: here a copy of Megatron-Bridge 0.6.2 made into a later
-release by the one change the rule depends on."""
+release by the changes the rules depend on."""
 
 from __future__ import annotations
 
@@ -30,6 +30,41 @@ def energon_config():
 '''
 
 
+# The later release's validate_flex_dispatcher_backend accepts DeepEP on every Blackwell GPU
+# (0.6.2 training/flex_dispatcher_backend.py:107-109 accepts compute capability 8 or 9, or a
+# device name starting "NVIDIA B200"/"NVIDIA B300").
+DEEPEP_ON_BLACKWELL = ('device_properties.major in (8, 9) or device_properties.name.startswith(("NVIDIA B200", "NVIDIA B300"))',
+                       "device_properties.major in (8, 9, 10)")
+# Its packed dataset's collate pads a pack to a multiple of 8, not 16 (0.6.2 data/datasets/gpt_sft.py:98).
+COLLATE_PADS_TO_8 = ("pad_seq_length_to_mult: int = 16,", "pad_seq_length_to_mult: int = 8,")
+MOE_RECIPE = '''from megatron.bridge.models import GPTModelProvider
+from megatron.bridge.recipes.common import _pretrain_common
+
+
+def moe_pretrain_8gpu_gb200_bf16_config():
+    cfg = _pretrain_common()
+    cfg.model = GPTModelProvider(num_layers=4, hidden_size=64, num_attention_heads=4, num_moe_experts=64)
+    cfg.model.moe_token_dispatcher_type = "flex"
+    cfg.model.moe_flex_dispatcher_backend = "deepep"
+    return cfg
+'''
+# Offline packing, sequence parallelism over TP 16 and packs not padded to the full width: each
+# pack's width is the collate's multiple, which TP must divide (PK007).
+PACKED_RECIPE = '''from megatron.bridge.models import GPTModelProvider
+from megatron.bridge.recipes.common import _sft_common
+
+
+def packed_sft_config():
+    cfg = _sft_common()
+    cfg.model = GPTModelProvider(num_layers=4, hidden_size=256, num_attention_heads=16)
+    cfg.model.tensor_model_parallel_size = 16
+    cfg.model.sequence_parallel = True
+    cfg.dataset.dataset_kwargs = None
+    cfg.dataset.offline_packing_specs.packed_sequence_size = 4096
+    return cfg
+'''
+
+
 @pytest.fixture(scope="module")
 def later_release(tmp_path_factory, mb06) -> Path:
     root = tmp_path_factory.mktemp("later")
@@ -42,16 +77,28 @@ def later_release(tmp_path_factory, mb06) -> Path:
     text = energon.read_text()
     assert anchor in text
     energon.write_text(text.replace(anchor, anchor + NATIVE_PACKING_CHECK))
+    _replace_once(bridge / "training" / "flex_dispatcher_backend.py", *DEEPEP_ON_BLACKWELL)
+    _replace_once(bridge / "data" / "datasets" / "gpt_sft.py", *COLLATE_PADS_TO_8)
     return root
 
 
-def pk013(tmp_path: Path, root: Path, encoder: str) -> list:
-    recipe = tmp_path / f"{encoder}.py"
-    recipe.write_text(ENERGON_RECIPE.format(encoder=encoder))
-    engine = Engine(CheckOptions(select=("PK013",), search_paths=(root,), jobs=1, cache_dir=tmp_path / "cache"))
+def _replace_once(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
+
+
+def findings(tmp_path: Path, root: Path, rule: str, text: str, name: str = "recipe") -> list:
+    recipe = tmp_path / f"{name}.py"
+    recipe.write_text(text)
+    engine = Engine(CheckOptions(select=(rule,), search_paths=(root,), jobs=1, cache_dir=tmp_path / "cache"))
     report = engine.check_paths([str(recipe)])
     assert report.resolved == 1
     return report.findings
+
+
+def pk013(tmp_path: Path, root: Path, encoder: str) -> list:
+    return findings(tmp_path, root, "PK013", ENERGON_RECIPE.format(encoder=encoder), encoder)
 
 
 def test_native_packing_with_the_qwen_vl_encoder_is_fine_where_the_source_supports_it(tmp_path, later_release, mb06):
@@ -66,3 +113,15 @@ def test_native_packing_with_another_encoder_is_an_error_where_only_qwen_vl_pack
     assert finding.severity.name == "ERROR"
     assert "supports only the Qwen-VL task encoder" in finding.message
     assert "HFEnergonTaskEncoderConfig" in finding.message
+
+
+def test_the_gpus_a_flex_backend_runs_on_are_the_release_s(tmp_path, later_release, mb06):
+    [finding] = findings(tmp_path, mb06, "MO021", MOE_RECIPE)
+    assert "Current GPU: NVIDIA GB200" in finding.message
+    assert findings(tmp_path, later_release, "MO021", MOE_RECIPE) == []
+
+
+def test_the_collate_multiple_a_pack_is_padded_to_is_the_release_s(tmp_path, later_release, mb06):
+    assert findings(tmp_path, mb06, "PK007", PACKED_RECIPE) == []  # 16: TP 16 divides each pack
+    [finding] = findings(tmp_path, later_release, "PK007", PACKED_RECIPE)
+    assert "TP=16 with sequence parallelism" in finding.message

@@ -8,6 +8,7 @@ import json
 
 from mblint.paths import read_regular
 from mblint.schema.extract import MAX_MODULE_BYTES, SourceIndex, extract_classes, extract_enums
+from mblint.schema.runtime_facts import collate_pad_multiple, flex_backend_gpus
 from mblint.schema.self_preserving import self_preserving_methods
 from mblint.schema.facts import (
     allowed_values,
@@ -72,6 +73,8 @@ def build_schema(index: SourceIndex, bridge_version: str, core_version: str, rec
             "provider_attributes": provider_attributes(index, classes, TRANSFORMER_CONFIG),
             "self_preserving_methods": self_preserving_methods(index, classes),
             "hf_provider_classes": hf_provider_classes(index, classes, TRANSFORMER_CONFIG),
+            "flex_backend_gpus": flex_backend_gpus(index),
+            "collate_pad_multiple": collate_pad_multiple(index),
         },
         "overlay": {key: value for key, value in overlay.items() if value},
     }

@@ -4,8 +4,9 @@ fields, defaults and registered names.
 
 The source is read with ``ast`` (never imported) and only as far as the configuration
 classes reach: ``ConfigContainer`` and the classes its fields name (with their bases and
-default factories), the mixed-precision config and registry, the deprecations and the checks
-of ``facts.SOURCE_CHECKS``. The other classes (model providers, PEFT and data helpers,
+default factories), the mixed-precision config and registry, the deprecations, the checks
+of ``facts.SOURCE_CHECKS`` and the facts of ``runtime_facts`` (flex dispatcher GPUs, collate
+padding). The other classes (model providers, PEFT and data helpers,
 Megatron-Core's), Megatron-Core's facts and the HF-bridge facts come from the nearest bundled
 release (the source at hand rarely holds Megatron-Core). Work is bounded (files,
 bytes, nesting); a source mblint cannot derive from falls back to the bundled schema, with a
@@ -55,6 +56,7 @@ from mblint.schema.facts import (
     provider_attributes,
     source_checks,
 )
+from mblint.schema.runtime_facts import collate_pad_multiple, flex_backend_gpus
 from mblint.schema.self_preserving import self_preserving_methods
 from mblint.schema.source import BridgeSource
 
@@ -63,7 +65,7 @@ try:  # the hash mblint.cache uses, without loading OpenSSL at start-up
 except ImportError:  # pragma: no cover
     from hashlib import blake2b
 
-DERIVE_FORMAT = 9  # bump to re-derive cached schemas when what is derived changes
+DERIVE_FORMAT = 10  # bump to re-derive cached schemas when what is derived changes
 MAX_FILES = 4000
 MAX_FILE_BYTES = 2_000_000
 MAX_TOTAL_BYTES = 80_000_000
@@ -465,6 +467,8 @@ def _assemble(source, base: Schema, index, extractor, classes: dict, files) -> d
                   "self_preserving_methods": {
                       **{q: m for q, m in base.facts.get("self_preserving_methods", {}).items() if q not in bridge},
                       **self_preserving_methods(index, bridge, extractor.kinds)},
+                  "flex_backend_gpus": flex_backend_gpus(index),
+                  "collate_pad_multiple": collate_pad_multiple(index),
                   "checks": {**{n: w for n, w in base.facts.get("checks", {}).items() if "/bridge/" not in w},
                              **source_checks(lambda rel: _text(texts, source.root / "megatron" / rel), ("bridge",))}},
         "overlay": {key: value for key, value in overlay.items() if value},

@@ -15,16 +15,11 @@ from mblint.rulekit import (
     offline_packing,
     offline_packing_known_on,
     pad_to_max_length,
+    release_fact,
+    UNKNOWN,
     specs_path,
     value,
 )
-
-# A pack not padded to the full width is padded by the dataset's collate to a multiple of the
-# dataset's pad_seq_length_to_mult (0.6.2 data/packing/gpt_sft.py:191-198), a dataset_kwargs
-# entry that defaults to 16 (data/datasets/gpt_sft.py:98; 0.5.1 and 0.3.1
-# data/datasets/sft.py:264 / :206). It is not the packing specs' pad_seq_to_mult, which pads each
-# segment when the packs are prepared (data/packing/offline.py:171-193).
-COLLATE_MULTIPLE = 16
 
 
 class PadSeqToMultAlignment(Rule):
@@ -49,7 +44,8 @@ no code needs each segment aligned to TP, only the pack's width, so the SP part 
 only when that width is known not to be a multiple of TP: a pack padded to the full
 `packed_sequence_size` (`pad_to_max_length`, as the SQuAD helper sets,
 recipes/utils/dataset_utils.py:130-132) has that width; any other is padded by the dataset's
-collate to a multiple of `dataset_kwargs["pad_seq_length_to_mult"]` (default 16, not
+collate to a multiple of `dataset_kwargs["pad_seq_length_to_mult"]` (default: the packed
+dataset's, read from the release; 16 in every release so far; not
 `pad_seq_to_mult`; 0.6.2 data/packing/gpt_sft.py:191-198, data/datasets/gpt_sft.py:98), at most
 `packed_sequence_size`. With CP > 1 the SP part is still reported from `pad_seq_to_mult`. `ConfigContainer.validate()` does
 not check this for offline packing; only `scripts/training/run_recipe.py` repairs it. The CP part
@@ -157,11 +153,18 @@ including `dist.eval_context_parallel_size`).
 def _pack_width_aligned(cfg, required: int):
     """Whether every pack's width is a multiple of ``required``: True, False, or None when it
     is not known. A pack padded to the full packed_sequence_size has that width; any other is
-    padded to a multiple of the collate's pad_seq_length_to_mult, at most packed_sequence_size."""
+    padded to a multiple of the collate's pad_seq_length_to_mult, at most packed_sequence_size:
+    the dataset_kwargs entry, else the packed dataset's default in the release being linted (16
+    so far: 0.6.2 data/datasets/gpt_sft.py:98, 0.5.1 data/datasets/sft.py:264, 0.4.2 :259, 0.3.1
+    :206; used by the collate at 0.6.2 data/packing/gpt_sft.py:191-198). It is not the packing
+    specs' pad_seq_to_mult, which pads each segment when the packs are prepared
+    (data/packing/offline.py:171-193)."""
     width = value(cfg, f"{specs_path(cfg)}.packed_sequence_size")
     padded, _ = pad_to_max_length(cfg)
     multiple = value(cfg, "dataset.dataset_kwargs.pad_seq_length_to_mult")
-    multiple = COLLATE_MULTIPLE if multiple is ABSENT else multiple
+    if multiple is ABSENT:
+        default = release_fact(cfg, "collate_pad_multiple")
+        multiple = default["value"] if default else UNKNOWN
     if not (int_values(width) and width > 0 and known(padded) and int_values(multiple) and multiple > 0):
         return None
     return width % required == 0 and (padded is True or multiple % required == 0)
