@@ -135,3 +135,27 @@ async def test_a_rule_that_crashes_is_reported_and_the_server_goes_on(crashing: 
     assert shown and "internal error in rule CG003" in shown[0].message
     sft = docs.open("recipes/sft.py")  # the server still checks, and the other rules still run
     assert codes(await docs.diagnostics(sft)) == [("PK001", 8)]
+
+
+async def test_an_error_is_shown_once_while_it_lasts_and_again_after_its_document_was_closed(
+        crashing: LanguageClient, root):
+    """The errors shown are those of the open documents' last results: a re-check with the same
+    error does not show it again; closing the document forgets it, and opening it again shows it."""
+    docs = Documents(crashing, root)
+
+    def shown() -> int:
+        return sum("internal error in rule CG003" in m.message for m in crashing.messages
+                   if m.type == types.MessageType.Error)
+
+    uri = docs.open("recipes/graphs.py")
+    await docs.diagnostics(uri)
+    assert shown() == 1
+    docs.change(uri, (root / "recipes" / "graphs.py").read_text() + "\n")
+    await docs.diagnostics(uri)
+    assert shown() == 1
+    crashing.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert await docs.diagnostics(uri) == []  # the close clears its diagnostics
+    docs.open("recipes/graphs.py")
+    await docs.diagnostics(uri)
+    assert shown() == 2

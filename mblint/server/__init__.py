@@ -60,7 +60,7 @@ class MblintServer(LanguageServer):
         self.wake: asyncio.Event | None = None
         self.worker: asyncio.Task | None = None
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mblint-lint")
-        self.reported_errors: set[str] = set()
+        self.shown_errors: dict[str, set[str]] = {}  # the errors shown for each open document's last result
 
     # ----- which documents ------------------------------------------------------------------
 
@@ -255,24 +255,31 @@ class MblintServer(LanguageServer):
         places = Places(result.text, codec, Path.cwd())
         diagnostics = [diagnostic(f, places, result.display, result.help_uris.get(f.rule_id))
                        for f in result.findings]
+        errors = set()
         for error in result.errors:
             if error.path != result.display:
                 error = type(error)(error.path, error.message)  # not a place in this document
             diagnostics.append(error_diagnostic(error, places))
-            self.show_error_once(str(error))
+            errors.add(str(error))
+        self.show_new_errors(uri, errors)
         self.publish(uri, result.version, diagnostics)
 
     def publish(self, uri: str, version, diagnostics: list) -> None:
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
 
-    def show_error_once(self, message: str) -> None:
+    def show_new_errors(self, uri: str, messages: set[str]) -> None:
+        """Show the errors of ``uri``'s result that no open document's last result had."""
         from mblint.report import printable
 
-        if message not in self.reported_errors:
-            self.reported_errors.add(message)
+        shown = set().union(*self.shown_errors.values())
+        for message in sorted(messages - shown):
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
                                                              message=printable(f"mblint: error: {message}")))
+        if messages:
+            self.shown_errors[uri] = messages
+        else:
+            self.shown_errors.pop(uri, None)
 
     def report_failure(self, what: str, error: BaseException) -> None:
         from mblint.report import printable
@@ -375,6 +382,7 @@ def build_server(make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> M
         uri = params.text_document.uri
         ls.unschedule(uri)
         ls.results.pop(uri, None)
+        ls.shown_errors.pop(uri, None)
         ls.publish(uri, None, [])
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
