@@ -52,7 +52,8 @@ class Entry:
     config_files: list[Path] = field(default_factory=list)
     applies_cli: bool = False
     missing_files: list[str] = field(default_factory=list)
-    mutations: list = field(default_factory=list)  # (field path, value or UNKNOWN) set by the script itself
+    # (field path, value or UNKNOWN, (line, column, end line, end column) of the statement) set by the script itself
+    mutations: list = field(default_factory=list)
     script: Path | None = None
 
 
@@ -99,7 +100,7 @@ def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file
     if reader.opaque:
         return f"{script.name} {reader.opaque[0]}, which mblint does not follow"
     entry = Entry(func.module.path, func.node.name, kwargs, applies_cli=reader.applies_cli, script=script.resolve())
-    entry.mutations = [(path, value) for built, path, value in reader.mutations if built.func is func]
+    entry.mutations = [(path, value, span) for built, path, value, span in reader.mutations if built.func is func]
     for value in reader.config_files:
         if value is UNKNOWN:
             return f"{script.name} reads an override file whose path mblint does not know"
@@ -127,11 +128,13 @@ class _EntryReader:
         self.constants: dict[str, Any] = {}
         self.config_files: list[Any] = []
         self.overridden: list = []  # (FuncRef, kwargs) of the recipe results handed to the override loaders
-        self.mutations: list = []  # (_Built, field path, value or UNKNOWN) the script assigns on a recipe's result
+        self.mutations: list = []  # (_Built, field path, value or UNKNOWN, span) the script assigns on a recipe's result
         self.opaque: list[str] = []  # calls that get a recipe's result and may change anything in it
         self.applies_cli = False
         self.steps = 0
         self.resolved: dict[str, Any] = {}
+        self.parsers: dict[str, bool] = {}  # the script's functions: whether each parses the command line
+        self.namespace = _Namespace({})
         self._module_constants()
 
     # ----- names --------------------------------------------------------------------------
@@ -158,14 +161,8 @@ class _EntryReader:
     def trainer_called(self) -> str | None:
         """The Megatron-Bridge training entry point (``pretrain``, ``finetune``...) the script
         imports from megatron.bridge and calls, if any."""
-        imported = {alias.asname or alias.name: alias.name for stmt in self.tree.body
-                    if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").startswith("megatron.bridge.")
-                    for alias in stmt.names if alias.name in TRAINERS}
-        if imported:
-            for node in ast.walk(self.tree):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in imported:
-                    return imported[node.func.id]
-        return None
+        found = trainer_call(self.tree)
+        return found[0] if found is not None else None
 
     # ----- module constants and argparse -------------------------------------------------
 
@@ -197,6 +194,8 @@ class _EntryReader:
             kind = action.value if isinstance(action, ast.Constant) else "store"
             if kind == "store_true":
                 default: Any = False
+            elif _is_true(keywords.get("required")):
+                default = UNKNOWN  # given on every command line that runs: its value is not the default's
             elif kind == "store_false":
                 default = True
             elif "default" in keywords:
@@ -239,8 +238,26 @@ class _EntryReader:
                 body = [s for s in function.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))]
             else:
                 body = function.body
-            self.walk(body, {"args": _Namespace(args)}, found)
+            self.namespace = _Namespace(args)
+            self.walk(body, {"args": self.namespace}, found)
         return found
+
+    def parses_arguments(self, call: ast.Call) -> bool:
+        """``parser.parse_args()``, ``parser.parse_known_args()``, or a call of a function of the
+        script that makes one (``def parse_args(): ...; return parser.parse_args()``): the
+        script's options, first of what it returns."""
+        if isinstance(call.func, ast.Attribute):
+            return call.func.attr in ARGUMENT_PARSERS
+        if not isinstance(call.func, ast.Name):
+            return False
+        name = call.func.id
+        if name not in self.parsers:
+            function = next((stmt for stmt in self.tree.body if isinstance(stmt, ast.FunctionDef) and stmt.name == name),
+                            None)
+            self.parsers[name] = function is not None and any(
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ARGUMENT_PARSERS
+                for node in ast.walk(function))
+        return self.parsers[name]
 
     def recipe_of(self, call: ast.Call) -> Any:
         from mblint.extract.values import FuncRef
@@ -254,8 +271,10 @@ class _EntryReader:
         if not isinstance(value, FuncRef) or not value.node.name.endswith("_config"):
             return None
         path = value.module.path.as_posix()
-        if "/recipes/" in path or "/perf_recipes/" in path or value.module.path == self.script:
+        if "/recipes/" in path or "/perf_recipes/" in path:
             return value
+        if not value.node.name.startswith("_") and value.module.path.resolve() == self.script.resolve():
+            return value  # a recipe the script defines (a private `_make_x_config` helper builds a part)
         return None
 
     @staticmethod
@@ -292,6 +311,9 @@ class _EntryReader:
                     value = _Built(self.recipe_of(stmt.value), found[-1][1] if found else {})
                 elif isinstance(stmt.value, ast.Call) and self.consumer(stmt.value) and stmt.value.args:
                     value = self.evaluate(stmt.value.args[0], env)  # cfg = process_config_with_overrides(cfg, ...)
+                elif isinstance(stmt.value, ast.Call) and self.parses_arguments(stmt.value):
+                    value = self.namespace  # args = parser.parse_args(); args, rest = parse_known_args()
+                    targets = [t.elts[0] if isinstance(t, ast.Tuple) and t.elts else t for t in targets]
                 for target in targets:
                     if isinstance(target, ast.Name):
                         env[target.id] = value
@@ -304,7 +326,7 @@ class _EntryReader:
                 if path and isinstance(env.get(path[0]), _Built) and len(path) > 1:
                     value = self.evaluate(stmt.value, env) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else UNKNOWN
                     plain = value if isinstance(value, (bool, int, float, str)) or value is None else UNKNOWN
-                    self.mutations.append((env[path[0]], path[1:], plain))
+                    self.mutations.append((env[path[0]], path[1:], plain, _span(stmt)))
                 elif not path and _names_built(target, env):  # getattr(cfg, part).x = 1, cfg.__dict__[k] = v
                     self.opaque.append(f"changes the recipe's configuration through `{_first_line(stmt)}`")
         elif isinstance(stmt, ast.Delete) and any(_names_built(target, env) for target in stmt.targets):
@@ -363,7 +385,7 @@ class _EntryReader:
             return False
         value = self.evaluate(node.args[2], env)
         plain = value if isinstance(value, (bool, int, float, str)) or value is None else UNKNOWN
-        self.mutations.append((env[path[0]], (*path[1:], field_name.value), plain))
+        self.mutations.append((env[path[0]], (*path[1:], field_name.value), plain, _span(node)))
         return True
 
     # ----- values --------------------------------------------------------------------------
@@ -436,11 +458,15 @@ class _EntryReader:
         if kind is ast.UnaryOp and isinstance(node.op, ast.Not):
             value = self.evaluate(node.operand, env, depth + 1)
             return UNKNOWN if value is UNKNOWN else not value
-        if kind is ast.BoolOp:
-            values = [self.evaluate(v, env, depth + 1) for v in node.values]
-            if any(v is UNKNOWN for v in values):
-                return UNKNOWN
-            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if kind is ast.BoolOp:  # as Python runs it: the operands after the one that decides are not read
+            deciding = not isinstance(node.op, ast.And)
+            for operand in node.values:
+                value = self.evaluate(operand, env, depth + 1)
+                if value is UNKNOWN:
+                    return UNKNOWN
+                if bool(value) is deciding:
+                    return deciding
+            return not deciding
         if kind in (ast.List, ast.Tuple):
             return [self.evaluate(e, env, depth + 1) for e in node.elts]
         return UNKNOWN
@@ -476,6 +502,7 @@ class _EntryReader:
 # Calls that read what they are given (a part of the configuration printed or logged).
 READ_ONLY_CALLS = frozenset({"print", "str", "repr", "len", "isinstance", "hasattr", "getattr", "type", "id",
                              "format", "pprint", "debug", "info", "warning", "error", "log", "asdict"})
+ARGUMENT_PARSERS = ("parse_args", "parse_known_args")
 DICT_MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
 
 
@@ -493,6 +520,32 @@ def _names_built(node: ast.AST, env: dict) -> bool:
 def _first_line(node: ast.AST) -> str:
     text = ast.unparse(node).split("\n", 1)[0]
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def trainer_call(tree: ast.Module) -> tuple[str, ast.Call] | None:
+    """(its name, the call) of the first call, in the order of the source, of a Megatron-Bridge
+    training entry point (``pretrain``, ``finetune``...) the module imports from megatron.bridge."""
+    imported = {alias.asname or alias.name: alias.name for stmt in tree.body
+                if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").startswith("megatron.bridge.")
+                for alias in stmt.names if alias.name in TRAINERS}
+    if not imported:
+        return None
+    calls = [node for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in imported]
+    if not calls:
+        return None
+    first = min(calls, key=lambda call: (call.lineno, call.col_offset))
+    return imported[first.func.id], first
+
+
+def _is_true(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _span(node: ast.AST) -> tuple[int, int, int, int]:
+    """(line, column, end line, end column) of ``node``, 1-based, the end exclusive."""
+    return (node.lineno, node.col_offset + 1, node.end_lineno or node.lineno,
+            (node.end_col_offset if node.end_col_offset is not None else node.col_offset) + 1)
 
 
 def _attribute_path(node: ast.expr) -> tuple[str, ...]:
@@ -528,8 +581,25 @@ def entry_recipe(engine: Any, script: Path, launch: Any, searched: set) -> tuple
     found = analyse_entry(engine, path, argv, searched=searched)
     if engine.options.use_cache:  # the script's imports only key the cache
         searched |= engine.dependencies(path)
-    if found is None or isinstance(found, str):
-        return found
-    if found.missing_files:
+    return _runnable(found)
+
+
+def plain_run(engine: Any, script: Path, searched: set) -> tuple[ast.Call, Entry | str] | None:
+    """A training script linted on its own is the job its plain run makes (``python SCRIPT``,
+    ``torchrun SCRIPT``: no argument, so its ``argparse`` defaults, the override file they
+    name): (the script's first call of a Megatron-Bridge trainer, the ``Entry`` or why it
+    cannot be known). None when the script calls no trainer. ``searched`` gets the places its
+    override files were looked for. Raises SourceError."""
+    tree = engine.project.interpreter_for(script).finder.load(script).tree
+    found = trainer_call(tree)
+    if found is None:
+        return None
+    entry = _runnable(analyse_entry(engine, script, [], searched=searched))
+    return found[1], entry if entry is not None else f"{script.name} builds no configuration mblint knows"
+
+
+def _runnable(found: Entry | str | None) -> Entry | str | None:
+    """``found``, or why not when an override file it loads is not there."""
+    if isinstance(found, Entry) and found.missing_files:
         return f"override file {found.missing_files[0]} not found"
     return found

@@ -20,7 +20,7 @@ from mblint.extract.modules import OUTSIDE_PROJECT, SourceError, SourceLimit, re
 from mblint.extract.shell import MAX_SCRIPT_BYTES, Span, parse_script, sourced_names
 from mblint.findings import Finding, Related, Severity
 from mblint.model import UNKNOWN, LaunchEnvironment, Origin
-from mblint.readers import Job, in_project_place
+from mblint.readers import Job, in_project, in_project_place
 
 if TYPE_CHECKING:
     from mblint.readers import Services
@@ -186,7 +186,8 @@ class LaunchReader:
         if not entry.applies_cli:
             launch.settings = []  # the script does not apply trailing KEY=VALUE arguments
         return self.run(path, display, launch, entry.recipe_path, entry.function, "script", entry.config_files,
-                        result, kwargs=entry.kwargs, mutations=entry.mutations) | {entry.script} | searched
+                        result, kwargs=entry.kwargs, mutations=entry.mutations,
+                        script=entry.script) | {entry.script} | searched
 
     def check_yaml_by_entry(self, path: Path, result: "FileResult", searched: set[Path]) -> set[Path] | None:
         """An override file no comment or setting pairs: paired by a training script beside it
@@ -214,7 +215,8 @@ class LaunchReader:
             result.notes.append(f"{display}: paired with {entry.function} by {self.engine.project_display(script)}, "
                                 "which loads it")
             return self.run(path, display, launch, entry.recipe_path, entry.function, "script",
-                            [target], result, kwargs=entry.kwargs, mutations=entry.mutations) | {script.resolve()}
+                            [target], result, kwargs=entry.kwargs, mutations=entry.mutations,
+                            script=entry.script) | {script.resolve()}
         return None
 
     def check_yaml_commands(self, path: Path, result: "FileResult") -> set[Path] | None:
@@ -275,9 +277,15 @@ class LaunchReader:
 
     def run(self, path: Path, display: str, launch: Launch, recipe_path: Path, function: str, kind: str,
             yaml_files: list[Path], result: "FileResult", kwargs: dict | None = None,
-            mutations: list | None = None) -> set[Path]:
-        """``mutations``: (field path, value) a training script assigns on the recipe's result
-        before the overrides (an unknown value makes the field unknown)."""
+            mutations: list | None = None, script: Path | None = None, about: str = "",
+            world: tuple[int | None, str] | None = None, not_checked: Any = None) -> set[Path]:
+        """``mutations``: (field path, value, span) the training script ``script`` assigns on
+        the recipe's result before the overrides (an unknown value makes the field unknown),
+        placed on the script's lines when it is in the project (a file of the job, like the
+        recipe's). ``about``: what the job is called on its findings elsewhere (default: the
+        launch line's); ``world``: the world size the job runs at and its source, when the
+        launch does not decide it; ``not_checked(reason)``: says that the job could not be
+        checked (default: LA002 on the launch line)."""
         from mblint.pairing import recipe_kwargs
 
         engine = self.engine
@@ -293,13 +301,17 @@ class LaunchReader:
                              f"Recipe '{function}' does not accept a configurable PEFT scheme; --mode {peft} is "
                              "unsupported.", result)
                 return set()
-        launch_files = frozenset({display} | {engine.project_display(p) for p in yaml_files})
+        script_display = engine.project_display(script) if script is not None else ""
+        own_script = script_display if script_display and in_project(script_display) else ""
+        launch_files = frozenset({display} | {engine.project_display(p) for p in yaml_files}
+                                 | ({own_script} if own_script else set()))
         where = self.origin(display, launch.entry_word.span)
         decides = launch.world_size is not None or launch.world_unknown is not None  # else the recipe's guess
         unknown_at = self.origin(display, launch.world_unknown) if launch.world_size is None and decides else None
-        steps = LaunchSteps(self, display, launch, kind, mutations or [])
-        job = Job(launch_files, launch.world_size, "launch" if decides else "", where,
-                  f"the job launched at {display}:{launch.line}", unknown_at, recipe_path, function,
+        world_size, world_source = (launch.world_size, "launch" if decides else "") if world is None else world
+        steps = LaunchSteps(self, display, launch, kind, mutations or [], own_script)
+        job = Job(launch_files, world_size, world_source, where,
+                  about or f"the job launched at {display}:{launch.line}", unknown_at, recipe_path, function,
                   tuple(yaml_files), tuple(setting.item for setting in launch.settings), tuple(kwargs.items()), steps,
                   self.environment(display, launch))
         try:
@@ -313,8 +325,11 @@ class LaunchReader:
             return set()
         deps = {recipe_path.resolve()} | engine.dependencies(recipe_path)
         if graph is None or baseline is None:
-            self.finding("LA002", display, launch.entry_word.span,
-                         f"launch not checked: {function} does not build a ConfigContainer mblint can follow", result)
+            reason = f"{function} does not build a ConfigContainer mblint can follow"
+            if not_checked is not None:
+                not_checked(reason)
+            else:
+                self.finding("LA002", display, launch.entry_word.span, f"launch not checked: {reason}", result)
             return deps
         result.recipes += 1
         deps |= {yaml_path.resolve() for yaml_path in yaml_files}
@@ -446,14 +461,17 @@ class LaunchSteps:
     the line's ``key=value`` words, with their places; Megatron-Bridge's runner's defaults (a
     benchmark recipe's) and synchronisations after them."""
 
-    def __init__(self, reader: LaunchReader, display: str, launch: Launch, kind: str, mutations: list) -> None:
+    def __init__(self, reader: LaunchReader, display: str, launch: Launch, kind: str, mutations: list,
+                 script: str = "") -> None:
         self.reader, self.display, self.launch, self.kind, self.mutations = reader, display, launch, kind, mutations
+        self.script = script  # the training script's display path, when its lines can be shown
         self.origin = reader.origin(display, launch.entry_word.span)
         self.command_line: list = []  # the overrides applied, once they are
 
     def before(self, graph: Any) -> None:
-        for field_path, value in self.mutations:
-            _force(graph, ".".join(field_path), value if value is not _entry_unknown() else UNKNOWN, self.origin)
+        for field_path, value, span in self.mutations:
+            origin = self.reader.origin(self.script, Span(*span)) if self.script else self.origin
+            _force(graph, ".".join(field_path), value if value is not _entry_unknown() else UNKNOWN, origin)
         if self.launch.dataset is not None:  # --dataset: the preset replaces the recipe's dataset
             _force(graph, "dataset", UNKNOWN, self.reader.origin(self.display, self.launch.dataset_span))
 

@@ -46,17 +46,19 @@ class PythonReader:
 
     def read(self, path: Path, report: "FileResult") -> set[Path]:
         engine = self.engine
-        self.check_python(path, report)
-        return engine.dependencies(path) if engine.options.use_cache else set()  # they only key the cache
+        run_reads = self.check_python(path, report)
+        return engine.dependencies(path) | run_reads if engine.options.use_cache else set()  # they only key the cache
 
-    def check_python(self, path: Path, report: "FileResult") -> None:
+    def check_python(self, path: Path, report: "FileResult") -> set[Path]:
+        """Check the module's jobs; the files its plain run's job read besides the module's
+        own imports (the recipe's module, its override file)."""
         engine = self.engine
         engine.enter_file(path)
         try:
             functions = engine.project.recipe_functions(path)
         except SourceError as error:
             engine.syntax_finding(error, report)
-            return
+            return set()
         from mblint.extract.limits import MAX_FILE_STEPS, MAX_RECIPES_PER_FILE
 
         interp = engine.project.interpreter_for(path)
@@ -66,7 +68,7 @@ class PythonReader:
             report.recipes += 1
             engine.check_job(Job(recipe=path, function=engine.options.recipe_function, overrides=engine.options.dotlist),
                              text, report)
-            return
+            return set()
         steps = 0
         analysed: set[str] = set()
         for index, node in enumerate(functions):
@@ -75,7 +77,7 @@ class PythonReader:
                          else f"step limit ({MAX_FILE_STEPS:,} steps per file)")
                 limit_finding(engine, path, node, f"{limit} reached: {len(functions) - index} recipes from "
                                                   f"{node.name} on are not checked", report)
-                return
+                return set()
             report.recipes += 1
             self.report_unreachable(path, node, report)
             if engine.check_job(Job(recipe=path, function=node.name, overrides=engine.options.dotlist),
@@ -87,9 +89,66 @@ class PythonReader:
                 report.recipes += 1
                 engine.check_job(Job(recipe=path, function=node.name, overrides=engine.options.dotlist), text, report)
                 analysed.add(node.name)
-        self.report_main_only_calls(path, analysed, report)
+        run_reads = self.check_plain_run(path, text, report)
+        if run_reads is None:  # else the plain run is the `__main__` block's, checked or said not to be
+            self.report_main_only_calls(path, analysed, report)
         for error in unreadable_imports(interp, path):  # their names are unknown to the recipes
             engine.syntax_finding(error, report)
+        return run_reads or set()
+
+    def check_plain_run(self, path: Path, text: str, report: "FileResult") -> set[Path] | None:
+        """A training script (it calls Megatron-Bridge's ``pretrain``, ``finetune``...) is the
+        job its plain run makes (``python SCRIPT``: no argument), checked as a launch line running
+        it is (``LaunchReader.run``), at the world size the script states (its settings or
+        ``# mblint: world-size=N``; else unknown), its findings on the script's lines; what
+        cannot be known is SY005 at the trainer call. The files the job read; None when the
+        module is no training script."""
+        from mblint.extract.launch import Launch
+        from mblint.extract.shell import Command, Span, Word
+        from mblint.readers.entry import plain_run
+
+        engine = self.engine
+        searched: set[Path] = set()  # where its override files were looked for, found or not
+        try:
+            found = plain_run(engine, path, searched)
+        except SourceError as error:
+            engine.syntax_finding(error, report)
+            return set()
+        if found is None:
+            return None
+        call, entry = found
+        display = engine.project_display(path)
+        run = f"`python {path.name}`"
+
+        def not_checked(reason: str) -> None:
+            width = call.end_col_offset - call.col_offset if call.end_lineno == call.lineno else len(call.func.id)
+            engine.not_analysed_finding(path, call.lineno, call.col_offset + 1, width,
+                                        f"the job {run} runs was not analysed: {reason}", report)
+
+        if isinstance(entry, str):
+            not_checked(entry)
+            return searched
+        span = Span(call.lineno, call.col_offset + 1, call.lineno, call.col_offset + 1 + len(call.func.id))
+        launch = Launch(Command([], span), "script", Word(None, span), script=str(path))
+        reads = engine.readers.launch.run(
+            path, display, launch, entry.recipe_path, entry.function, "script", entry.config_files, report,
+            kwargs=entry.kwargs, mutations=entry.mutations, script=entry.script,
+            about=f"the job {run} runs (no arguments)", world=self.stated_world_size(path, text),
+            not_checked=not_checked)
+        return reads | {entry.script} | searched
+
+    def stated_world_size(self, path: Path, text: str) -> tuple[int | None, str]:
+        """The world size a training script's own run states: its settings' or its
+        ``# mblint: world-size=N`` comment's; unknown otherwise (the launcher decides it)."""
+        import re
+
+        from mblint.world_size import COMMENT
+
+        settings = self.engine.settings_for(path)
+        if settings is not None and settings.world_size:
+            return settings.world_size, "setting"
+        match = re.search(COMMENT, text) if text else None
+        return (int(match.group(1)), "comment") if match else (None, "script")
 
     def builds_a_configuration(self, path: Path, function: str) -> bool:
         try:
