@@ -85,7 +85,7 @@ __all__ = [
     "fine_grained_offloading_known_on", "finetuning_dataset", "flex_backend", "format_value", "from_dotlist",
     "full_cudagraph", "graph_fields", "graph_module_names", "has_check", "has_overrides", "hf_model", "hookimpl",
     "hybridep", "hybridep_known_on", "in_batch_packing", "in_batch_packing_known_on", "in_batch_packing_path",
-    "int_values", "is_hybrid_stack", "is_model_class", "is_node", "is_round", "job_gpu", "known", "knows_field", "last_set_of",
+    "int_values", "is_hybrid_stack", "is_number", "is_model_class", "is_node", "is_round", "job_gpu", "known", "knows_field", "last_set_of",
     "layout_stages", "megatron_fsdp", "min_gpus", "mixed_precision_kind", "model_family_hints",
     "non_dividing_factor", "offline_packing", "offline_packing_known_on", "pad_to_max_length", "parallel",
     "per_config", "per_schema", "precision_value", "precondition", "recompute_module_list",
@@ -720,6 +720,12 @@ def world_size_gap(cfg: EffectiveConfig, ctx: RuleContext) -> list[str] | None:
     if not int_values(par.tp, par.pp, par.cp):
         return None
     return sorted(rule.id for rule in ctx.planned_rules if WORLD_SIZE_TAG in (rule.tags or ()))
+
+
+def is_number(value: Any) -> bool:
+    """Known, present, and a plain int or float (bool excluded): a value a range check can
+    compare."""
+    return type(value) not in NOT_PLAIN_TYPES and isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def int_values(*values: Any) -> bool:

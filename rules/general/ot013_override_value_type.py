@@ -4,7 +4,7 @@ import ast
 import functools
 import math
 
-from mblint.rulekit import PARALLEL_SIZE_PATHS, Example, Rule, Severity, Unknown, format_value, schema_of
+from mblint.rulekit import PARALLEL_SIZE_PATHS, Example, Rule, Severity, Unknown, format_value, is_number, schema_of
 
 # Counts that Megatron-Core divides by or loops over: a value below 1 is never valid
 # (0.6.2 megatron/bridge/training/config.py set_data_parallel_size and validate();
@@ -92,7 +92,7 @@ Hydra's override grammar (`OverrideLexer.g4`) for how `inf`, `nan`, `1_000` and 
             if field is None:
                 continue
             problem = _type_problem(value, accepted_kinds(field.annotation))
-            if problem is None and path in POSITIVE_COUNTS and _is_number(value) and value < 1:
+            if problem is None and path in POSITIVE_COUNTS and is_number(value) and value < 1:
                 problem = ("a count, at least 1", Severity.ERROR)
             if problem is None:
                 continue
@@ -106,15 +106,11 @@ Hydra's override grammar (`OverrideLexer.g4`) for how `inf`, `nan`, `1_000` and 
         """Counts below 1 that a recipe (not an override, which the type check reports) sets."""
         for path in POSITIVE_COUNTS:
             current = cfg.value(path)
-            if not _is_number(current) or current >= 1 or cfg.last_kind(path) in (None, "default", "override"):
+            if not is_number(current) or current >= 1 or cfg.last_kind(path) in (None, "default", "override"):
                 continue
             yield ctx.report(cfg, f"{path} is {format_value(current)}, but it must be a count, at least 1; "
                                   "Megatron-Bridge divides by it or fails its batch arithmetic at start-up",
                              [path], primary=path)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _type_problem(value, kinds: frozenset[str] | None) -> tuple[str, Severity] | None:

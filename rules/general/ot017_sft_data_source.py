@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import ABSENT, UNKNOWN, Example, Rule, Severity, dataset_is, has_overrides, is_node, known, value
+from mblint.rulekit import ABSENT, UNKNOWN, Example, Rule, Severity, dataset_is, has_overrides, is_node, is_number, known, value
 
 P = "cfg = _sft_common()\n"  # an HF-backed GPTSFTDatasetConfig (SQuAD) with hf_validation_proportion = 0.1
 ROOT = "dataset.dataset_root"
@@ -155,8 +155,7 @@ packed data paths; use builder-managed packed paths." (`hf_rewrite=True` alone i
             yield ctx.report(cfg, f"{OUTPUT_ROOT} is an empty path; GPTSFTDatasetConfig.validate() raises "
                                   "'hf_output_root must be a non-empty path when set.' at job start", [OUTPUT_ROOT])
         proportion = value(cfg, PROPORTION, None)
-        if known(proportion) and isinstance(proportion, (int, float)) and not isinstance(proportion, bool) \
-                and not 0.0 < proportion < 1.0:
+        if is_number(proportion) and not 0.0 < proportion < 1.0:
             yield ctx.report(cfg, f"{PROPORTION} is {proportion}; GPTSFTDatasetConfig.validate() raises "
                                   "'hf_validation_proportion must be between 0 and 1.' at job start (a fraction, "
                                   "not a percentage)", [PROPORTION])

@@ -1,15 +1,11 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, known, value
+from mblint.rulekit import Example, Rule, Severity, is_number, value
 
 P = ("from megatron.bridge.training.config import NVRxStragglerDetectionConfig\ncfg = _pretrain_common()\n"
      "cfg.nvrx_straggler = NVRxStragglerDetectionConfig(enabled=True)\n")
 NODE = "nvrx_straggler"
 THRESHOLDS = ("gpu_relative_perf_threshold", "gpu_individual_perf_threshold")
-
-
-def _number(raw) -> bool:
-    return known(raw) and isinstance(raw, (int, float)) and not isinstance(raw, bool)
 
 
 class NvrxStragglerSettings(Rule):
@@ -82,13 +78,13 @@ defaults at :849-868); 0.3.1 the same checks. Oracle (0.6.2, a Llama-3 8B recipe
                                   "detection is enabled.' at job start",
                              [f"{NODE}.calc_relative_gpu_perf", f"{NODE}.calc_individual_gpu_perf"])
         interval = value(cfg, f"{NODE}.report_time_interval", None)
-        if _number(interval) and interval <= 0:
+        if is_number(interval) and interval <= 0:
             yield ctx.report(cfg, f"{NODE}.report_time_interval is {interval}; NVRxStragglerDetectionConfig.finalize() "
                                   "raises 'report_time_interval must be positive.' at job start",
                              [f"{NODE}.report_time_interval"])
         for name in THRESHOLDS:
             threshold = value(cfg, f"{NODE}.{name}", None)
-            if _number(threshold) and not 0.0 <= threshold <= 1.0:
+            if is_number(threshold) and not 0.0 <= threshold <= 1.0:
                 yield ctx.report(cfg, f"{NODE}.{name} is {threshold}; NVRxStragglerDetectionConfig.finalize() raises "
                                       f"'{name} must be between 0.0 and 1.0.' at job start (a fraction, not a "
                                       "percentage)", [f"{NODE}.{name}"])

@@ -7,7 +7,7 @@ from mblint.rulekit import (
     fine_grained_offloading_known_on,
     hf_model,
     int_values,
-    known,
+    is_number,
     knows_field,
     value,
 )
@@ -83,8 +83,7 @@ Megatron-Core 0.19.2 megatron/core/transformer/transformer_config.py:1888-1893 (
             return
         if knows_field(cfg, "activation_offload_fraction"):
             fraction = value(cfg, FRACTION, None)
-            if known(fraction) and isinstance(fraction, (int, float)) and not isinstance(fraction, bool) \
-                    and not 0 <= fraction <= 1:
+            if is_number(fraction) and not 0 <= fraction <= 1:
                 yield ctx.report(cfg, f"{FRACTION} is {fraction} with fine-grained activation offloading; "
                                       "Megatron-Core asserts 'activation_offload_fraction must be in range [0, 1].' "
                                       "at job start", [FRACTION])

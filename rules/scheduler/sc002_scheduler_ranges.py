@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import MAX_STEPS_NOT_POSITIVE, Example, Rule, Severity, format_value, known, knows_field, value
+from mblint.rulekit import MAX_STEPS_NOT_POSITIVE, Example, Rule, Severity, format_value, is_number, knows_field, value
 
 P = "cfg = _pretrain_common()\n"  # override_opt_param_scheduler = True (the optimizer helper's scheduler)
 MAX_STEPS = "scheduler.max_steps"
@@ -8,10 +8,6 @@ START = "scheduler.start_weight_decay"
 END = "scheduler.end_weight_decay"
 OVERRIDE = "scheduler.override_opt_param_scheduler"
 FROM_CHECKPOINT = "scheduler.use_checkpoint_opt_param_scheduler"
-
-
-def _number(raw) -> bool:
-    return known(raw) and isinstance(raw, (int, float)) and not isinstance(raw, bool)
 
 
 class SchedulerRanges(Rule):
@@ -91,7 +87,7 @@ and use-checkpoint are set.".
     def check(self, cfg, ctx):
         if knows_field(cfg, "max_steps"):
             max_steps = value(cfg, MAX_STEPS, None)
-            if _number(max_steps) and max_steps <= 0:
+            if is_number(max_steps) and max_steps <= 0:
                 yield ctx.report(cfg, f"{MAX_STEPS} is {max_steps}; SchedulerConfig.finalize() raises "
                                       f"'scheduler.max_steps must be positive' at job start (use None or a "
                                       f"value of at least train.train_iters)", [MAX_STEPS],
@@ -106,7 +102,7 @@ and use-checkpoint are set.".
 
     def _weight_decay(self, cfg, ctx):
         start, end = value(cfg, START, None), value(cfg, END, None)
-        if not _number(start):
+        if not is_number(start):
             return
         if start < 0:
             yield ctx.report(cfg, f"{START} is {start}; SchedulerConfig.finalize() asserts 'start_weight_decay "
@@ -115,7 +111,7 @@ and use-checkpoint are set.".
             yield ctx.report(cfg, f"{START} is {start} but {END} is None; SchedulerConfig.finalize() compares "
                                   "them (end_weight_decay >= start_weight_decay) and fails with a TypeError at "
                                   "job start", [END, START])
-        elif _number(end) and end < start:
+        elif is_number(end) and end < start:
             yield ctx.report(cfg, f"{END} ({format_value(end)}) is below {START} ({format_value(start)}); "
                                   "SchedulerConfig.finalize() asserts end_weight_decay >= start_weight_decay "
                                   "at job start", [END, START])
