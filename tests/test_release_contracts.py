@@ -35,6 +35,14 @@ def energon_config():
 # device name starting "NVIDIA B200"/"NVIDIA B300").
 DEEPEP_ON_BLACKWELL = ('device_properties.major in (8, 9) or device_properties.name.startswith(("NVIDIA B200", "NVIDIA B300"))',
                        "device_properties.major in (8, 9, 10)")
+# Like Megatron-Bridge main (PR 5740, training/flex_dispatcher_backend.py:90-93), its validate()
+# turns a flex dispatcher without a backend to alltoall instead of leaving it to fail at model build.
+FLEX_WITHOUT_BACKEND_FALLS_BACK = (
+    '    if model_config.moe_token_dispatcher_type == "flex":\n',
+    '    if model_config.moe_token_dispatcher_type == "flex":\n'
+    '        if model_config.moe_flex_dispatcher_backend is None:\n'
+    '            _fallback_to_alltoall(model_config)\n'
+    '            return\n')
 # Its packed dataset's collate pads a pack to a multiple of 8, not 16 (0.6.2 data/datasets/gpt_sft.py:98).
 COLLATE_PADS_TO_8 = ("pad_seq_length_to_mult: int = 16,", "pad_seq_length_to_mult: int = 8,")
 MOE_RECIPE = '''from megatron.bridge.models import GPTModelProvider
@@ -79,6 +87,7 @@ def later_release(tmp_path_factory, mb06) -> Path:
     energon.write_text(text.replace(anchor, anchor + NATIVE_PACKING_CHECK))
     _replace_once(bridge / "training" / "flex_dispatcher_backend.py", *DEEPEP_ON_BLACKWELL)
     _replace_once(bridge / "data" / "datasets" / "gpt_sft.py", *COLLATE_PADS_TO_8)
+    _replace_once(bridge / "training" / "flex_dispatcher_backend.py", *FLEX_WITHOUT_BACKEND_FALLS_BACK)
     return root
 
 
@@ -125,3 +134,11 @@ def test_the_collate_multiple_a_pack_is_padded_to_is_the_release_s(tmp_path, lat
     assert findings(tmp_path, mb06, "PK007", PACKED_RECIPE) == []  # 16: TP 16 divides each pack
     [finding] = findings(tmp_path, later_release, "PK007", PACKED_RECIPE)
     assert "TP=16 with sequence parallelism" in finding.message
+
+
+def test_flex_without_a_backend_is_an_info_where_validate_falls_back_to_alltoall(tmp_path, later_release, mb06):
+    recipe = MOE_RECIPE.replace('"deepep"', "None")
+    [before] = findings(tmp_path, mb06, "MO002", recipe)
+    assert before.severity.name == "ERROR" and "Invalid backend: None" in before.message
+    [after] = findings(tmp_path, later_release, "MO002", recipe)
+    assert after.severity.name == "INFO" and "turns the dispatcher to 'alltoall'" in after.message

@@ -65,7 +65,7 @@ try:  # the hash mblint.cache uses, without loading OpenSSL at start-up
 except ImportError:  # pragma: no cover
     from hashlib import blake2b
 
-DERIVE_FORMAT = 10  # bump to re-derive cached schemas when what is derived changes
+DERIVE_FORMAT = 11  # bump to re-derive cached schemas when what is derived changes
 MAX_FILES = 4000
 MAX_FILE_BYTES = 2_000_000
 MAX_TOTAL_BYTES = 80_000_000

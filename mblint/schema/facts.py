@@ -624,6 +624,10 @@ SOURCE_CHECKS: dict[str, tuple[str, str]] = {
     "qwen_vl_finalize_per_token_loss_with_cp": (
         "bridge/models/qwen_vl/qwen3_vl_provider.py",
         r"if \(self\.context_parallel_size or 1\) > 1:\s*\n\s*self\.calculate_per_token_loss = True"),
+    # Megatron-Bridge main (#5740): validate() turns a backend-less flex dispatcher to alltoall
+    "flex_without_backend_falls_back": (
+        "bridge/training/flex_dispatcher_backend.py",
+        r"moe_flex_dispatcher_backend is None:\s*\n\s*_fallback_to_alltoall\(model_config\)"),
     "shared_expert_overlap_allows_flex": (
         "core/transformer/transformer_config.py", r"moe_shared_expert_overlap only works with alltoall or flex"),
 }

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, flex_backend, hf_model, known
+from mblint.rulekit import Example, FixIntent, Rule, Severity, dispatcher, flex_backend, has_check, hf_model, known
 
 MOE = "cfg = _pretrain_common()\n" + hf_model()
 
@@ -9,7 +9,8 @@ class FlexWithoutBackend(Rule):
     id = "MO002"
     name = "flex-without-backend"
     severity = Severity.ERROR
-    summary = "The flex token dispatcher needs a backend (deepep, hybridep or ncclep); None fails when the MoE layer is built."
+    other_severities = (Severity.INFO,)
+    summary = "The flex token dispatcher needs a backend (deepep, hybridep or ncclep); None fails when the MoE layer is built (main: turned to alltoall)."
     fixable = True
     tags = ("moe",)
     doc = """## What it does
@@ -23,8 +24,10 @@ In the releases mblint targets nothing in `ConfigContainer.validate()` resets a 
 flex dispatcher (`validate_flex_dispatcher_backend` only checks GPU support of a named backend).
 When the MoE layer is built, Megatron-Core's `MoEFlexTokenDispatcher.__init__` matches the
 backend against "deepep"/"hybridep"/"ncclep" and otherwise raises
-`ValueError: Invalid backend: None`, on every rank after allocation. (Megatron-Bridge main
-later falls back to alltoall here, which is why the catalogue lists this as info.)
+`ValueError: Invalid backend: None`, on every rank after allocation. Megatron-Bridge main
+(PR 5740) falls back instead: `validate_flex_dispatcher_backend` turns a backend-less flex
+dispatcher into "alltoall", so the job runs, but not with the dispatcher the recipe names. Where
+the release's code does that (mblint reads it from the source), the finding is an info.
 
 ## Example
 ```python
@@ -39,13 +42,15 @@ dispatcher to "alltoall" (safe: same numerics, another communication kernel; uns
 replaces a "flex" the recipe wrote); the "deepep" backend is shown as an alternative, never applied.
 
 ## Versions
-0.3.x and 0.6.x.
+0.3.x to 0.6.x: an error; Megatron-Bridge main (derived from the source at hand): an info.
 
 ## Sources
 MCore 0.19.2 megatron/core/transformer/moe/token_dispatcher.py:1769-1801 (0.6.2);
 MCore 0.16.1 megatron/core/transformer/moe/token_dispatcher.py:1347-1367 (0.3.1);
 0.6.2 megatron/bridge/training/flex_dispatcher_backend.py:27-30 (`_fallback_to_alltoall` clears
-the backend together with the type), 102-125 (validation does not handle None).
+the backend together with the type), 102-125 (validation does not handle None); Megatron-Bridge
+main (commit 067f987, PR 5740) training/flex_dispatcher_backend.py:90-93 (None: falls back to
+alltoall), called from validate() at training/config.py:1650-1654.
 """
     valid = [
         MOE + 'cfg.model.moe_token_dispatcher_type = "flex"\ncfg.model.moe_flex_dispatcher_backend = "deepep"',
@@ -78,11 +83,17 @@ the backend together with the type), 102-125 (validation does not handle None).
         kind, backend = dispatcher(cfg), flex_backend(cfg)
         if not known(kind) or kind != "flex" or backend is not None:
             return
+        if has_check(cfg, "flex_without_backend_falls_back"):
+            said, severity = ("validate() turns the dispatcher to 'alltoall' at job start: the flex setting does "
+                              "nothing", Severity.INFO)
+        else:
+            said, severity = ("Megatron-Core's flex dispatcher raises 'Invalid backend: None' when the MoE layer is "
+                              "built", Severity.ERROR)
         yield ctx.report(
             cfg,
-            "model.moe_token_dispatcher_type is 'flex' but model.moe_flex_dispatcher_backend is None; "
-            "Megatron-Core's flex dispatcher raises 'Invalid backend: None' when the MoE layer is built",
+            f"model.moe_token_dispatcher_type is 'flex' but model.moe_flex_dispatcher_backend is None; {said}",
             ["model.moe_token_dispatcher_type", "model.moe_flex_dispatcher_backend"],
+            severity=severity,
             fixes=[FixIntent("set", "model.moe_token_dispatcher_type", "alltoall", safe=True,
                              description='set moe_token_dispatcher_type to "alltoall"'),
                    FixIntent("set", "model.moe_flex_dispatcher_backend", "deepep", safe=False, alternative=True,
