@@ -239,3 +239,22 @@ def test_a_hostile_training_script_stays_bounded(project: Path, mb06: Path) -> N
     document = lint(project, mb06, "train.py", options=("--no-cache", "--select", "PK001,SY005,SY002"))
     assert time.perf_counter() - start < 20
     assert ("PK001", "train.py", 10, 5) in places(document), document["findings"]
+
+
+def test_a_launch_of_the_script_with_no_argument_reports_the_plain_run_s_problem_where_it_does(
+        project: Path, mb06: Path) -> None:
+    """`torchrun --nproc_per_node=8 train.py` runs the plain run's job: the PEFT recipe without a
+    pretrained checkpoint (OT003, through values set in the recipe, not on a line of the
+    script) was reported twice, on the trainer call and on the launch line. It is one finding,
+    on the trainer call, the launch related; a launch passing arguments keeps it on its line."""
+    (project / "train.py").write_text(QUICKSTART.format(edit="").replace(
+        '    config.checkpoint.pretrained_checkpoint = "/checkpoints/llama32_1b"\n', ""))
+    (project / "go.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node=8 train.py\n")
+    options = ("--no-cache", "--select", "OT003")
+    assert places(lint(project, mb06, "train.py", "go.sh", options=options)) == [("OT003", "train.py", 12, 5)]
+    [alone] = lint(project, mb06, "go.sh", options=options)["findings"]
+    assert (alone["location"]["path"], alone["location"]["line"]) == ("train.py", 12)
+    assert any(r["location"]["path"] == "go.sh" for r in alone["related"])
+    (project / "go.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node=8 train.py --debug\n")
+    assert places(lint(project, mb06, "train.py", "go.sh", options=options)) == [
+        ("OT003", "go.sh", 2, 29), ("OT003", "train.py", 12, 5)]

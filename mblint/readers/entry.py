@@ -55,6 +55,7 @@ class Entry:
     # (field path, value or UNKNOWN, (line, column, end line, end column) of the statement) set by the script itself
     mutations: list = field(default_factory=list)
     script: Path | None = None
+    trainer: tuple[int, int, int, int] | None = None  # the script's (first) trainer call: where its plain run's job is
 
 
 CONFIG_OPTIONS = ("--config-file", "--config_file", "--config")
@@ -99,7 +100,9 @@ def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file
         return f"{script.name} calls {func.node.name} with arguments mblint does not know"
     if reader.opaque:
         return f"{script.name} {reader.opaque[0]}, which mblint does not follow"
-    entry = Entry(func.module.path, func.node.name, kwargs, applies_cli=reader.applies_cli, script=script.resolve())
+    trainer = trainer_call(source.tree)
+    entry = Entry(func.module.path, func.node.name, kwargs, applies_cli=reader.applies_cli, script=script.resolve(),
+                  trainer=_span(trainer[1].func) if trainer is not None else None)
     entry.mutations = [(path, value, span) for built, path, value, span in reader.mutations if built.func is func]
     for value in reader.config_files:
         if value is UNKNOWN:

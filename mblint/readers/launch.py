@@ -185,9 +185,11 @@ class LaunchReader:
             return searched
         if not entry.applies_cli:
             launch.settings = []  # the script does not apply trailing KEY=VALUE arguments
+        words = launch.command.words
+        plain = words[-1] is launch.entry_word and entry.trainer is not None  # no argument: the script's plain run
         return self.run(path, display, launch, entry.recipe_path, entry.function, "script", entry.config_files,
-                        result, kwargs=entry.kwargs, mutations=entry.mutations,
-                        script=entry.script) | {entry.script} | searched
+                        result, kwargs=entry.kwargs, mutations=entry.mutations, script=entry.script,
+                        plain_run_at=Span(*entry.trainer) if plain else None) | {entry.script} | searched
 
     def check_yaml_by_entry(self, path: Path, result: "FileResult", searched: set[Path]) -> set[Path] | None:
         """An override file no comment or setting pairs: paired by a training script beside it
@@ -278,14 +280,18 @@ class LaunchReader:
     def run(self, path: Path, display: str, launch: Launch, recipe_path: Path, function: str, kind: str,
             yaml_files: list[Path], result: "FileResult", kwargs: dict | None = None,
             mutations: list | None = None, script: Path | None = None, about: str = "",
-            world: tuple[int | None, str] | None = None, not_checked: Any = None) -> set[Path]:
+            world: tuple[int | None, str] | None = None, not_checked: Any = None,
+            plain_run_at: Span | None = None) -> set[Path]:
         """``mutations``: (field path, value, span) the training script ``script`` assigns on
         the recipe's result before the overrides (an unknown value makes the field unknown),
         placed on the script's lines when it is in the project (a file of the job, like the
         recipe's). ``about``: what the job is called on its findings elsewhere (default: the
         launch line's); ``world``: the world size the job runs at and its source, when the
         launch does not decide it; ``not_checked(reason)``: says that the job could not be
-        checked (default: LA002 on the launch line)."""
+        checked (default: LA002 on the launch line). ``plain_run_at``: the script's trainer call,
+        when the launch runs the script with no argument, its plain run: a finding the job has
+        through values set elsewhere lands there, where linting the script puts it, unless it
+        read the launch's world size."""
         from mblint.pairing import recipe_kwargs
 
         engine = self.engine
@@ -306,6 +312,7 @@ class LaunchReader:
         launch_files = frozenset({display} | {engine.project_display(p) for p in yaml_files}
                                  | ({own_script} if own_script else set()))
         where = self.origin(display, launch.entry_word.span)
+        shared_place = self.origin(own_script, plain_run_at) if own_script and plain_run_at else None
         decides = launch.world_size is not None or launch.world_unknown is not None  # else the recipe's guess
         unknown_at = self.origin(display, launch.world_unknown) if launch.world_size is None and decides else None
         world_size, world_source = (launch.world_size, "launch" if decides else "") if world is None else world
@@ -361,7 +368,7 @@ class LaunchReader:
             elif _what_it_says(finding) in own:  # the recipe's own problem, in this job too: where linting the recipe puts it
                 finding = in_project_place(own.pop(_what_it_says(finding)), job)
             else:
-                self.relocate(finding, display, launch, finding.rule_id in world_readers)
+                self.relocate(finding, display, launch, finding.rule_id in world_readers, shared_place)
             finding.fixes = ()  # no writer edits a launch script yet
             kept.append(finding)
         name_the_job(kept, where, job.about)
@@ -435,13 +442,18 @@ class LaunchReader:
         open_at = self.origin(display, shell.open_at, kind="set") if shell.open_at is not None else None
         return LaunchEnvironment(variables, open_at)
 
-    def relocate(self, finding: Finding, display: str, launch: Launch, by_world_size: bool) -> None:
+    def relocate(self, finding: Finding, display: str, launch: Launch, by_world_size: bool,
+                 shared_place: Origin | None = None) -> None:
         """A finding the launch causes (its world size, its runner) whose fields were set
-        elsewhere: reported on the launch line (on the world size when the rule read it), the
+        elsewhere: reported on the launch line (on the world size when the rule read it; else on
+        ``shared_place``, the trainer call of a script the launch runs as its plain run), the
         field's place related."""
-        span = launch.world_spans[0] if by_world_size else launch.entry_word.span
         old = finding.location
         finding.related = (Related(old, "the value is set here"),) + finding.related
+        if shared_place is not None and not by_world_size:
+            finding.location = shared_place
+            return
+        span = launch.world_spans[0] if by_world_size else launch.entry_word.span
         finding.location = self.origin(display, span)
 
     # ----- helpers -----------------------------------------------------------------------
