@@ -608,6 +608,12 @@ _MARKED: dict[int, tuple] = {}  # id(field table) -> (table, class, marked keys)
 MAX_MARKED = 512
 
 
+def forget_configurations() -> None:
+    """Let the configurations checked so far go (a process that checks again and again calls it
+    between checks: ``mblint server``); ``_MARKED`` keeps the last ones alive until it is full."""
+    _MARKED.clear()
+
+
 def _collect_extra(obj: Obj, prefix: str, active: set, found: list[str]) -> None:
     """``extra_fields`` below the closed object ``obj`` at ``prefix``, in field order. A table
     whose keys its class declares (or a dict's) holds no extra key: its objects are entered

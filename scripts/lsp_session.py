@@ -6,8 +6,9 @@ measure how soon diagnostics follow an edit.
 
 Opens FILE (in the workspace folder DIR), waits for its diagnostics, then makes ``--edits``
 edits one after another (``--edit``'s replacement on LINE, and back), each as an unsaved change,
-and times each from the didChange to the diagnostics of that version; the time beyond the
-debounce is the server's. Then a burst of five changes 10 ms apart (only the last may be
+``--pause`` seconds after the previous one's diagnostics, and times each from the didChange to
+the diagnostics of that version; the time beyond the debounce is the server's (its own log
+gives the time from the end of the debounce to the publication). Then a burst of five changes 10 ms apart (only the last may be
 published), hovers at each ``--hover`` place (1-based line and column), asks for the code
 actions of the first fixable diagnostic, saves, and shuts the server down."""
 
@@ -121,6 +122,7 @@ async def run(args, out: list[str]) -> dict:
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=body)]))
         when, diagnostics = await session.diagnostics_of(uri, version, since)
         latencies.append(when - sent - args.debounce)
+        await asyncio.sleep(args.pause)
         if number < 2:
             say(f"### didChange version {version} → {len(diagnostics)} diagnostics, "
                 f"{(when - sent - args.debounce) * 1000:.0f} ms after the debounce")
@@ -214,6 +216,8 @@ def main() -> None:
     parser.add_argument("--debounce", type=float, default=0.25)
     parser.add_argument("--edit", required=True, help="LINE:OLD:NEW, a replacement on LINE (1-based)")
     parser.add_argument("--edits", type=int, default=10)
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds between an edit's diagnostics and the next edit (a user reading them)")
     parser.add_argument("--hover", action="append", default=[], help="LINE:COLUMN (1-based)")
     parser.add_argument("--out", default=None, help="write the Markdown here (default: stdout)")
     args = parser.parse_args()

@@ -133,10 +133,11 @@ def read_regular_file(path: Path, limit: int = MAX_SOURCE_BYTES) -> bytes:
 
 class ParseMemo:
     """Parsed sources kept across runs by a process that checks the same files again and again
-    (``mblint server``): a (path, display path, text) parsed before is not parsed again. The
-    most recently used entries are kept, at most ``size`` of them and ``chars`` characters of
-    source together (a syntax tree takes tens of times its text: each edit of a large document
-    adds one). A ``ModuleSource`` is never changed once made."""
+    (``mblint server``): a file parsed before in the same text is not parsed again. One text is
+    kept per file (its path and display path), the last one parsed: an edited document's older
+    texts are not worth their syntax trees (tens of times their text, and objects the cyclic
+    garbage collector scans). The most recently used files are kept, at most ``size`` of them
+    and ``chars`` characters of source together. A ``ModuleSource`` is never changed once made."""
 
     def __init__(self, size: int = 1024, chars: int = 4_000_000) -> None:
         from collections import OrderedDict
@@ -144,21 +145,24 @@ class ParseMemo:
         self.size = size
         self.chars = chars
         self.held = 0  # characters of the texts kept
-        self.entries: OrderedDict = OrderedDict()
+        self.entries: OrderedDict = OrderedDict()  # (path, display path) -> (text, ModuleSource)
 
-    def get(self, key: tuple) -> ModuleSource | None:
-        found = self.entries.get(key)
-        if found is not None:
-            self.entries.move_to_end(key)
-        return found
+    def get(self, file: tuple, text: str) -> ModuleSource | None:
+        found = self.entries.get(file)
+        if found is None or found[0] != text:
+            return None
+        self.entries.move_to_end(file)
+        return found[1]
 
-    def put(self, key: tuple, source: ModuleSource) -> None:
-        if key not in self.entries:
-            self.held += len(key[2])
-        self.entries[key] = source
+    def put(self, file: tuple, text: str, source: ModuleSource) -> None:
+        replaced = self.entries.pop(file, None)
+        if replaced is not None:
+            self.held -= len(replaced[0])
+        self.entries[file] = (text, source)
+        self.held += len(text)
         while self.entries and (len(self.entries) > self.size or self.held > self.chars):
-            (_, _, text), _ = self.entries.popitem(last=False)
-            self.held -= len(text)
+            _, (old, _) = self.entries.popitem(last=False)
+            self.held -= len(old)
 
 
 PARSE_MEMO: ParseMemo | None = None  # None: every run parses what it reads (the command line)
@@ -168,11 +172,11 @@ def parse_source(path: Path, text: str, display_path: str | None = None) -> Modu
     memo = PARSE_MEMO
     if memo is None:
         return _parse_source(path, text, display_path)
-    key = (path, display_path, text)
-    found = memo.get(key)
+    file = (path, display_path)
+    found = memo.get(file, text)
     if found is None:
         found = _parse_source(path, text, display_path)
-        memo.put(key, found)
+        memo.put(file, text, found)
     return found
 
 
