@@ -1,6 +1,16 @@
 from __future__ import annotations
 
-from mblint.rulekit import Example, Rule, Severity, cuda_graphs, cuda_graphs_known_on, graph_fields, hf_model, known
+from mblint.rulekit import (
+    Example,
+    Rule,
+    Severity,
+    cuda_graphs,
+    cuda_graphs_known_on,
+    graph_fields,
+    hf_model,
+    known,
+    knows_field,
+)
 
 HF = ('cfg = _pretrain_common()\n'
       + hf_model() +
@@ -21,7 +31,9 @@ lists (`model.cuda_graph_modules`, or the deprecated `model.cuda_graph_scope`) t
 ## Why it matters
 Megatron-Core's `TransformerConfig.__post_init__` (run by `model.finalize()` in
 `ConfigContainer.validate()`) asserts "cuda_graph_modules must not contain both moe and
-moe_router." at job start: "moe" captures the whole MoE layer, which includes the router.
+moe_router." at job start (Megatron-Core 0.18 and later, Megatron-Bridge 0.5.x and 0.6.x; before
+them, with no `cuda_graph_modules` field, "cuda_graph_scope must not contain both moe and
+moe_router."): "moe" captures the whole MoE layer, which includes the router.
 
 ## Example
 ```python
@@ -34,11 +46,13 @@ Drop one: keep "moe" for drop-and-pad MoE, "moe_router" otherwise (proposed: rem
 not automatic; the right choice depends on the MoE mode).
 
 ## Versions
-0.3.x and 0.6.x.
+0.3.x to 0.6.x; the message names the field the release's assertion names.
 
 ## Sources
-MCore 0.19.2 megatron/core/transformer/transformer_config.py:2470-2487; MCore 0.16.1
-megatron/core/transformer/transformer_config.py:1728-1746. Oracle (0.6.2): modules ['moe','moe_router']
+MCore 0.19.2 megatron/core/transformer/transformer_config.py:2470-2487, MCore 0.18.2 (0.5.x)
+:2263 ("cuda_graph_modules must not contain ..."); MCore 0.16.1 (0.3.x)
+megatron/core/transformer/transformer_config.py:1728-1746, MCore 0.17.1 (0.4.x) :1988
+("cuda_graph_scope must not contain ..."). Oracle (0.6.2): modules ['moe','moe_router']
 on qwen3_30b_a3b fails with that message.
 """
     fixable = False
@@ -50,9 +64,11 @@ on qwen3_30b_a3b fails with that message.
         Example(HF + 'cfg.model.cuda_graph_scope = ["attn", "moe_router", "moe_preprocess"]', version="0.3"),
     ]
     invalid = [
-        HF + 'cfg.model.cuda_graph_modules = ["attn", "moe", "moe_router"]  # error',
+        Example(HF + 'cfg.model.cuda_graph_modules = ["attn", "moe", "moe_router"]  # error',
+                message="Megatron-Core asserts 'cuda_graph_modules must not contain both moe and moe_router.'"),
         HF + 'set_cuda_graph_modules(cfg.model, ["attn", "moe", "moe_router"])',
-        Example(HF + 'cfg.model.cuda_graph_scope = ["moe", "moe_router"]  # error', version="0.3"),
+        Example(HF + 'cfg.model.cuda_graph_scope = ["moe", "moe_router"]  # error', version="0.3",
+                message="Megatron-Core asserts 'cuda_graph_scope must not contain both moe and moe_router.'"),
         Example(HF, dotlist=("model.cuda_graph_modules=[moe,moe_router]",)),
     ]
 
@@ -74,6 +90,12 @@ on qwen3_30b_a3b fails with that message.
         yield ctx.report(
             cfg,
             f"CUDA graph modules {names} contain both 'moe' and {other} with cuda_graph_impl {graphs.impl!r}; "
-            "Megatron-Core asserts 'cuda_graph_modules must not contain both moe and moe_router.'",
+            f"Megatron-Core asserts '{_listed_field(cfg)} must not contain both moe and moe_router.'",
             graph_fields(graphs, cfg),
         )
+
+
+def _listed_field(cfg) -> str:
+    """The field the release's assertion names: the module list where the release has
+    ``cuda_graph_modules`` (Megatron-Core 0.18 and later), else ``cuda_graph_scope``."""
+    return "cuda_graph_modules" if knows_field(cfg, "cuda_graph_modules") else "cuda_graph_scope"
