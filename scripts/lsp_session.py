@@ -8,9 +8,11 @@ Opens FILE (in the workspace folder DIR), waits for its diagnostics, then makes 
 edits one after another (``--edit``'s replacement on LINE, and back), each as an unsaved change,
 ``--pause`` seconds after the previous one's diagnostics, and times each from the didChange to
 the diagnostics of that version; the time beyond the debounce is the server's (its own log
-gives the time from the end of the debounce to the publication). Then a burst of five changes 10 ms apart (only the last may be
-published), hovers at each ``--hover`` place (1-based line and column), asks for the code
-actions of the first fixable diagnostic, saves, and shuts the server down."""
+gives the time from the end of the debounce to the publication). Then a burst of five changes
+10 ms apart, the last one with the edit (only it may be published), hovers at each ``--hover``
+place (1-based line and column), asks for the code actions of a fixable diagnostic (one the
+edit brought, if any) and the edit of the first, saves, and shuts the server down. The
+Markdown holds each request and what came back."""
 
 from __future__ import annotations
 
@@ -103,6 +105,7 @@ async def run(args, out: list[str]) -> dict:
     say()
     say("\n".join(describe(d) for d in diagnostics))
     say()
+    await asyncio.sleep(args.pause)
 
     line, old, new = args.edit.split(":", 2)
     lines = text.splitlines(keepends=True)
@@ -110,6 +113,7 @@ async def run(args, out: list[str]) -> dict:
     assert old in lines[index], f"{old!r} is not on line {line}"
     edited = "".join(lines[:index] + [lines[index].replace(old, new, 1)] + lines[index + 1:])
     latencies = []
+    introduced: set = set()
     say(f"## {args.edits} edits, one after another: line {line} `{old}` → `{new}` and back (unsaved)")
     say()
     for number in range(args.edits):
@@ -130,6 +134,7 @@ async def run(args, out: list[str]) -> dict:
             if number == 0:
                 before = {(d.code, d.range.start.line) for d in session_first(session, uri)}
                 new_ones = [d for d in diagnostics if (d.code, d.range.start.line) not in before]
+                introduced = {(d.code, d.range.start.line) for d in new_ones}
                 say("New diagnostics after the edit:" if new_ones else "No new diagnostics after the edit.")
                 say("\n".join(describe(d) for d in new_ones))
                 say()
@@ -149,13 +154,13 @@ async def run(args, out: list[str]) -> dict:
         version += 1
         client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited if number % 2 else text)]))
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text if number % 2 else edited)]))
         await asyncio.sleep(0.01)
     await session.diagnostics_of(uri, version, since)
     await asyncio.sleep(args.debounce + 0.5)
     burst = [params.version for _, params in session.published[since:] if params.uri == uri]
-    say(f"## A burst of 5 didChange 10 ms apart (versions {first_of_burst}-{version}) → diagnostics "
-        f"published for versions {burst} (superseded edits are not checked)")
+    say(f"## A burst of 5 didChange 10 ms apart (versions {first_of_burst}-{version}, the last one with the "
+        f"edit) → diagnostics published for versions {burst} (superseded edits are not checked)")
     say()
 
     for place in args.hover:
@@ -163,13 +168,14 @@ async def run(args, out: list[str]) -> dict:
         hover = await client.text_document_hover_async(types.HoverParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             position=types.Position(line=hover_line - 1, character=column - 1)))
-        say(f"## textDocument/hover {hover_line}:{column} `{text.splitlines()[hover_line - 1].strip()}`")
+        say(f"## textDocument/hover {hover_line}:{column} `{edited.splitlines()[hover_line - 1].strip()}`")
         say()
         say(hover.contents.value if hover else "(no hover)")
         say()
 
     diagnostics = session_last(session, uri)
     fixable = [d for d in diagnostics if isinstance(d.data, dict) and d.data.get("fixable")]
+    fixable.sort(key=lambda d: (d.code, d.range.start.line) not in introduced)  # the edit's own first
     if fixable:
         target = fixable[0]
         actions = await client.text_document_code_action_async(types.CodeActionParams(
