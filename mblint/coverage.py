@@ -96,6 +96,41 @@ def reached_from(cfg: Any, origin: Origin, editable: frozenset[str] | None) -> O
     return None
 
 
+ENVIRONMENT_UNKNOWN = "CV006"  # the rule that reports the launch environment variables rules needed and did not know
+
+
+def environment_gaps(readers: dict) -> list[tuple[Origin, str]]:
+    """(where, message) of each place that left launch environment variables unknown that the
+    rules read: ``readers`` maps (name, where, opened) to the ids of the rules that read it
+    (``RuleRun.run``'s ``unknown_environment``); ``opened``: the variable is not set in the
+    script after that place (a ``source``, an ``eval``...), else the script sets it there to a
+    value mblint cannot know."""
+    places: dict[tuple[Origin, bool], dict[str, list[str]]] = {}
+    for (name, where, opened), rule_ids in readers.items():
+        named = places.setdefault((where, opened), {})
+        named[name] = sorted(set(named.get(name, [])) | set(rule_ids))
+    return [(where, _environment_message(named, opened)) for (where, opened), named in places.items()]
+
+
+def _environment_message(named: dict[str, list[str]], opened: bool) -> str:
+    variables = ", ".join(f"{name} ({', '.join(rule_ids)})" for name, rule_ids in
+                          list(named.items())[:MAX_PARTS_NAMED])
+    if len(named) > MAX_PARTS_NAMED:
+        variables += f" and {len(named) - MAX_PARTS_NAMED} more"
+    several = len(named) > 1
+    them = "them" if several else "it"
+    why = ("the job's environment variables are unknown from here on: what this runs may set or drop any (mblint "
+           "reads no sourced file, no `eval` of text it cannot know, no `export $NAME`, no launcher option that "
+           "replaces the environment)" if opened else
+           f"the launch gives {'these variables values' if several else 'the variable a value'} mblint cannot know "
+           "here (the value of a command or of a variable it does not know, or an export on one way of an `if` only)")
+    return (f"{why}, so the rules that read {them} did not check {them}: {variables}. Megatron-Bridge reads "
+            f"{them} with os.getenv at job start, after copying cfg.env_vars into the environment with "
+            "os.environ.setdefault, so a value the launch environment has wins over the recipe's; write "
+            f"{'the values' if several else 'the value'} into the script"
+            f"{' after this line' if opened else ''} to have {them} checked")
+
+
 def coverage_rule_ids(rules) -> frozenset[str]:
     """The ids of the rules among ``rules`` (classes) that report gaps."""
     key = tuple(rules)

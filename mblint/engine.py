@@ -14,7 +14,7 @@ from mblint.arbitration import one_per_place, unique
 from mblint.discover import ExplicitFiles, directive_free, discover
 from mblint.extract.modules import SourceError, SourceLimit
 from mblint.findings import Finding, Severity
-from mblint.coverage import record_gaps
+from mblint.coverage import ENVIRONMENT_UNKNOWN, environment_gaps, record_gaps
 from mblint.hf_config import HF_CONFIG_UNUSABLE, unusable_config_notes
 from mblint.model import EffectiveConfig, Origin
 from mblint.paths import Confinement, confinement_for
@@ -356,8 +356,11 @@ class Engine:
         start = len(report.findings)
         watched = job is not None and bool(job.world_source) and source == job.world_source
         editable = self.editable_frozen() | job.files if job is not None and job.files else self.editable_frozen()
+        unknown_environment: dict | None = {} if cfg.environment is not None else None
         readers = self.rule_run.run(cfg, world_size, source, editable, report.findings, crashes, watched,
-                                    job.world_unknown if watched else None)
+                                    job.world_unknown if watched else None, unknown_environment)
+        for where, message in environment_gaps(unknown_environment or {}):
+            self.report_at(ENVIRONMENT_UNKNOWN, where, message, report, recipe=cfg.recipe.label)
         record_gaps(cfg.recipe.label, report.findings[start:], self.rule_run.rules, report.unchecked)
         if job is not None and job.where is not None:
             where = job.where

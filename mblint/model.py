@@ -125,13 +125,28 @@ class LaunchEnvironment:
 
     variables: tuple[tuple[str, Any, Origin], ...] = ()
     open_at: Origin | None = None
+    # (name, where, opened) of each read that found a variable unknown, in order: ``opened``
+    # when the variable is not listed (``open_at`` makes it unknown); the rule run clears it
+    unknown_reads: list = field(default_factory=list, compare=False, repr=False)
 
     def get(self, name: str) -> tuple[Any, Origin] | None:
-        """(value, where) of variable ``name``; None when the launch does not set it."""
+        """(value, where) of variable ``name``; None when the launch does not set it. A read
+        that finds it unknown is recorded in ``unknown_reads``."""
         for variable, value, origin in reversed(self.variables):
             if variable == name:
+                if not is_known(value):
+                    self.unknown_reads.append((name, origin, False))
                 return value, origin
-        return (UNKNOWN, self.open_at) if self.open_at is not None else None
+        if self.open_at is None:
+            return None
+        self.unknown_reads.append((name, self.open_at, True))
+        return UNKNOWN, self.open_at
+
+    @property
+    def hides_variables(self) -> bool:
+        """Whether a variable may be unknown: the launch may set variables mblint cannot read,
+        or sets one to a value mblint cannot know."""
+        return self.open_at is not None or any(not is_known(value) for _, value, _ in self.variables)
 
 
 @dataclass(frozen=True)

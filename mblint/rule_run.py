@@ -146,15 +146,22 @@ class RuleRun:
 
     def run(self, cfg: EffectiveConfig, world_size: int | None, source: str, editable: frozenset[str],
             findings: list[Finding], crashes: list[str], watch_world_size: bool = False,
-            unknown_at: Origin | None = None) -> set[str]:
+            unknown_at: Origin | None = None, unknown_environment: dict | None = None) -> set[str]:
         """The enabled rules' findings on ``cfg`` appended to ``findings``; a rule that raises
         adds a message to ``crashes``. With ``watch_world_size``, the ids of the rules that read
-        the world size; ``unknown_at``: where the job leaves the world size unknown."""
+        the world size; ``unknown_at``: where the job leaves the world size unknown. With
+        ``unknown_environment`` (a dict), each variable of the job's launch environment that a
+        rule read and found unknown is recorded in it: (name, where, opened) -> the rules' ids
+        (``LaunchEnvironment.unknown_reads``)."""
         calls = self.plan(cfg.schema_version, world_size, source, editable, unknown_at).calls(cfg)
         if watch_world_size:
             for ctx in calls.contexts:
                 ctx.read_world_size = False
-        calls.run(cfg, findings, crashes)
+        environment = cfg.environment
+        if unknown_environment is not None and environment is not None and environment.hides_variables:
+            calls.run_watching(cfg, findings, crashes, environment.unknown_reads, unknown_environment)
+        else:
+            calls.run(cfg, findings, crashes)
         return {ctx.rule.id for ctx in calls.contexts if ctx.read_world_size} if watch_world_size else set()
 
     def fingerprint(self, folder) -> str:
@@ -237,13 +244,32 @@ class RuleCalls:
         if self.superseded:
             findings[start:] = most_specific(findings[start:], self.superseded)
 
-    def run_one_by_one(self, cfg: EffectiveConfig, findings: list[Finding], notes: list[str]) -> None:
+    def run_one_by_one(self, cfg: EffectiveConfig, findings: list[Finding], notes: list[str],
+                       reads: list | None = None, readers: dict | None = None) -> None:
+        """As ``run`` without arbitration, one rule at a time. With ``reads`` (a list the
+        configuration's reads append to) and ``readers``: each read a rule made, the rule's id
+        in ``readers[read]``."""
         add_findings = findings.extend
         for rule, ctx in self.pairs:
+            if reads is not None:
+                reads.clear()
             try:
                 add_findings(rule.check(cfg, ctx) or ())
             except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others
                 notes.append(f"internal error in rule {rule.id} on {cfg.recipe.label}: {type(error).__name__}: {error}")
+            if reads:
+                for read in dict.fromkeys(reads):
+                    readers.setdefault(read, []).append(rule.id)
+        if reads is not None:
+            reads.clear()
+
+    def run_watching(self, cfg: EffectiveConfig, findings: list[Finding], notes: list[str], reads: list,
+                     readers: dict) -> None:
+        """As ``run``, recording which rule made each read appended to ``reads`` meanwhile."""
+        start = len(findings)
+        self.run_one_by_one(cfg, findings, notes, reads, readers)
+        if self.superseded:
+            findings[start:] = most_specific(findings[start:], self.superseded)
 
 
 def _call_with(function: Callable, *args: Any) -> Any:

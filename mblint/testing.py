@@ -58,7 +58,11 @@ class Example:
 
     A ``launch`` example is a launch script (its lines, shell syntax) that is linted instead of
     the recipe; its recipes are those Megatron-Bridge's runner finds on the search path, and a
-    ``# error`` marker is a shell comment on the launch line."""
+    ``# error`` marker is a shell comment on the launch line.
+
+    ``alongside``: ids of rules of the installed packs that run beside the rule (selected too;
+    only the rule's own findings count): a coverage rule that reports what other rules could
+    not check needs them."""
 
     code: str
     version: str = "0.6"
@@ -71,6 +75,7 @@ class Example:
     fixed_yaml: str | None = None
     unsafe: bool | None = None
     launch: str | None = None
+    alongside: tuple[str, ...] = ()
 
     @property
     def states_outcome(self) -> bool:
@@ -128,9 +133,9 @@ def fixed_texts(rule_class, example: Example, workdir: Path, search_paths: Seque
     recipe_file, yaml_file = _write_example(example, workdir)
 
     def make_engine():
-        options = CheckOptions(select=(rule_class.id,), world_size=example.world_size, version=example.version,
-                               search_paths=tuple(search_paths), dotlist=example.dotlist)
-        engine = Engine(options, LoadedPlugins(rules=[rule_class]))
+        options = CheckOptions(select=(rule_class.id, *example.alongside), world_size=example.world_size,
+                               version=example.version, search_paths=tuple(search_paths), dotlist=example.dotlist)
+        engine = Engine(options, LoadedPlugins(rules=_with_alongside(rule_class, example)))
         engine.display_root = workdir
         return engine
 
@@ -166,6 +171,16 @@ def _write_example(example: Example, workdir: Path) -> tuple[Path, Path | None]:
     return recipe_file, yaml_file
 
 
+def _with_alongside(rule_class, example: Example) -> list:
+    """``rule_class`` and the rules of the installed packs its example runs beside."""
+    if not example.alongside:
+        return [rule_class]
+    from mblint.plugins import load_plugins
+
+    others = {rule.id: rule for rule in load_plugins().rules}
+    return [rule_class, *(others[rule_id] for rule_id in example.alongside)]
+
+
 class ExampleNotResolved(AssertionError):
     """The example's recipe gave no configuration (a syntax error, a misspelt builder): its
     rule was never asked, so it proves nothing, valid or invalid."""
@@ -185,10 +200,10 @@ def run_example(rule_class, example: Example, workdir: Path, search_paths: Seque
         expected += [(yaml_file.name, line) for line in marked_lines(yaml_file.read_text(encoding="utf-8"))]
         paths = [str(yaml_file)]
     options = CheckOptions(
-        select=(rule_class.id,), world_size=example.world_size, version=example.version,
+        select=(rule_class.id, *example.alongside), world_size=example.world_size, version=example.version,
         search_paths=tuple(search_paths), dotlist=example.dotlist,
     )
-    engine = Engine(options, LoadedPlugins(rules=[rule_class]))
+    engine = Engine(options, LoadedPlugins(rules=_with_alongside(rule_class, example)))
     engine.display_root = workdir
     report = engine.check_paths(paths)
     notes = report.notes + [str(e) for e in report.errors]

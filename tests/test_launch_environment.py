@@ -169,3 +169,94 @@ def test_what_a_sourced_file_may_set_is_unknown(tmp_path, mb06):
     fsdp = f"torchrun --nproc_per_node=$GPUS_PER_NODE {RUNNER} {FSDP}\n"
     script = HEADER + "export CUDA_DEVICE_MAX_CONNECTIONS=1\nsource ./cluster_env.sh\n" + fsdp
     assert lint(tmp_path, mb06, script, "OT007") == []
+
+
+# ----- CV006: a launch environment the rules needed and mblint could not read ----------------
+
+FSDP_LAUNCH = f"torchrun --nproc_per_node=$GPUS_PER_NODE {RUNNER} {FSDP}\n"
+
+
+def gaps(tmp_path: Path, mb06: Path, script: str, select: tuple = ("CV006", "OT007", "PR011", "OF005"),
+         ignore: tuple = ()) -> list:
+    (tmp_path / "launch.sh").write_text(script)
+    engine = Engine(CheckOptions(search_paths=(mb06,), use_cache=False, select=select, ignore=ignore))
+    engine.display_root = tmp_path
+    report = engine.check_paths([str(tmp_path / "launch.sh")])
+    assert report.resolved, report.notes
+    return [f for f in report.findings if f.rule_id == "CV006"]
+
+
+@pytest.mark.parametrize("opening", ["source ./cluster_env.sh", ". /etc/profile.d/cluster.sh", 'eval "$SETUP"',
+                                     "export $NAME"])
+def test_a_variable_a_rule_needed_after_an_unreadable_line_is_a_finding_there(tmp_path, mb06, opening):
+    """FSDP on: OT007 reads CUDA_DEVICE_MAX_CONNECTIONS, which the line before the launch may
+    set (an environment value wins over cfg.env_vars: os.environ.setdefault, 0.6.2
+    training/config.py:1851): info at that line, naming the variable and the rule."""
+    [gap] = gaps(tmp_path, mb06, HEADER + f"{opening}\n" + FSDP_LAUNCH)
+    assert (gap.location.path, gap.location.line, gap.location.column) == ("launch.sh", 9, 1)
+    assert gap.severity is Severity.INFO
+    assert "CUDA_DEVICE_MAX_CONNECTIONS (OT007)" in gap.message
+    assert "os.environ.setdefault" in gap.message and "unknown from here on" in gap.message
+
+
+def test_every_rule_and_variable_of_the_job_in_one_finding(tmp_path, mb06):
+    launch = FSDP_LAUNCH.replace("\n", f" {DETERMINISTIC} {OFFLOAD}\n")
+    [gap] = gaps(tmp_path, mb06, HEADER + "export CUDA_DEVICE_MAX_CONNECTIONS=1\nsource ./env.sh\n" + launch)
+    assert gap.location.line == 10  # the source: what was exported before it may be changed there
+    for part in ("CUDA_DEVICE_MAX_CONNECTIONS (OT007)", "NCCL_ALGO (PR011)", "NVTE_CPU_OFFLOAD_V1 (OF005)"):
+        assert part in gap.message
+
+
+def test_an_exported_value_mblint_cannot_know_is_a_finding_at_the_export(tmp_path, mb06):
+    [gap] = gaps(tmp_path, mb06, HEADER + "export CUDA_DEVICE_MAX_CONNECTIONS=$(cat n.txt)\n" + FSDP_LAUNCH)
+    assert gap.location.line == 9 and "value mblint cannot know" in gap.message
+    [gap] = gaps(tmp_path, mb06, HEADER + "NCCL_ALGO=$ALGO " + FSDP_LAUNCH.replace("\n", f" {DETERMINISTIC}\n"))
+    assert (gap.location.line, gap.location.column) == (9, 1) and "NCCL_ALGO (PR011)" in gap.message
+
+
+def test_srun_that_replaces_the_environment_is_the_place(tmp_path, mb06):
+    [gap] = gaps(tmp_path, mb06, HEADER + "srun --export=NONE " + FSDP_LAUNCH)
+    assert (gap.location.line, gap.location.column) == (9, 6)
+
+
+@pytest.mark.parametrize("script", [
+    # Megatron-FSDP off: OT007 returns before reading the variable
+    HEADER + "source ./env.sh\n" + f"torchrun --nproc_per_node=8 {RUNNER}\n",
+    # the script sets it again after the source, as an export or in front of the launcher
+    HEADER + "source ./env.sh\nexport CUDA_DEVICE_MAX_CONNECTIONS=8\n" + FSDP_LAUNCH,
+    HEADER + "source ./env.sh\nCUDA_DEVICE_MAX_CONNECTIONS=8 " + FSDP_LAUNCH,
+    # the source runs after the launch, or in a subshell of its own
+    HEADER + FSDP_LAUNCH + "source ./env.sh\n",
+    HEADER + "( source ./env.sh )\n" + FSDP_LAUNCH,
+    # no unknown: the export is read
+    HEADER + "export CUDA_DEVICE_MAX_CONNECTIONS=32\n" + FSDP_LAUNCH,
+])
+def test_no_finding_where_no_rule_needed_an_unknown_variable(tmp_path, mb06, script):
+    assert gaps(tmp_path, mb06, script) == []
+
+
+def test_the_recipe_setting_the_variable_does_not_close_the_gap(tmp_path, mb06):
+    """cfg.env_vars is applied with os.environ.setdefault: what the sourced file exports wins,
+    so the recipe's value does not decide (0.6.2 training/config.py:1832-1851)."""
+    launch = FSDP_LAUNCH.replace("\n", " +env_vars.CUDA_DEVICE_MAX_CONNECTIONS=8\n")
+    [gap] = gaps(tmp_path, mb06, HEADER + "source ./env.sh\n" + launch)
+    assert "CUDA_DEVICE_MAX_CONNECTIONS (OT007)" in gap.message
+
+
+def test_no_finding_when_the_rules_that_need_it_are_not_selected(tmp_path, mb06):
+    script = HEADER + "source ./env.sh\n" + FSDP_LAUNCH
+    assert gaps(tmp_path, mb06, script, ignore=("OT007",)) == []
+    assert gaps(tmp_path, mb06, script, select=("CV006",)) == []
+
+
+def test_the_gap_is_a_job_not_fully_checked(tmp_path, mb06):
+    """Not "All checks passed": the summary counts the job, in JSON too."""
+    from mblint.coverage import jobs_not_fully_checked
+
+    other = FSDP_LAUNCH.replace("llama32_1b_pretrain_config", "llama32_3b_pretrain_config")
+    (tmp_path / "launch.sh").write_text(HEADER + "source ./env.sh\n" + FSDP_LAUNCH + other)
+    engine = Engine(CheckOptions(search_paths=(mb06,), use_cache=False, select=("CV006", "OT007")))
+    engine.display_root = tmp_path
+    report = engine.check_paths([str(tmp_path / "launch.sh")])
+    assert [f.location.line for f in report.findings if f.rule_id == "CV006"] == [9]  # once for both jobs
+    assert jobs_not_fully_checked(report) == (2, {"CV006": 2})

@@ -436,10 +436,12 @@ class LaunchReader:
         fallback = launch.command.span
         if shell.unknown:
             return LaunchEnvironment((), self.origin(display, shell.open_at or fallback, kind="set"))
+        opened = shell.open_at is not None
+        # a variable whose place is unknown after ``source`` is unknown from there (``open_at``)
         variables = tuple((name, UNKNOWN if variable.value is None else variable.value,
                            self.origin(display, variable.span or fallback, kind="set"))
-                          for name, variable in shell.variables.items())
-        open_at = self.origin(display, shell.open_at, kind="set") if shell.open_at is not None else None
+                          for name, variable in shell.variables.items() if variable.span is not None or not opened)
+        open_at = self.origin(display, shell.open_at, kind="set") if opened else None
         return LaunchEnvironment(variables, open_at)
 
     def relocate(self, finding: Finding, display: str, launch: Launch, by_world_size: bool,

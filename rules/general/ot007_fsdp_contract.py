@@ -122,8 +122,8 @@ from 0.5.x, `cfg.env_vars` from 0.6.x).
                                   f"start)", [flag, "checkpoint.ckpt_format", *paths],
                              fixes=[FixIntent("set", "checkpoint.ckpt_format", "fsdp_dtensor", safe=False,
                                               description="use the fsdp_dtensor format (existing checkpoints differ)")])
-        conns = env_var(cfg, CONNECTIONS)
-        if known(conns) and conns == "1" and has_check(cfg, "fsdp_rejects_one_device_connection"):
+        conns = env_var(cfg, CONNECTIONS) if has_check(cfg, "fsdp_rejects_one_device_connection") else None
+        if known(conns) and conns == "1":
             launched = env_var_origin(cfg, CONNECTIONS)
             if launched is None:
                 yield ctx.report(cfg, f"Megatron-FSDP is on ({flag} = True), but env_vars['{CONNECTIONS}'] is 1; FSDP "
