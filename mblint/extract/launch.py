@@ -98,6 +98,42 @@ DEEPSPEED_VALUED = {"-H", "--hostfile", "-i", "--include", "-e", "--exclude", "-
 LAUNCHER_WORDS = {"torchrun", "accelerate", "deepspeed", "run_recipe.py", "train.sh", "setup_experiment.py"}
 # Commands that run the command after them (their options skipped).
 WRAPPERS = {"exec", "time", "nohup", "env", "srun", "uv", "numactl", "nsys", "bash", "sh"}
+# Commands that run the command after them with the same arguments, files and environment:
+# read through. Each: its flags, its options that take a value, and how many words (a
+# duration, a CPU mask) come before the command.
+TRANSPARENT = {
+    "timeout": ({"--preserve-status", "--foreground", "-v", "--verbose"}, {"-s", "--signal", "-k", "--kill-after"}, 1),
+    "nice": (set(), {"-n", "--adjustment"}, 0),
+    "stdbuf": (set(), {"-i", "--input", "-o", "--output", "-e", "--error"}, 0),
+    "taskset": ({"-a", "--all-tasks", "-c", "--cpu-list"}, set(), 1),
+}
+# sudo runs the same arguments on the same files, with the environment reset (env_reset,
+# sudoers' env_keep decides what stays) unless -E keeps it. Its options that change neither.
+SUDO_FLAGS = {"-E", "--preserve-env", "-H", "--set-home", "-n", "--non-interactive", "-k", "--reset-timestamp",
+              "-S", "--stdin", "-b", "--background", "-P", "--preserve-groups", "-A", "--askpass", "-B", "--bell",
+              "-N", "--no-update"}
+SUDO_VALUED = {"-u", "--user", "-g", "--group", "-p", "--prompt", "-C", "--close-from", "-r", "--role", "-t", "--type",
+               "-T", "--command-timeout", "-U", "--other-user"}
+# Commands that run the command after them elsewhere: in a container, on another host, as
+# many MPI ranks. Its files, working folder or environment are not the script's, so a launch
+# through one is not read (said as LA002 when it is a training launch).
+OPAQUE = {
+    "docker": "in a container (its files are the image's and what -v mounts; its environment only what -e passes)",
+    "podman": "in a container (its files are the image's and what -v mounts; its environment only what -e passes)",
+    "nerdctl": "in a container (its files are the image's and what -v mounts; its environment only what -e passes)",
+    "apptainer": "in a container image (its Python and installed packages are the image's)",
+    "singularity": "in a container image (its Python and installed packages are the image's)",
+    "enroot": "in a container (its files are the container's)",
+    "kubectl": "in a Kubernetes pod (its files and environment are the pod's)",
+    "ssh": "on another host (its files, working folder and environment are that host's, and its shell parses the "
+           "arguments again)",
+    "mpirun": "as MPI ranks (the process count and the environment each rank gets are mpirun's)",
+    "mpiexec": "as MPI ranks (the process count and the environment each rank gets are mpirun's)",
+    "xargs": "with arguments it reads from its input added",
+}
+# Words that may start the command a wrapper runs (not ``exec``: a subcommand of docker,
+# apptainer, kubectl...).
+COMMAND_STARTS = (LAUNCHER_WORDS | WRAPPERS | set(TRANSPARENT) | set(OPAQUE) | {"sudo"}) - {"exec"}
 
 
 @dataclass
@@ -139,6 +175,9 @@ class Launch:
     # The variables the launched processes run with that the script sets (its exports, the
     # assignments in front of the command, ``env X=1``, ``srun --export=ALL,X=1``)
     environment: Environment = field(default_factory=Environment)
+    # The wrapper it runs through that mblint does not read through (``docker run``, ``ssh``,
+    # a sudo option not modelled): (the wrapper's word, why); the launch is then not checked
+    wrapped: tuple[Word, str] | None = None
 
     @property
     def line(self) -> int:
@@ -163,6 +202,7 @@ class _World:
     unknown: Span | None = None  # a launcher option whose value (or name) is unknown
     local_rank: str = ""  # the option the launcher appends to the script's arguments
     environment: Environment = field(default_factory=Environment)  # what the command's processes inherit
+    wrapped: tuple | None = None  # (word, why) of a wrapper not read through (Launch.wrapped)
 
 
 def find_launches(commands: list[Command], directives: list[Directive]) -> list[Launch]:
@@ -208,6 +248,7 @@ def read_command(command: Command, sbatch: "_World") -> Launch | None:
     launch = _read_command(command, world)
     if launch is not None:
         launch.environment = world.environment
+        launch.wrapped = world.wrapped
     return launch
 
 
@@ -226,6 +267,19 @@ def _read_command(command: Command, world: "_World") -> Launch | None:
             continue
         if base == "env":
             index = _env_command(words, index + 1, world.environment)
+            continue
+        if base in TRANSPARENT or base == "sudo":
+            after = _sudo(words, index, world) if base == "sudo" else _transparent(words, index, *TRANSPARENT[base])
+            if after is None:  # an option whose effect mblint does not model
+                world.wrapped = world.wrapped or (words[index], f"`{base}` with an option whose effect mblint does not "
+                                                                "model")
+                index = _next_command(words, index + 1)
+            else:
+                index = after
+            continue
+        if base in OPAQUE:
+            world.wrapped = world.wrapped or (words[index], f"`{base}`, which runs it {OPAQUE[base]}")
+            index = _next_command(words, index + 1)
             continue
         if base == "accelerate" and index + 1 < len(words) and words[index + 1].text == "launch":
             world.launcher = "accelerate"
@@ -272,6 +326,88 @@ def _read_command(command: Command, world: "_World") -> Launch | None:
             return _entry(words, index, command, world)
         return None
     return None
+
+
+def _next_command(words: list[Word], index: int) -> int:
+    """The index of the first word from ``index`` on that may start the command a wrapper runs
+    (a launcher, Python, a script, another wrapper); past the end when there is none."""
+    while index < len(words):
+        text = words[index].text
+        if text is not None:
+            base = posixpath.basename(text)
+            if base in COMMAND_STARTS or base.endswith(".py") or PYTHON_NAME.match(base):
+                return index
+        index += 1
+    return index
+
+
+def _transparent(words: list[Word], index: int, flags: set, valued: set, operands: int) -> int | None:
+    """The index of the command a transparent wrapper at ``index`` runs (its options and its
+    ``operands`` before the command skipped); None when an option is not one of its own."""
+    index += 1
+    while index < len(words) and words[index].lead.startswith("-") and words[index].lead != "-":
+        text = words[index].text
+        if text == "--":
+            index += 1
+            break
+        name, attached = _short_or_long(text, valued)
+        if text is None or name not in flags | valued:
+            return None
+        index += 2 if name in valued and not attached else 1
+    return index + operands
+
+
+def _short_or_long(text: str | None, valued: set) -> tuple[str | None, bool]:
+    """An option's name and whether its value is in the same word (``--signal=KILL``,
+    ``-oL``, ``-n10``)."""
+    if text is None:
+        return None, False
+    if text.startswith("--"):
+        name, eq, _ = text.partition("=")
+        return name, bool(eq)
+    if len(text) > 2 and text[:2] in valued:
+        return text[:2], True
+    return text, False
+
+
+def _sudo(words: list[Word], index: int, world: _World) -> int | None:
+    """The index of the command ``sudo`` at ``index`` runs: same arguments and files; the
+    environment kept with -E (``--preserve-env``), else reset to what sudoers keeps (unknown
+    here). None when an option changes more (a login shell, another folder or root)."""
+    keeps = False
+    position = index + 1
+    while position < len(words) and words[position].lead.startswith("-"):
+        text = words[position].text
+        if text == "--":
+            position += 1
+            break
+        if text is None:
+            return None
+        if text.startswith("--"):
+            name, eq, _ = text.partition("=")
+            if name not in SUDO_FLAGS | SUDO_VALUED or name == "--preserve-env" and eq:
+                return None  # --preserve-env=LIST keeps only those: the others are unknown, as reset
+            keeps = keeps or name == "--preserve-env"
+            position += 2 if name in SUDO_VALUED and not eq else 1
+            continue
+        cluster = text[1:]
+        for offset, letter in enumerate(cluster):
+            if f"-{letter}" in SUDO_VALUED:
+                position += 1 if offset + 1 < len(cluster) else 2
+                break
+            if f"-{letter}" not in SUDO_FLAGS:
+                return None
+            keeps = keeps or letter == "E"
+        else:
+            position += 1
+    if not keeps:
+        world.environment = Environment(open_at=words[index].span, unknown=True)
+    while position < len(words) and VARIABLE_NAME.match((words[position].text or "").partition("=")[0]) \
+            and "=" in (words[position].text or ""):
+        name, _, text = words[position].text.partition("=")
+        world.environment.variables[name] = Exported(text, words[position].span)
+        position += 1
+    return position
 
 
 def _is_performance(text: str) -> bool:

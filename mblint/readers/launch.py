@@ -135,6 +135,14 @@ class LaunchReader:
         return read_source(path, limit, kind)
 
     def check_launch(self, path: Path, display: str, launch: Launch, result: "FileResult") -> set[Path]:
+        if launch.wrapped is not None:
+            searched: set[Path] = set()  # the answer depends on every place looked at
+            if self.trains(path, launch, searched):
+                word, why = launch.wrapped
+                self.finding("LA002", display, word.span, f"launch not checked: it runs through {why}; mblint reads "
+                             "a launch only where the command runs with the script's arguments, files and "
+                             "environment", result)
+            return searched
         if launch.entry == "unread":
             reasons = "; ".join(message for _, message in launch.unanalysed)
             self.finding("LA002", display, launch.entry_word.span, f"launch not checked: {reasons}", result)
@@ -170,6 +178,19 @@ class LaunchReader:
             return set()
         recipe_path, function, kind = found
         return self.run(path, display, launch, recipe_path, function, kind, [], result)
+
+    def trains(self, path: Path, launch: Launch, searched: set[Path]) -> bool:
+        """Whether ``launch`` is a training launch: Megatron-Bridge's runner, or an entry script
+        mblint would analyse as one (a script that is not there is one only when the line
+        passes it configuration arguments). ``searched`` gets the places looked at."""
+        if launch.entry != "script":
+            return True
+        from mblint.readers.entry import entry_recipe
+
+        entry = entry_recipe(self.engine, path, launch, searched)
+        if isinstance(entry, str) and entry.startswith("entry script "):
+            return bool(launch.settings or launch.config_files)
+        return entry is not None
 
     def check_entry_script(self, path: Path, display: str, launch: Launch, result: "FileResult") -> set[Path]:
         from mblint.readers.entry import entry_recipe

@@ -27,7 +27,13 @@ there), so what the launch takes from it is unknown; a `source` after the launch
 whose variables the launch does not use (or that the script sets again), is not reported. The
 same holds, at the `source` line, for a command after it that the script does not define and
 that runs with a launch's arguments (`launch_job --recipe X train.micro_batch_size=2`): the
-sourced file may define it as the function that launches the job. These are warnings.
+sourced file may define it as the function that launches the job. So is a training launch
+run through a command that runs it elsewhere, at that command: in a container (`docker run`,
+`podman`, `apptainer`/`singularity exec`, `enroot start`, `kubectl exec`), on another host
+(`ssh`), as MPI ranks (`mpirun`), with more arguments (`xargs`), or through a `sudo` option
+that changes the folder or re-parses the command (`-i`, `-s`, `-D`): its files, arguments or
+environment are not the script's, so mblint does not guess them (`timeout`, `nice`, `stdbuf`,
+`taskset`, `sudo` are read through). These are warnings.
 
 As info: the world size is unknown because a launcher option's value is (`--nnodes=$NNODES`);
 the job is checked, only what the rules check against the world size is not (those rules are
@@ -58,11 +64,19 @@ All.
 mblint's launch reader.
 """
     valid = [Example("", launch="torchrun --nproc_per_node=1 scripts/training/run_recipe.py "
-                                 "--recipe llama32_1b_pretrain_config\n")]
+                                 "--recipe llama32_1b_pretrain_config\n"),
+             # read through: the same arguments, files and environment
+             Example("", launch="timeout 10h nice -n 5 torchrun --nproc_per_node=1 scripts/training/run_recipe.py "
+                                "--recipe llama32_1b_pretrain_config\n"),
+             Example("", launch="sudo -E torchrun --nproc_per_node=1 scripts/training/run_recipe.py "
+                                "--recipe llama32_1b_pretrain_config\n")]
     invalid = [Example("", launch='torchrun --nproc_per_node=1 scripts/training/run_recipe.py --recipe "$RECIPE"  # error\n'),
                Example("", launch='source ~/.bashrc  # error\ntorchrun --nproc_per_node=1 '
                                   'scripts/training/run_recipe.py --recipe llama32_1b_pretrain_config $EXTRA\n',
                        message="the file this sources (~/.bashrc) is not read"),
+               Example("", launch="docker run --gpus all -v $PWD:/workspace nvcr.io/nvidia/nemo:25.09 torchrun "
+                                  "--nproc_per_node=8 scripts/training/run_recipe.py --recipe llama32_1b_pretrain_config"
+                                  "  # error\n", message="it runs through `docker`, which runs it in a container"),
                Example("", launch="torchrun --nnodes=$NNODES --nproc_per_node=8 scripts/training/run_recipe.py "
                                   "--recipe llama32_1b_pretrain_config  # error\n",
                        message="the world size is unknown (a launcher option here is not known)"),
