@@ -157,3 +157,35 @@ def test_a_wrapped_training_script_is_not_analysed_once_it_is_there(tmp_path, mb
     assert run() == []
     (tmp_path / "train.py").write_text(TRAINING_SCRIPT)
     assert run() == ["LA002"]
+
+
+@pytest.mark.parametrize("line,column", [
+    (f'ssh node1 "cd /workspace && {TORCHRUN}"', 1),
+    (f"ssh -p 2222 -o BatchMode=yes node2 'export NCCL_ALGO=Ring; {TORCHRUN}'", 1),
+    (f'for h in a b; do ssh "$h" "{TORCHRUN}" & done', 18),
+])
+def test_a_launch_in_the_string_ssh_runs_remotely_is_not_analysed(tmp_path, mb06, line, column):
+    """ssh joins the words after the host with blanks and the remote shell parses them."""
+    [finding] = lint(tmp_path, mb06, f"{line}\n")
+    assert (finding.rule_id, finding.location.line, finding.location.column) == ("LA002", 1, column)
+    assert "`ssh`" in finding.message
+
+
+@pytest.mark.parametrize("line", ['ssh node "pkill -f torchrun"', 'ssh node "nvidia-smi; hostname"',
+                                  "ssh node ls -l /checkpoints"])
+def test_a_remote_command_that_is_no_training_launch_is_silent(tmp_path, mb06, line):
+    assert lint(tmp_path, mb06, f"{line}\n") == []
+
+
+def test_nested_remote_strings_are_bounded(tmp_path, mb06):
+    """ssh inside ssh: 3,000 hosts in a row before the string, and strings quoted in strings
+    (each level quadruples the quotes: 7 levels)."""
+    chained = "ssh h " * 3000 + f'"{TORCHRUN}"'
+    quoted = TORCHRUN
+    for _ in range(7):
+        quoted = "ssh h '" + quoted.replace("'", "'\\''") + "'"
+    for text in (chained, quoted):
+        start = time.perf_counter()
+        findings = lint(tmp_path, mb06, text + "\n")
+        assert time.perf_counter() - start < 20
+        assert [f.rule_id for f in findings] == ["LA002"], [f.message for f in findings]

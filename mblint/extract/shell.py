@@ -693,7 +693,7 @@ class _Reader:
             if joined.text is not None or joined.template is not None:
                 self.command_string(joined, env, in_loop, [])
                 return
-        inner = _shell_string(words)
+        inner = _shell_string(words) or _remote_string(words)
         if inner is not None:
             index, string = inner
             self.command_string(string, env, in_loop, words[:index], child=True)
@@ -1434,6 +1434,28 @@ def _shell_string(words: list[Word]) -> tuple[int, Word] | None:
                 return None
         return None
     return None
+
+
+SSH_VALUED = frozenset("BbcDEeFIiJLlmOoPpRSWw")  # ssh's options that take a value (-p 22)
+
+
+def _remote_string(words: list[Word]) -> tuple[int, Word] | None:
+    """``ssh [options] HOST COMMAND...`` where a word of the command holds blanks (``ssh node
+    "cd /x && torchrun ..."``): the index of the command's first word and its words joined with
+    blanks, the string ssh hands the remote shell. None otherwise: a command of plain words is
+    read as it is."""
+    start = next((index for index, word in enumerate(words)
+                  if word.text is not None and posixpath.basename(word.text) == "ssh"), None)
+    if start is None:
+        return None
+    position = start + 1
+    while position < len(words) and (words[position].text or "").startswith("-"):
+        option = words[position].text
+        position += 2 if len(option) == 2 and option[1] in SSH_VALUED else 1
+    command = words[position + 1:]
+    if not command or not any(word.text is not None and any(c.isspace() for c in word.text) for word in command):
+        return None
+    return position + 1, _joined(command)
 
 
 def _error_nodes(root: Any, reader: _Reader) -> list[tuple[int, int, str]]:
