@@ -189,3 +189,18 @@ def test_nested_remote_strings_are_bounded(tmp_path, mb06):
         findings = lint(tmp_path, mb06, text + "\n")
         assert time.perf_counter() - start < 20
         assert [f.rule_id for f in findings] == ["LA002"], [f.message for f in findings]
+
+
+@pytest.mark.parametrize("line", ["srun pkill -f torchrun", "nohup pkill -f torchrun", "time grep torchrun log.txt",
+                                  "env X=1 pgrep -f torchrun", "srun -N 2 --ntasks-per-node=1 killall torchrun",
+                                  "timeout 60 pkill -f deepspeed"])
+def test_a_wrapper_running_another_program_that_names_a_launcher_is_silent(tmp_path, mb06, line):
+    """What srun, nohup, time, env run here is pkill, grep...: no launch (these were LA002,
+    "mblint does not read this form of launch line")."""
+    assert lint(tmp_path, mb06, f"#!/bin/bash\n{line}\n") == []
+
+
+@pytest.mark.parametrize("wrapper", ["nohup nsys profile -o out", "numactl --cpunodebind=0", "srun numactl -N 0"])
+def test_a_wrapper_whose_options_are_not_read_still_says_the_launch_is_not_analysed(tmp_path, mb06, wrapper):
+    [finding] = lint(tmp_path, mb06, f"{wrapper} {TORCHRUN}\n")
+    assert finding.rule_id == "LA002" and "does not read this form" in finding.message

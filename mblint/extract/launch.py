@@ -229,6 +229,9 @@ def _unread(command: Command) -> Launch | None:
     first = command.words[0].text if command.words else ""
     if first is not None and not (posixpath.basename(first) in WRAPPERS | LAUNCHER_WORDS or PYTHON_NAME.match(first)):
         return None  # echo, printf...: a command that does not run its arguments
+    program = _program(command.words)
+    if program is not None and not _may_start_command(program):
+        return None  # srun pkill -f torchrun: what srun runs is pkill, which launches nothing
     named = next((w for w in command.words if w.text is not None and not any(c.isspace() for c in w.text)
                   and posixpath.basename(w.text) in LAUNCHER_WORDS), None)
     if named is None:
@@ -333,12 +336,39 @@ def _next_command(words: list[Word], index: int) -> int:
     (a launcher, Python, a script, another wrapper); past the end when there is none."""
     while index < len(words):
         text = words[index].text
-        if text is not None:
-            base = posixpath.basename(text)
-            if base in COMMAND_STARTS or base.endswith(".py") or PYTHON_NAME.match(base):
-                return index
+        if text is not None and _may_start_command(posixpath.basename(text)):
+            return index
         index += 1
     return index
+
+
+def _may_start_command(base: str) -> bool:
+    return base in COMMAND_STARTS or base.endswith(".py") or bool(PYTHON_NAME.match(base))
+
+
+def _program(words: list[Word]) -> str | None:
+    """The name of the program a line runs behind the wrappers whose options mblint reads
+    (``srun -N 2 pkill -f torchrun``: pkill); None when it cannot be told (an unknown word, a
+    wrapper whose options mblint does not read)."""
+    index = 0
+    while index < len(words):
+        text = words[index].text
+        if text is None:
+            return None
+        base = posixpath.basename(text)
+        if base in ("exec", "time", "nohup"):
+            index += 1
+        elif base == "env":
+            index = _env_command(words, index + 1, Environment())
+        elif base == "srun":
+            index = _srun_options(words, index + 1, _World())
+        elif base in TRANSPARENT:
+            index = _transparent(words, index, *TRANSPARENT[base])
+            if index is None:
+                return None
+        else:
+            return base
+    return None
 
 
 def _transparent(words: list[Word], index: int, flags: set, valued: set, operands: int) -> int | None:
