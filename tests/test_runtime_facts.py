@@ -77,3 +77,13 @@ def test_a_check_in_another_form_is_no_fact(tmp_path):
     assert flex_backend_gpus(index) == {"hybridep": {
         "majors": [9, 10], "names": [], "names_match": "exact", "message": "HybridEP: {gpu}!",
         "source": "megatron/bridge/training/flex_dispatcher_backend.py:6"}}
+
+
+def test_bases_that_make_a_cycle_give_no_fact_and_no_endless_walk(tmp_path):
+    """A hostile source: the packed dataset and its base derive from each other."""
+    name = PACKED_DATASETS[0].rpartition(".")[0]
+    path = tmp_path / "gpt_sft.py"
+    path.write_text("class GPTSFTPackedDataset(Base):\n    pass\n\n\nclass Base(GPTSFTPackedDataset):\n"
+                    "    def __init__(self, pad_seq_length_to_mult: int = 8):\n        pass\n")
+    index = SourceIndex({name: parse_module(name, path)})
+    assert collate_pad_multiple(index) == {"value": 8, "source": "megatron/bridge/data/packing/gpt_sft.py:6"}

@@ -138,16 +138,26 @@ def collate_pad_multiple(index: SourceIndex) -> dict | None:
     in the ``__init__`` of GPTSFTPackedDataset or of the first base declaring it. {"value": int,
     "source": "path:line"}, or None."""
     kinds = ClassKinds(index)
-    for packed in PACKED_DATASETS:
-        if index.class_node(packed) is None:
-            continue
-        for qualname in kinds.mro(packed):
-            found = _init_default(index.class_node(qualname), COLLATE_PARAMETER)
-            if found is not None:
-                line, value = found
-                return {"value": value, "source": f"{index.relpath(qualname.rpartition('.')[0])}:{line}"}
-        return None
+    packed = next((qualname for qualname in PACKED_DATASETS if index.class_node(qualname) is not None), None)
+    for qualname in _bases_in_order(kinds, packed) if packed else ():
+        found = _init_default(index.class_node(qualname), COLLATE_PARAMETER)
+        if found is not None:
+            line, value = found
+            return {"value": value, "source": f"{index.relpath(qualname.rpartition('.')[0])}:{line}"}
     return None
+
+
+def _bases_in_order(kinds: ClassKinds, qualname: str) -> list[str]:
+    """The class and the bases mblint can read, depth first, each once (a hostile source may
+    make its bases a cycle, which ``ClassKinds.mro`` would follow without end)."""
+    order, stack = [], [qualname]
+    while stack and len(order) < 64:
+        current = stack.pop()
+        if current in order or kinds.index.class_node(current) is None:
+            continue
+        order.append(current)
+        stack.extend(reversed(kinds.bases(current)))
+    return order
 
 
 def _init_default(node: ast.ClassDef, parameter: str) -> tuple[int, int] | None:
