@@ -69,6 +69,22 @@ async def test_a_change_to_a_shared_base_builder_rechecks_the_recipes_using_it(c
     assert graphs not in client.diagnostics  # graphs.py does not use it: not checked again
 
 
+async def test_closing_an_unsaved_base_builder_rechecks_the_recipes_that_read_its_text(
+        client: LanguageClient, root):
+    docs = Documents(client, root)
+    recipe = docs.open("recipes/sft.py")
+    assert codes(await docs.diagnostics(recipe)) == [("PK001", 8)]
+    base = docs.open("recipes/base.py")
+    await docs.diagnostics(base)
+    text = (root / "recipes" / "base.py").read_text()
+    docs.change(base, text.replace("enable_offline_packing=True", "enable_offline_packing=False").replace(
+        "            offline_packing_specs=PackedSequenceSpecs(packed_sequence_size=2048),\n", ""))
+    assert await docs.diagnostics(recipe) == []  # checked with the unsaved base builder
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=base)))  # the edit is thrown away
+    assert codes(await docs.diagnostics(recipe)) == [("PK001", 8)]  # the file on disk counts again
+
+
 async def test_code_actions_fix_safely_label_unsafe_fixes_and_write_the_suppression(client: LanguageClient, root):
     docs = Documents(client, root)
     uri = docs.open("recipes/graphs.py")

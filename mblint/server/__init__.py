@@ -185,6 +185,13 @@ class MblintServer(LanguageServer):
             for path in changed & result.dependencies:
                 self.queue_recheck(other, path)
 
+    def recheck_readers_of_text(self, real: str) -> None:
+        """Check again the open documents whose last result read the text of the document at
+        ``real`` that was just closed: the file on disk stands for it now."""
+        for other, result in self.results.items():
+            if real in result.read and real in result.dependencies:
+                self.queue_recheck(other, real)
+
     def queue_recheck(self, uri: str, cause: str) -> None:
         if uri in self.timers or uri in self.edits:
             return  # its own check comes
@@ -385,6 +392,9 @@ def build_server(make_engine: Callable, debounce: float = DEFAULT_DEBOUNCE) -> M
         ls.results.pop(uri, None)
         ls.shown_errors.pop(uri, None)
         ls.publish(uri, None, [])
+        path = ls.path_of(uri)
+        if path is not None:
+            ls.recheck_readers_of_text(os.path.realpath(path))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True))
