@@ -117,18 +117,13 @@ def _environment_message(named: dict[str, list[str]], opened: bool) -> str:
                           list(named.items())[:MAX_PARTS_NAMED])
     if len(named) > MAX_PARTS_NAMED:
         variables += f" and {len(named) - MAX_PARTS_NAMED} more"
-    several = len(named) > 1
-    them = "them" if several else "it"
-    why = ("the job's environment variables are unknown from here on: what this runs may set or drop any (mblint "
-           "reads no sourced file, no `eval` of text it cannot know, no `export $NAME`, no launcher option that "
-           "replaces the environment)" if opened else
-           f"the launch gives {'these variables values' if several else 'the variable a value'} mblint cannot know "
-           "here (the value of a command or of a variable it does not know, or an export on one way of an `if` only)")
-    return (f"{why}, so the rules that read {them} did not check {them}: {variables}. Megatron-Bridge reads "
-            f"{them} with os.getenv at job start, after copying cfg.env_vars into the environment with "
-            "os.environ.setdefault, so a value the launch environment has wins over the recipe's; write "
-            f"{'the values' if several else 'the value'} into the script"
-            f"{' after this line' if opened else ''} to have {them} checked")
+    them = "them" if len(named) > 1 else "it"
+    if opened:
+        return (f"{variables} not checked: the job's environment is unknown from here on (what this line runs may "
+                f"set or drop any variable, and a value in the environment wins over cfg.env_vars); "
+                f"set {them} after this line to have {them} checked")
+    return (f"{variables} not checked: the launch gives {them} a value mblint cannot know here; "
+            f"set {them} to a literal value to have {them} checked")
 
 
 def coverage_rule_ids(rules) -> frozenset[str]:

@@ -196,7 +196,7 @@ def test_a_variable_a_rule_needed_after_an_unreadable_line_is_a_finding_there(tm
     assert (gap.location.path, gap.location.line, gap.location.column) == ("launch.sh", 9, 1)
     assert gap.severity is Severity.INFO
     assert "CUDA_DEVICE_MAX_CONNECTIONS (OT007)" in gap.message
-    assert "os.environ.setdefault" in gap.message and "unknown from here on" in gap.message
+    assert "wins over cfg.env_vars" in gap.message and "unknown from here on" in gap.message
 
 
 def test_every_rule_and_variable_of_the_job_in_one_finding(tmp_path, mb06):

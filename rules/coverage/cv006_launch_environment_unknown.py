@@ -83,7 +83,7 @@ over recipe defaults") and :1867-1870 (applied first in `runtime_config_update`)
         Example("", launch=f"source ./cluster_env.sh  # error\n{FSDP_LAUNCH}", alongside=("OT007",),
                 message="CUDA_DEVICE_MAX_CONNECTIONS (OT007)"),
         Example("", launch=f'eval "$SETUP"  # error\n{DETERMINISTIC_LAUNCH}', alongside=("PR011",),
-                message="the job's environment variables are unknown from here on"),
+                message="the job's environment is unknown from here on"),
         Example("", launch=f"export CUDA_DEVICE_MAX_CONNECTIONS=$(cat connections.txt)  # error\n{FSDP_LAUNCH}",
-                alongside=("OT007",), message="the launch gives the variable a value mblint cannot know here"),
+                alongside=("OT007",), message="the launch gives it a value mblint cannot know here"),
     ]
