@@ -128,6 +128,7 @@ class ResultCache:
         self.misses = 0
         self.hashes: dict[str, str | None] = {}
         self.signatures: dict[str, list[int] | None] = {}
+        self.existing: dict[str, bool] = {}
         self.started_ns = time.time_ns()
         self._identity: str | None = None
         self.linted: frozenset[str] = frozenset()  # the absolute paths this run lints
@@ -203,13 +204,19 @@ class ResultCache:
         if not isinstance(digest, str):
             return None
         if digest == ABSENT:
-            return None if os.path.lexists(dep) else recorded
+            return None if self._exists(dep) else recorded
         now = self._signature(dep)
         if signature is not None and now == signature:
             return recorded
         if content_hash(Path(dep), self.hashes) != digest:
             return None
         return [digest, now if now is not None and not self._racy(now) else None]
+
+    def _exists(self, dep: str) -> bool:
+        """Whether anything is at ``dep`` (asked once per run: entries share absent paths)."""
+        if dep not in self.existing:
+            self.existing[dep] = os.path.lexists(dep)
+        return self.existing[dep]
 
     def _signature(self, dep: str) -> list[int] | None:
         if dep not in self.signatures:

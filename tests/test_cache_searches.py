@@ -1,7 +1,7 @@
 """What a search found, or did not find, keys the caches: a result that depends on which
 files exist where mblint looked (the training scripts beside an override file, an entry
-script or an override file a launch line names) is served from a cache only while the places
-looked at are as they were. Each change below alters what `mblint check --no-cache` prints; a
+script or an override file a launch line names, an imported module) is served from a cache
+only while the places looked at are as they were. Each change below alters what `mblint check --no-cache` prints; a
 cached run (the per-file entries, and the run-level result) prints the same."""
 
 from __future__ import annotations
@@ -68,6 +68,18 @@ def add_the_named_override_file_nearer(root: Path) -> None:
     (root / "launch" / "conf" / "distill.yaml").write_text(YAML.replace("micro_batch_size: 2", "micro_batch_size: 1"))
 
 
+def importing_from_a_search_path(root: Path) -> list[str]:
+    common = root / "proj" / "common.py"
+    common.write_text(common.read_text().replace("MBS = 2", "from shared import MBS"))
+    (root / "lib").mkdir()
+    (root / "lib" / "shared.py").write_text("MBS = 1\n")
+    return ["proj/recipe.py", "--search-path", "lib"]
+
+
+def add_the_module_on_an_earlier_import_root(root: Path) -> None:
+    (root / "shared.py").write_text("MBS = 2\n")  # the project's top comes before the search paths
+
+
 CHANGES = {
     "a training script added beside the override file": (beside_the_override_file, add_the_training_script),
     "a script naming the override file edited to load it": (a_script_naming_it_without_loading_it,
@@ -75,6 +87,8 @@ CHANGES = {
     "the entry script a launch line runs added": (launched_from_a_folder_of_its_own, add_the_launched_script),
     "the override file a launch line names added nearer": (launched_script_in_place,
                                                            add_the_named_override_file_nearer),
+    "an imported module added where it is looked for first": (importing_from_a_search_path,
+                                                              add_the_module_on_an_earlier_import_root),
 }
 
 

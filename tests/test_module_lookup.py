@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mblint.extract.modules import FolderEntries, ModuleFinder, _module_file
+from mblint.extract.modules import FolderEntries, ModuleFinder, module_file
 
 NAMES = [["pkg"], ["pkg", "mod"], ["pkg", "sub", "deep"], ["pkg", "sub"], ["top"], ["missing"], ["pkg", "missing"],
          ["notpkg", "mod"], ["fake"], ["linked", "mod"], ["dangling"], ["pkg", "fake"], ["plain_dir"], ["file_dir", "x"],
@@ -36,7 +36,7 @@ def tree(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("parts", NAMES, ids=[".".join(p) or "empty" for p in NAMES])
 def test_listings_answer_as_stat_does(tree: Path, parts: list[str]) -> None:
     for root in (tree, tree / "pkg", tree / "nowhere", tree / "top.py"):
-        assert _module_file(root, parts, FolderEntries()) == _module_file(root, parts)
+        assert module_file(root, parts, FolderEntries()) == module_file(root, parts)
 
 
 def test_a_finder_answers_the_same_when_asked_again(tree: Path) -> None:
@@ -52,5 +52,5 @@ def test_an_unlistable_folder_is_asked_by_stat(tree: Path, monkeypatch: pytest.M
         raise PermissionError(13, "Permission denied", folder)
 
     monkeypatch.setattr(os, "scandir", refusing_scandir)
-    assert _module_file(tree, ["pkg", "mod"], FolderEntries()) == tree / "pkg" / "mod.py"
-    assert _module_file(tree, ["pkg", "sub"], FolderEntries()) == tree / "pkg" / "sub" / "__init__.py"
+    assert module_file(tree, ["pkg", "mod"], FolderEntries()) == tree / "pkg" / "mod.py"
+    assert module_file(tree, ["pkg", "sub"], FolderEntries()) == tree / "pkg" / "sub" / "__init__.py"

@@ -248,38 +248,58 @@ class ModuleFinder:
         self.roots = _unique(roots, self.real_paths)
         self.display_root = display_root or Path.cwd()
         self._parsed: dict[Path, ModuleSource | SourceError] = {}
-        self._found: dict[str, Path | None] = {}
-        self._beside: dict[tuple, Path | None] = {}  # (folder, module name) -> find_beside()
+        # A name's file, and the paths that made the other candidates fail (see module_file)
+        self._found: dict[str, tuple[Path | None, tuple[Path, ...]]] = {}
+        self._beside: dict[tuple, tuple[Path | None, tuple[Path, ...]]] = {}  # (folder, module name) -> find_beside()
         self._texts = texts if texts is not None else {}  # texts read before by the Project, parsed here
         self.folders = FolderEntries()
 
-    def find_beside(self, from_file: Path, name: str) -> Path | None:
+    # Each look-up by name adds to ``searched``, when given, the paths that made the candidates
+    # before the answer fail (absent files, a file where a folder is needed): what the answer
+    # depends on besides the file found (dependencies of a cached result).
+
+    def find_beside(self, from_file: Path, name: str, searched: set | None = None) -> Path | None:
         """A top-level import resolved next to the importing file, as when it runs as a script."""
         key = (from_file.parent, name)
-        if key not in self._beside:
-            self._beside[key] = _module_file(from_file.parent, name.split("."), self.folders)
-        return self._beside[key]
+        found = self._beside.get(key)
+        if found is None:
+            tried: list[Path] = []
+            found = self._beside[key] = (module_file(from_file.parent, name.split("."), self.folders, tried),
+                                         tuple(tried))
+        if searched is not None:
+            searched.update(found[1])
+        return found[0]
 
-    def find(self, name: str) -> Path | None:
-        if name in self._found:
-            return self._found[name]
-        parts = name.split(".")
-        found = None
-        for root in self.roots:
-            found = _module_file(root, parts, self.folders)
-            if found is not None:
-                break
-        self._found[name] = found
-        return found
+    def find(self, name: str, searched: set | None = None) -> Path | None:
+        found = self._found.get(name)
+        if found is None:
+            parts = name.split(".")
+            tried: list[Path] = []
+            path = None
+            for root in self.roots:
+                path = module_file(root, parts, self.folders, tried)
+                if path is not None:
+                    break
+            found = self._found[name] = (path, tuple(tried))
+        if searched is not None:
+            searched.update(found[1])
+        return found[0]
 
-    def find_relative(self, from_file: Path, level: int, name: str | None) -> Path | None:
+    def find_relative(self, from_file: Path, level: int, name: str | None, searched: set | None = None) -> Path | None:
+        searched = set() if searched is None else searched
         base = from_file.parent
         for _ in range(level - 1):
             base = base.parent
         if not name:
             init = base / "__init__.py"
-            return init if init.is_file() else None
-        return _module_file(base, name.split("."), self.folders)
+            if init.is_file():
+                return init
+            searched.add(init)
+            return None
+        tried: list[Path] = []
+        found = module_file(base, name.split("."), self.folders, tried)
+        searched.update(tried)
+        return found
 
     def is_package_dir(self, from_file: Path, level: int, name: str | None) -> Path | None:
         base = from_file.parent
@@ -358,45 +378,74 @@ class FolderEntries:
             return self.UNLISTED
 
 
-def _module_file(root: Path, parts: list[str], folders: FolderEntries | None = None) -> Path | None:
-    """``root/a/b.py`` or ``root/a/b/__init__.py`` for ``parts`` ``["a", "b"]``."""
+def module_file(root: Path, parts: list[str], folders: FolderEntries | None = None,
+                searched: list | None = None) -> Path | None:
+    """``root/a/b.py`` or ``root/a/b/__init__.py`` for ``parts`` ``["a", "b"]``. ``searched``
+    gets each path that made a candidate fail (absent, or no folder where one is needed): the
+    answer holds while they are as they are."""
+    searched = [] if searched is None else searched
     if folders is not None and all(part.isidentifier() for part in parts):
-        found = _listed_module_file(root, parts, folders)
+        tried: list[Path] = []
+        found = _listed_module_file(root, parts, folders, tried)
         if found is not FolderEntries.UNLISTED:
+            searched.extend(tried)
             return found
     target = root.joinpath(*parts)
-    candidate = target.with_name(target.name + ".py")
-    if candidate.is_file():
-        return candidate
-    init = target / "__init__.py"
-    if init.is_file():
-        return init
+    for candidate in (target.with_name(target.name + ".py"), target / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+        searched.append(candidate)
     return None
 
 
-def _listed_module_file(root: Path, parts: list[str], folders: FolderEntries) -> Path | None | object:
-    """``_module_file`` answered from folder listings (``UNLISTED`` when one is missing)."""
+def _listed_module_file(root: Path, parts: list[str], folders: FolderEntries, searched: list) -> Path | None | object:
+    """``module_file`` answered from folder listings (``UNLISTED`` when one is missing)."""
     folder = os.fspath(root)
     for part in parts[:-1]:
         entry = folders.entry(folder, part)
-        if entry is None or entry is FolderEntries.UNLISTED:
+        if entry is FolderEntries.UNLISTED:
             return entry
-        if not entry.is_dir():
-            return None
         folder = os.path.join(folder, part)
-    name = parts[-1]
-    module = folders.entry(folder, name + ".py")
+        if entry is None or not entry.is_dir():
+            searched.append(Path(folder))
+            return None
+    for candidate in (_listed_module, _listed_package):
+        found = candidate(root, parts, folder, folders, searched)
+        if found is not None:
+            return found
+    return None
+
+
+def _listed_module(root: Path, parts: list[str], folder: str, folders: FolderEntries,
+                   searched: list) -> Path | None | object:
+    """``root/a/b.py`` (``folder``: ``root/a``), from the listings."""
+    module = folders.entry(folder, parts[-1] + ".py")
     if module is FolderEntries.UNLISTED:
         return module
+    path = root.joinpath(*parts[:-1], parts[-1] + ".py")
     if module is not None and module.is_file():
-        return root.joinpath(*parts[:-1], name + ".py")
-    package = folders.entry(folder, name)
-    if package is None or package is FolderEntries.UNLISTED or not package.is_dir():
-        return package if package is FolderEntries.UNLISTED else None
-    init = folders.entry(os.path.join(folder, name), "__init__.py")
-    if init is None or init is FolderEntries.UNLISTED:
+        return path
+    searched.append(path)
+    return None
+
+
+def _listed_package(root: Path, parts: list[str], folder: str, folders: FolderEntries,
+                    searched: list) -> Path | None | object:
+    """``root/a/b/__init__.py`` (``folder``: ``root/a``), from the listings."""
+    package = folders.entry(folder, parts[-1])
+    if package is FolderEntries.UNLISTED:
+        return package
+    if package is None or not package.is_dir():
+        searched.append(root.joinpath(*parts))
+        return None
+    init = folders.entry(os.path.join(folder, parts[-1]), "__init__.py")
+    if init is FolderEntries.UNLISTED:
         return init
-    return root.joinpath(*parts, "__init__.py") if init.is_file() else None
+    path = root.joinpath(*parts, "__init__.py")
+    if init is not None and init.is_file():
+        return path
+    searched.append(path)
+    return None
 
 
 def _unique(paths: list[Path], real_paths: RealPaths) -> list[Path]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mblint.extract.limits import BudgetExceeded
-from mblint.extract.modules import ModuleSource, SourceError, SourceLimit
+from mblint.extract.modules import ModuleSource, SourceError, SourceLimit, module_file
 from mblint.extract.python_builtins import _BUILTIN_NAMES
 from mblint.extract.values import External, FuncRef, ModuleRef, Obj
 from mblint.model import UNKNOWN
@@ -154,13 +154,15 @@ class ScopesMixin:
             return known_class
         if not imp.level and (imp.module or "").split(".")[0] in NOT_FOLLOWED:
             return self.external(f"{imp.module}.{imp.attr}" if imp.attr else imp.module or "")
+        owner = self.scopes.get(imp.from_file)
+        searched = owner.deps if owner is not None else None  # where the module was looked for in vain
         if imp.level:
-            path = self.finder.find_relative(imp.from_file, imp.level, imp.module)
+            path = self.finder.find_relative(imp.from_file, imp.level, imp.module, searched)
             label = f"{'.' * imp.level}{imp.module or ''}"
         else:
-            path = self.finder.find(imp.module or "") or self.finder.find_beside(imp.from_file, imp.module or "")
+            path = (self.finder.find(imp.module or "", searched)
+                    or self.finder.find_beside(imp.from_file, imp.module or "", searched))
             label = imp.module or ""
-        owner = self.scopes.get(imp.from_file)
         if owner is not None and path is not None:
             owner.deps.add(path)
         if imp.attr is None:
@@ -197,11 +199,12 @@ class ScopesMixin:
     def _submodule(self, imp: LazyImport, package_file: Path) -> Any:
         if package_file.name != "__init__.py":
             return None
-        candidate = package_file.parent / f"{imp.attr}.py"
-        if not candidate.is_file():
-            candidate = package_file.parent / imp.attr / "__init__.py"
-        if candidate.is_file():
-            owner = self.scopes.get(imp.from_file)
+        owner = self.scopes.get(imp.from_file)
+        searched: list[Path] = []
+        candidate = module_file(package_file.parent, [imp.attr], self.finder.folders, searched)
+        if owner is not None:
+            owner.deps.update(searched)
+        if candidate is not None:
             if owner is not None:
                 owner.deps.add(candidate)
             scope = self._scope_or_none(candidate)
