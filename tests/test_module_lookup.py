@@ -11,7 +11,7 @@ from mblint.extract.modules import FolderEntries, ModuleFinder, module_file
 
 NAMES = [["pkg"], ["pkg", "mod"], ["pkg", "sub", "deep"], ["pkg", "sub"], ["top"], ["missing"], ["pkg", "missing"],
          ["notpkg", "mod"], ["fake"], ["linked", "mod"], ["dangling"], ["pkg", "fake"], ["plain_dir"], ["file_dir", "x"],
-         [""], ["pkg", ""], ["a-b"], ["pkg", "mod", "more"]]
+         [""], ["pkg", ""], ["a-b"], ["pkg", "mod", "more"], ["both"], ["pkg", "both"]]
 
 
 @pytest.fixture()
@@ -30,6 +30,10 @@ def tree(tmp_path: Path) -> Path:
     (tmp_path / "a-b.py").write_text("")
     (tmp_path / "linked").symlink_to(tmp_path / "pkg")
     (tmp_path / "dangling.py").symlink_to(tmp_path / "nowhere.py")
+    for folder in (tmp_path, tmp_path / "pkg"):  # a package and a module of one name
+        (folder / "both").mkdir()
+        (folder / "both" / "__init__.py").write_text("")
+        (folder / "both.py").write_text("")
     return tmp_path
 
 
@@ -54,3 +58,26 @@ def test_an_unlistable_folder_is_asked_by_stat(tree: Path, monkeypatch: pytest.M
     monkeypatch.setattr(os, "scandir", refusing_scandir)
     assert module_file(tree, ["pkg", "mod"], FolderEntries()) == tree / "pkg" / "mod.py"
     assert module_file(tree, ["pkg", "sub"], FolderEntries()) == tree / "pkg" / "sub" / "__init__.py"
+
+
+def test_a_package_comes_before_a_module_of_the_same_name(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As CPython's FileFinder.find_spec looks (Lib/importlib/_bootstrap_external.py: "Check if
+    the module is the name of a directory (and thus a package)" before "Check for a file w/ a
+    proper suffix"): `import both` beside both/__init__.py and both.py loads the package."""
+    package = tree / "both" / "__init__.py"
+    assert module_file(tree, ["both"], FolderEntries()) == package == module_file(tree, ["both"])
+    assert ModuleFinder([tree], tree).find("pkg.both") == tree / "pkg" / "both" / "__init__.py"
+    monkeypatch.setattr(os, "scandir", lambda folder: (_ for _ in ()).throw(PermissionError(13, "denied", folder)))
+    assert module_file(tree, ["both"], FolderEntries()) == package
+
+
+def test_a_recipe_reads_the_package_python_would_import(tmp_path: Path) -> None:
+    from tests.test_cache import COMMON, make_project, run
+
+    recipe = make_project(tmp_path, mbs=1)  # proj/common.py: micro-batch size 1, no finding
+    (tmp_path / "proj" / "common").mkdir()
+    (tmp_path / "proj" / "common" / "__init__.py").write_text(COMMON.format(mbs=2))
+    report = run(tmp_path, recipe, use_cache=False)
+    [finding] = report.findings
+    assert finding.rule_id == "PK001"
+    assert "proj/common/__init__.py" in {related.origin.path for related in finding.related}

@@ -380,9 +380,10 @@ class FolderEntries:
 
 def module_file(root: Path, parts: list[str], folders: FolderEntries | None = None,
                 searched: list | None = None) -> Path | None:
-    """``root/a/b.py`` or ``root/a/b/__init__.py`` for ``parts`` ``["a", "b"]``. ``searched``
-    gets each path that made a candidate fail (absent, or no folder where one is needed): the
-    answer holds while they are as they are."""
+    """``root/a/b/__init__.py`` or ``root/a/b.py`` for ``parts`` ``["a", "b"]``: a package
+    before a module of the same name, as Python's own FileFinder looks. ``searched`` gets each
+    path that made a candidate fail (absent, or no folder where one is needed): the answer
+    holds while they are as they are."""
     searched = [] if searched is None else searched
     if folders is not None and all(part.isidentifier() for part in parts):
         tried: list[Path] = []
@@ -391,7 +392,7 @@ def module_file(root: Path, parts: list[str], folders: FolderEntries | None = No
             searched.extend(tried)
             return found
     target = root.joinpath(*parts)
-    for candidate in (target.with_name(target.name + ".py"), target / "__init__.py"):
+    for candidate in (target / "__init__.py", target.with_name(target.name + ".py")):
         if candidate.is_file():
             return candidate
         searched.append(candidate)
@@ -409,7 +410,7 @@ def _listed_module_file(root: Path, parts: list[str], folders: FolderEntries, se
         if entry is None or not entry.is_dir():
             searched.append(Path(folder))
             return None
-    for candidate in (_listed_module, _listed_package):
+    for candidate in (_listed_package, _listed_module):
         found = candidate(root, parts, folder, folders, searched)
         if found is not None:
             return found

@@ -77,7 +77,7 @@ class _Package:
     @staticmethod
     def _module_file(base: Path, parts: list[str]) -> Path | None:
         target = base.joinpath(*parts)
-        for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+        for candidate in (target / "__init__.py", target.with_suffix(".py")):  # a package first, as Python looks
             if candidate.is_file():
                 return candidate
         return None
