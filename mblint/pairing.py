@@ -115,32 +115,41 @@ class RecipeLookup:
 
     def __init__(self, interp: Any) -> None:
         self.interp = interp
-        self.package = interp.finder.find(RECIPES)
+        self._package_searched: set[Path] = set()
+        self.package = interp.finder.find(RECIPES, self._package_searched)
         self.readable = self.package is not None
-        self._found: dict[str, tuple | None] = {}
+        self._found: dict[str, tuple[tuple | None, frozenset[Path]]] = {}
 
-    def find(self, name: str) -> tuple[Path, str, str] | None:
+    def find(self, name: str, searched: set | None = None) -> tuple[Path, str, str] | None:
+        """``searched`` gets what the answer depends on: the modules whose exports were read
+        and what they import, the places a module was looked for in vain, the folders listed."""
         if name not in self._found:
-            self._found[name] = self._search(name)
-        return self._found[name]
+            looked = set(self._package_searched)
+            found = self._search(name, looked)
+            self._found[name] = (found, frozenset(looked))
+        found, looked = self._found[name]
+        if searched is not None:
+            searched.update(looked)
+        return found
 
-    def _search(self, name: str) -> tuple[Path, str, str] | None:
+    def _search(self, name: str, looked: set[Path]) -> tuple[Path, str, str] | None:
         if self.package is None:
             return None
-        for module in [RECIPES] + self._subpackages(RECIPES, "h100"):
-            found = self._exported(module, name)
+        for module in [RECIPES] + self._subpackages(RECIPES, "h100", looked):
+            found = self._exported(module, name, looked)
             if found is not None:
                 return (*found, "library")
-        for module in self._subpackages(PERF_RECIPES, None):
-            found = self._exported(module, name)
+        for module in self._subpackages(PERF_RECIPES, None, looked):
+            found = self._exported(module, name, looked)
             if found is not None:
                 return (*found, "benchmark")
         return None
 
-    def _subpackages(self, package: str, leaf: str | None) -> list[str]:
-        init = self.interp.finder.find(package)
+    def _subpackages(self, package: str, leaf: str | None, looked: set[Path]) -> list[str]:
+        init = self.interp.finder.find(package, looked)
         if init is None or init.name != "__init__.py":
             return []
+        looked.add(init.parent)
         names = []
         try:
             entries = sorted(entry.name for entry in init.parent.iterdir()
@@ -151,14 +160,17 @@ class RecipeLookup:
             names.append(f"{package}.{entry}.{leaf}" if leaf else f"{package}.{entry}")
         return names
 
-    def _exported(self, module: str, name: str) -> tuple[Path, str] | None:
-        path = self.interp.finder.find(module)
+    def _exported(self, module: str, name: str, looked: set[Path]) -> tuple[Path, str] | None:
+        path = self.interp.finder.find(module, looked)
         if path is None:
             return None
+        looked.add(path)
         try:
             value = self.interp.scope_for(path).lookup(name)
         except (SourceError, RecursionError):
             return None
+        finally:
+            looked.update(self.interp.dependencies(self.interp.finder.real_paths.of(path)))
         if isinstance(value, FuncRef):
             return value.module.path, value.node.name
         return None

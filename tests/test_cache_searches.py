@@ -1,7 +1,8 @@
 """What a search found, or did not find, keys the caches: a result that depends on which
 files exist where mblint looked (the training scripts beside an override file, an entry
-script or an override file a launch line names, an imported module) is served from a cache
-only while the places looked at are as they were. Each change below alters what `mblint check --no-cache` prints; a
+script or an override file a launch line names, an imported module, a recipe named by a
+pairing comment or a launch line) is served from a cache only while the places looked at are
+as they were. Each change below alters what `mblint check --no-cache` prints; a
 cached run (the per-file entries, and the run-level result) prints the same."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_cache import RECIPE
 from tests.test_run_results import engine_runs, mblint, project, settle  # noqa: F401 - fixtures
 
 YAML = "train:\n  micro_batch_size: 2\n  global_batch_size: 64\n"
@@ -80,6 +82,37 @@ def add_the_module_on_an_earlier_import_root(root: Path) -> None:
     (root / "shared.py").write_text("MBS = 2\n")  # the project's top comes before the search paths
 
 
+def paired_by_a_comment(root: Path) -> list[str]:
+    beside_the_override_file(root)
+    (root / "conf" / "distill.yaml").write_text("# mblint: recipe=mine.py::tiny_sft_config\n" + YAML)
+    (root / "conf" / "mine.py").write_text(RECIPE.replace("from proj.common", "from proj.common_one"))
+    common = (root / "proj" / "common.py").read_text()
+    (root / "proj" / "common_one.py").write_text(common.replace("enable_offline_packing=True",
+                                                                "enable_offline_packing=False"))
+    return ["conf"]
+
+
+def add_the_recipe_where_it_is_looked_for_first(root: Path) -> None:
+    (root / "mine.py").write_text(RECIPE)  # relative to the working folder, before the file's own folder
+
+
+def a_vendored_megatron_bridge(root: Path) -> list[str]:
+    bridge = root / "vendor" / "megatron" / "bridge"
+    (bridge / "recipes" / "fam" / "h100").mkdir(parents=True)
+    for folder in (bridge.parent, bridge, bridge / "recipes", bridge / "recipes" / "fam"):
+        (folder / "__init__.py").write_text("")
+    (bridge / "package_info.py").write_text("MAJOR = 0\nMINOR = 6\nPATCH = 2\n")
+    (bridge / "recipes" / "fam" / "h100" / "mine.py").write_text(RECIPE)
+    (root / "launch").mkdir()
+    (root / "launch" / "run.sh").write_text("torchrun --nproc-per-node=8 run_recipe.py --recipe tiny_sft_config\n")
+    return ["launch", "--search-path", "vendor"]
+
+
+def export_the_recipe_from_a_family(root: Path) -> None:
+    h100 = root / "vendor" / "megatron" / "bridge" / "recipes" / "fam" / "h100"
+    (h100 / "__init__.py").write_text("from .mine import tiny_sft_config\n")
+
+
 CHANGES = {
     "a training script added beside the override file": (beside_the_override_file, add_the_training_script),
     "a script naming the override file edited to load it": (a_script_naming_it_without_loading_it,
@@ -89,6 +122,9 @@ CHANGES = {
                                                            add_the_named_override_file_nearer),
     "an imported module added where it is looked for first": (importing_from_a_search_path,
                                                               add_the_module_on_an_earlier_import_root),
+    "the recipe a comment names added where it is looked for first": (paired_by_a_comment,
+                                                                      add_the_recipe_where_it_is_looked_for_first),
+    "the recipe a launch line names exported": (a_vendored_megatron_bridge, export_the_recipe_from_a_family),
 }
 
 

@@ -165,7 +165,8 @@ class LaunchReader:
                          "is not modelled", result)
             return set()
         lookup = self.lookup(interp)
-        found = lookup.find(launch.recipe)
+        searched: set[Path] = set()  # where the recipe's name was looked for
+        found = lookup.find(launch.recipe, searched)
         span = launch.recipe_span or launch.entry_word.span
         if found is None:
             if lookup.readable:
@@ -175,9 +176,9 @@ class LaunchReader:
                 self.finding("LA002", display, span,
                              f"launch not checked: megatron.bridge.recipes could not be read to find "
                              f"'{launch.recipe}' (pass --search-path to a Megatron-Bridge source tree)", result)
-            return set()
+            return searched
         recipe_path, function, kind = found
-        return self.run(path, display, launch, recipe_path, function, kind, [], result)
+        return self.run(path, display, launch, recipe_path, function, kind, [], result) | searched
 
     def trains(self, path: Path, launch: Launch, searched: set[Path]) -> bool:
         """Whether ``launch`` is a training launch: Megatron-Bridge's runner, or an entry script

@@ -57,20 +57,21 @@ class OverridesReader:
             report.errors.append(FileError(str(path), f"malformed pairing {paired.recipe!r}: expected "
                                                       "recipe=PATH_OR_MODULE::FUNCTION"))
             return set()
-        target = find_recipe(engine, paired.recipe, path)
+        searched: set[Path] = set()  # where the recipe was looked for
+        target = find_recipe(engine, paired.recipe, path, searched)
         if target is None:
             report.errors.append(FileError(str(path), f"paired recipe {paired.recipe!r} not found"))
-            return set()
+            return searched
         if not engine.confinement.allows(target[0]):
             report.errors.append(FileError(str(path), f"paired recipe {paired.recipe!r} is outside the project and "
                                                       "its search paths: not read"))
-            return set()
+            return searched
         recipe_path, function = target
         try:
             text = engine.project.interpreter_for(recipe_path).finder.load(recipe_path).mblint_text
         except SourceError as error:
             engine.syntax_finding(error, report)
-            return set()
+            return searched | {recipe_path}
         report.recipes += 1
         before = len(report.findings)
         display = engine.project_display(path)
@@ -84,7 +85,7 @@ class OverridesReader:
                 finding.fixes = fixes_applied_here(finding, cfg, linted)
             in_project_place(finding, job)
         name_the_job(report.findings[before:], job.where, job.about)
-        return engine.dependencies(recipe_path) | {recipe_path.resolve()}
+        return engine.dependencies(recipe_path) | {recipe_path.resolve()} | searched
 
     def unpaired(self, path: Path, unpaired, report: "FileResult") -> None:
         """An override file paired with no recipe is a SY005 finding on its first section;
@@ -116,18 +117,21 @@ def fixes_applied_here(finding: "Finding", cfg: "EffectiveConfig", linted: froze
     return tuple(intent for intent in finding.fixes if intent.alternative)
 
 
-def find_recipe(engine: "Services", pairing: str, near: Path) -> tuple[Path, str] | None:
+def find_recipe(engine: "Services", pairing: str, near: Path, searched: set[Path] | None = None) -> tuple[Path, str] | None:
     """``path::function``, ``module::function``, or a recipe name that
-    ``megatron.bridge.recipes`` exports (``llama32_1b_peft_config``)."""
+    ``megatron.bridge.recipes`` exports (``llama32_1b_peft_config``). ``searched`` gets the
+    places looked at before the answer (and the modules read to find a name)."""
+    searched = set() if searched is None else searched
     if "::" not in pairing:
         interp = engine.project.interpreter_for(near)
-        found = engine.readers.launch.lookup(interp).find(pairing.strip())
+        found = engine.readers.launch.lookup(interp).find(pairing.strip(), searched)
         return (found[0], found[1]) if found else None
     where, function = pairing.rsplit("::", 1)
     candidates = [Path(where), near.parent / where]
     for candidate in candidates:
         if candidate.is_file():
             return candidate, function
+        searched.add(candidate)
     interp = engine.project.interpreter_for(near)
-    found = interp.finder.find(where)
+    found = interp.finder.find(where, searched)
     return (found, function) if found else None
