@@ -275,10 +275,12 @@ class ResultCache:
 
 
 
-def write_entry(entry_text: str | None, entry: dict) -> None:
-    """Write ``entry`` at ``entry_text`` atomically (nothing when it cannot be written)."""
+def write_entry(entry_text: str | None, entry: dict) -> bool:
+    """Write ``entry`` at ``entry_text`` atomically; False when it cannot be written (a
+    read-only project still lints; it just is not cached) or is no JSON."""
     import tempfile  # only runs that write entries pay for importing it
 
+    temporary = None
     try:
         if entry_text is None:
             raise OSError("no cache folder")
@@ -288,8 +290,14 @@ def write_entry(entry_text: str | None, entry: dict) -> None:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             json.dump(entry, stream)
         os.replace(temporary, entry_path)
-    except OSError:
-        pass  # a read-only project still lints; it just is not cached
+        return True
+    except (OSError, TypeError, ValueError):
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+        return False
 
 
 def folder_identity(folder: Path) -> str | None:

@@ -10,12 +10,12 @@ pre-commit run on one edited file). It is used only while everything it was buil
 unchanged: the ``sys.path`` folders (a package installed or removed changes its folder), and
 every file and folder of the rule packs and of the modules defining the rule classes and their
 bases (stat signatures). A rule pack that failed to load is never catalogued. Files changed
-within the racy window of the write are not trusted either: the catalog is then not written.
+within the racy window of the write (``mblint.cache.racy``) are not trusted either: the
+catalog is then not written.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from mblint import __version__
-from mblint.cache import environment_key, folder_identity, stat_signature
+from mblint.cache import environment_key, folder_identity, make_cache_folder, racy, stat_signature, write_entry
 from mblint.findings import Severity
 from mblint.paths import read_json
 
 CATALOG_FILE = "plugins.json"
-RACY_WINDOW_NS = 3_000_000_000
 RULE_ATTRIBUTES = ("id", "name", "summary", "doc", "versions", "requires", "tags", "fixable", "help_uri")
 
 
@@ -105,26 +104,17 @@ def save_catalog(folder: Path, plugins, fingerprint: str) -> list[str]:
         return []
     started = time.time_ns()
     files = {path: stat_signature(path) for path in sorted(source_files(plugins))}
-    if any(signature is None or max(signature[1], signature[2]) >= started - RACY_WINDOW_NS
-           for signature in files.values()):
+    if any(signature is None or racy(signature, started) for signature in files.values()):
         return []
     data = {"mblint": __version__, "environment": environment_key(), "files": files,
             "rules": [rule_record(rule) for rule in plugins.rules], "defaults": plugins.defaults,
             "versions": plugins.versions, "fingerprint": fingerprint, "packs": plugins.packs}
-    from mblint.cache import make_cache_folder
-
     try:
         make_cache_folder(folder)
-        data["folder"] = folder_identity(folder)
-        import tempfile
-
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(data, stream)
-        os.replace(temporary, folder / CATALOG_FILE)
-    except (OSError, TypeError, ValueError):
-        return []  # not catalogued: the next run loads the plugins again
-    return list(files)
+    except OSError:
+        return []
+    data["folder"] = folder_identity(folder)
+    return list(files) if write_entry(str(folder / CATALOG_FILE), data) else []  # else the next run loads the packs
 
 
 def source_files(plugins) -> set[str]:

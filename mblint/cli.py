@@ -143,7 +143,7 @@ def _run_results(options: dict):
     from mblint.run_results import RunResults
 
     try:
-        return RunResults(args, options["cache_dir"])
+        return RunResults.after_served(args, options["cache_dir"])
     except (OSError, ValueError):  # no working folder
         return None
 

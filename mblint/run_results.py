@@ -57,15 +57,29 @@ ENVIRONMENT_VARIABLES = ("MBLINT_CACHE_DIR", "GITHUB_ACTIONS", "NO_COLOR", "FORC
 EXISTENCE_ONLY = (".git", "__init__.py")
 
 
+# The arguments and key of the command ``served`` found no current result for: the process
+# goes on to run it, and records its result under that key, not built again.
+_MISSED: tuple[tuple[str, ...], str] | None = None
+
+
 class RunResults:
     """The run-level result of one command (``args``: its arguments as given) in the cache
-    folder a check run in the working folder uses (``cache_dir``: ``--cache-dir``)."""
+    folder a check run in the working folder uses (``cache_dir``: ``--cache-dir``); ``key``:
+    its ``run_key``, when already built."""
 
-    def __init__(self, args: list[str], cache_dir: str | None) -> None:
+    def __init__(self, args: list[str], cache_dir: str | None, key: str | None = None) -> None:
         self.started_ns = time.time_ns()
         root = Path(os.path.realpath(cache_dir)) if cache_dir else None
         self.folder = cache_folder(project_root(Path.cwd()), root)
-        self.key = run_key(args)
+        self.key = run_key(args) if key is None else key
+
+    @classmethod
+    def after_served(cls, args: list[str], cache_dir: str | None) -> "RunResults":
+        """The run-level result of the command this process runs, with the key ``served``
+        built for it when it looked the same arguments up."""
+        global _MISSED
+        missed, _MISSED = _MISSED, None
+        return cls(args, cache_dir, missed[1] if missed is not None and missed[0] == tuple(args) else None)
 
     def _entry_path(self) -> str | None:
         identity = folder_identity(self.folder)
@@ -125,9 +139,13 @@ def served(args: list[str]) -> int | None:
         stream.flush()
 
     try:
-        return results.replay(write)
+        code = results.replay(write)
     except BrokenPipeError:  # the reader went away (| head): as click ends such a run
         return 1
+    if code is None:
+        global _MISSED
+        _MISSED = (tuple(args), results.key)
+    return code
 
 
 def _writable_as_is(stream) -> bool:

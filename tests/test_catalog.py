@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from mblint import catalog, plugins
+from mblint import cache, catalog, plugins
 from mblint.engine import CheckOptions, Engine
 from tests.test_cache import make_project, run
 from tests.test_plugins import FIXTURES, RECIPE, install_fixture, run_mblint
@@ -21,11 +21,11 @@ PACK = "mblint_example_pack"
 
 @pytest.fixture
 def settled(monkeypatch):
-    """Files written so far count as old enough to be catalogued (see RACY_WINDOW_NS)."""
+    """Files written so far count as old enough to be catalogued (see cache.RACY_WINDOW_NS)."""
 
     def settle() -> None:
         time.sleep(0.05)
-        monkeypatch.setattr(catalog, "RACY_WINDOW_NS", 0)
+        monkeypatch.setattr(cache, "RACY_WINDOW_NS", 0)
 
     return settle
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mblint import cache, catalog, run_results
+from mblint import cache, run_results
 from mblint.cli import main
 from mblint.engine import Engine
 from tests.test_cache import COMMON, make_project
@@ -40,8 +40,7 @@ def settle(monkeypatch) -> None:
     """Files written so far are older than the next run's racy window (see test_cache._settle),
     mblint's own too (a checkout just made: the plugin catalog, and so the run, is recorded)."""
     time.sleep(0.05)
-    monkeypatch.setattr(cache, "RACY_WINDOW_NS", 0)
-    monkeypatch.setattr(catalog, "RACY_WINDOW_NS", 0)
+    monkeypatch.setattr(cache, "RACY_WINDOW_NS", 0)  # the result cache's and the plugin catalog's
 
 
 @pytest.fixture
@@ -101,12 +100,18 @@ def test_a_served_run_reads_nothing_but_its_entry(project, engine_runs, monkeypa
 
 # The console script in a process of its own (-P: the working folder is not on the import
 # path, as for the installed script), files trusted at once; "block" makes importing click fail.
-CONSOLE = ("import sys, mblint.cache, mblint.catalog; mblint.cache.RACY_WINDOW_NS = mblint.catalog.RACY_WINDOW_NS = 0; "
+CONSOLE = ("import sys, mblint.cache; mblint.cache.RACY_WINDOW_NS = 0; "
            "{block}from mblint.console import run; run()")
 
 
-def console(*args: str, block_click: bool = False) -> tuple:
-    script = CONSOLE.format(block="sys.modules['click'] = None; " if block_click else "")
+# Says "run_key" on stderr each time the run-level key is built.
+COUNT_KEYS = ("import mblint.run_results as results; built = results.run_key; "
+              "results.run_key = lambda args: (sys.stderr.write('run_key\\n'), built(args))[1]; ")
+
+
+def console(*args: str, block_click: bool = False, count_keys: bool = False) -> tuple:
+    script = CONSOLE.format(block=("sys.modules['click'] = None; " if block_click else "")
+                            + (COUNT_KEYS if count_keys else ""))
     done = subprocess.run([sys.executable, "-P", "-c", script, *args], capture_output=True, text=True, timeout=120)
     return done.returncode, done.stdout, done.stderr
 
@@ -119,6 +124,13 @@ def test_the_console_script_answers_before_importing_click(project):
     (project / "proj" / "recipe.py").write_text("\n" + (project / "proj" / "recipe.py").read_text())
     changed = console("check", "proj/recipe.py", block_click=True)
     assert changed[0] != 0 and "ModuleNotFoundError" in changed[2]  # not served: it needed click
+
+
+def test_a_command_not_served_builds_its_key_once(project):
+    missed = console("check", "proj/recipe.py", count_keys=True)  # looked up, run, recorded
+    assert missed[0] == 1 and missed[2].count("run_key") == 1
+    served = console("check", "proj/recipe.py", count_keys=True)
+    assert served[2].count("run_key") == 1 and served[1] == missed[1]  # recorded under the key looked up
 
 
 def edit_recipe(root: Path, monkeypatch) -> list[str]:
