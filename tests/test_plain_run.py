@@ -258,3 +258,36 @@ def test_a_launch_of_the_script_with_no_argument_reports_the_plain_run_s_problem
     (project / "go.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node=8 train.py --debug\n")
     assert places(lint(project, mb06, "train.py", "go.sh", options=options)) == [
         ("OT003", "go.sh", 2, 29), ("OT003", "train.py", 12, 5)]
+
+
+OWN_RECIPE = '''from megatron.bridge.recipes.llama import llama32_1b_pretrain_config
+from megatron.bridge.training.gpt_step import forward_step
+from megatron.bridge.training.pretrain import pretrain
+
+
+def my_config():
+    cfg = llama32_1b_pretrain_config()
+    cfg.model.tensor_model_parallel_size = 3
+    return cfg
+
+
+def main() -> None:
+    cfg = my_config()
+    cfg.train.train_iters = 10
+    pretrain(cfg, forward_step)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_a_recipe_the_script_defines_on_a_library_recipe_is_the_one_it_runs(project: Path, mb06: Path) -> None:
+    """`my_config()` wraps llama32_1b_pretrain_config (TP 3 on 8 processes: PB001) and `main`
+    trains what it returns: one recipe, not "one of several recipes" (the library call inside
+    my_config was counted as a second one, LA002/SY005, and PB001 was lost)."""
+    (project / "train.py").write_text(OWN_RECIPE)
+    (project / "go.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node=8 train.py\n")
+    options = ("--no-cache", "--select", "PB001,LA002,SY005")
+    assert places(lint(project, mb06, "go.sh", options=options)) == [("PB001", "train.py", 8, 5)]
+    assert places(lint(project, mb06, "train.py", options=options)) == []  # its plain run's world size is unknown

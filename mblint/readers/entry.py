@@ -233,8 +233,11 @@ class _EntryReader:
     def recipe_calls(self, args: dict) -> list | None:
         """(FuncRef, kwargs) of each recipe call the script can make with these arguments."""
         functions = [node for node in ast.walk(self.tree) if isinstance(node, (ast.FunctionDef, ast.Module))]
+        own_recipes = {id(stmt) for stmt in self.tree.body if self.defines_recipe(stmt)}
         found: list = []
         for function in functions:
+            if id(function) in own_recipes:
+                continue  # its calls build the recipe it is, not another one the script runs
             if not any(self.recipe_of(call) is not None for call in ast.walk(function) if isinstance(call, ast.Call)):
                 continue
             if isinstance(function, ast.Module):
@@ -276,9 +279,15 @@ class _EntryReader:
         path = value.module.path.as_posix()
         if "/recipes/" in path or "/perf_recipes/" in path:
             return value
-        if not value.node.name.startswith("_") and value.module.path.resolve() == self.script.resolve():
-            return value  # a recipe the script defines (a private `_make_x_config` helper builds a part)
+        if value.module.path.resolve() == self.script.resolve() and self.defines_recipe(value.node):
+            return value
         return None
+
+    @staticmethod
+    def defines_recipe(function: ast.AST) -> bool:
+        """Whether a function of the script is a recipe (a private `_make_x_config` helper builds a part)."""
+        return isinstance(function, ast.FunctionDef) and function.name.endswith("_config") \
+            and not function.name.startswith("_")
 
     @staticmethod
     def consumer(call: ast.Call) -> bool:
