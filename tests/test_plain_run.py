@@ -291,3 +291,22 @@ def test_a_recipe_the_script_defines_on_a_library_recipe_is_the_one_it_runs(proj
     options = ("--no-cache", "--select", "PB001,LA002,SY005")
     assert places(lint(project, mb06, "go.sh", options=options)) == [("PB001", "train.py", 8, 5)]
     assert places(lint(project, mb06, "train.py", options=options)) == []  # its plain run's world size is unknown
+
+
+def test_an_option_s_value_is_what_its_argparse_type_makes_it(project: Path, mb06: Path) -> None:
+    """`--micro-batch-size 2` with `type=int` is the int 2 (PK001 on the packed PEFT recipe),
+    not the text '2' (OT013 'str from an override, but the field is int' was a false error);
+    a type mblint does not know leaves the value unknown."""
+    script = QUICKSTART.format(edit="    config.train.micro_batch_size = args.micro_batch_size\n").replace(
+        "def main() -> None:\n",
+        "def main() -> None:\n"
+        "    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--micro-batch-size', type=TYPE, default='1')\n"
+        "    args = parser.parse_args()\n").replace('"""\n\n', '"""\n\nimport argparse\n', 1)
+    options = ("--no-cache", "--select", "OT013,PK001")
+    for given, expected in (("int", [("PK001", "train.py", 17, 5)]), ("lambda text: text", [])):
+        (project / "train.py").write_text(script.replace("TYPE", given))
+        (project / "go.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node=8 train.py --micro-batch-size 2\n")
+        assert places(lint(project, mb06, "go.sh", options=options)) == expected, given
+        (project / "go.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node=8 train.py\n")  # default '1': 1
+        assert places(lint(project, mb06, "go.sh", options=options)) == [], given

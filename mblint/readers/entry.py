@@ -76,9 +76,9 @@ def analyse_entry(engine: Any, script: Path, argv: list[str | None], config_file
         return f"{script.name}: {error.message}"
     reader = _EntryReader(interp, script, source.tree)
     options = reader.argparse_options()
-    args = {dest: default for dest, (default, _, _) in options.items()}
+    args = {dest: default for dest, (default, _, _, _) in options.items()}
     if config_file is not None:
-        dest = next((d for d, (_, strings, _) in options.items() if set(strings) & set(CONFIG_OPTIONS)), None)
+        dest = next((d for d, (_, strings, _, _) in options.items() if set(strings) & set(CONFIG_OPTIONS)), None)
         if dest is not None:
             argv = list(argv) + [next(s for s in options[dest][1] if s in CONFIG_OPTIONS), str(config_file)]
     reader.apply_argv(options, args, argv)
@@ -180,7 +180,9 @@ class _EntryReader:
                     self.constants[target.id] = self.evaluate(value, {})
 
     def argparse_options(self) -> dict[str, tuple]:
-        """dest -> (default, option strings, kind) of every ``add_argument`` in the script."""
+        """dest -> (default, option strings, kind, type) of every ``add_argument`` in the script;
+        the type: what argparse turns a value given as text into (``int``, ``float``, ``str``),
+        None when mblint does not know it."""
         options: dict[str, tuple] = {}
         for node in ast.walk(self.tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -195,6 +197,8 @@ class _EntryReader:
             name = dest.value if isinstance(dest, ast.Constant) else longs[0][2:].replace("-", "_")
             action = keywords.get("action")
             kind = action.value if isinstance(action, ast.Constant) else "store"
+            given = keywords.get("type")
+            convert = str if given is None else ARGUMENT_TYPES.get(given.id) if isinstance(given, ast.Name) else None
             if kind == "store_true":
                 default: Any = False
             elif _is_true(keywords.get("required")):
@@ -205,11 +209,14 @@ class _EntryReader:
                 default = self.evaluate(keywords["default"], {})
             else:
                 default = None
-            options[name] = (default, tuple(strings), kind)
+            if isinstance(default, str) and kind == "store":  # argparse parses a text default as it parses a value
+                default = _converted(default, convert)
+            options[name] = (default, tuple(strings), kind, convert)
         return options
 
     def apply_argv(self, options: dict, args: dict, argv: list[str | None]) -> None:
-        by_string = {string: (dest, kind) for dest, (_, strings, kind) in options.items() for string in strings}
+        by_string = {string: (dest, kind, convert) for dest, (_, strings, kind, convert) in options.items()
+                     for string in strings}
         index = 0
         while index < len(argv):
             token = argv[index]
@@ -219,14 +226,14 @@ class _EntryReader:
             name, eq, value = token.partition("=")
             if name not in by_string:
                 continue
-            dest, kind = by_string[name]
+            dest, kind, convert = by_string[name]
             if kind in ("store_true", "store_false"):
                 args[dest] = kind == "store_true"
                 continue
             if not eq:
                 value = argv[index] if index < len(argv) else None
                 index += 1
-            args[dest] = UNKNOWN if value is None else value
+            args[dest] = UNKNOWN if value is None else _converted(value, convert)
 
     # ----- the recipe ----------------------------------------------------------------------
 
@@ -515,6 +522,7 @@ class _EntryReader:
 READ_ONLY_CALLS = frozenset({"print", "str", "repr", "len", "isinstance", "hasattr", "getattr", "type", "id",
                              "format", "pprint", "debug", "info", "warning", "error", "log", "asdict"})
 ARGUMENT_PARSERS = ("parse_args", "parse_known_args")
+ARGUMENT_TYPES = {"int": int, "float": float, "str": str}  # the ``type=`` of add_argument mblint applies
 DICT_MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
 
 
@@ -548,6 +556,17 @@ def trainer_call(tree: ast.Module) -> tuple[str, ast.Call] | None:
         return None
     first = min(calls, key=lambda call: (call.lineno, call.col_offset))
     return imported[first.func.id], first
+
+
+def _converted(text: str, convert: Any) -> Any:
+    """``text`` as argparse's ``type=`` makes it; UNKNOWN for a type mblint does not know, or a
+    text argparse would reject."""
+    if convert is None:
+        return UNKNOWN
+    try:
+        return convert(text)
+    except ValueError:
+        return UNKNOWN
 
 
 def _is_true(node: ast.expr | None) -> bool:
