@@ -273,6 +273,30 @@ async def test_a_newer_edit_of_a_base_builder_goes_before_the_rechecks_of_its_ol
     assert sorted(rechecks[2:]) == [("first.py", 1), ("second.py", 1)]
 
 
+async def test_closing_an_unsaved_base_builder_while_its_reader_is_checked_checks_it_again(
+        slow_client: LanguageClient, root):
+    """A recipe checked first with base.py on disk, then again (for over half a second: its
+    CG003 sleeps) after an unsaved edit of base.py; base.py closed meanwhile: that check read a
+    text thrown away, and the recipe is checked again with base.py on disk."""
+    (root / "recipes" / "first.py").write_text(
+        DEPENDANT.format(name="first").replace("    return cfg", "    cfg.train.micro_batch_size = 2\n    return cfg"))
+    docs = Documents(slow_client, root)
+    first = docs.open("recipes/first.py")
+    on_disk = codes(await docs.diagnostics(first))
+    assert ("PK001", 10) in on_disk  # base.py packs: micro_batch_size 2 is refused
+    base = docs.open("recipes/base.py")
+    await docs.diagnostics(base)
+    text = (root / "recipes" / "base.py").read_text()
+    docs.change(base, text.replace("enable_offline_packing=True", "enable_offline_packing=False").replace(
+        "            offline_packing_specs=PackedSequenceSpecs(packed_sequence_size=2048),\n", ""))
+    await docs.diagnostics(base)
+    await asyncio.sleep(0.1)  # the recipe's re-check with the unsaved base.py runs
+    slow_client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=base)))
+    await asyncio.sleep(2.0)  # the re-check in progress, and one after it, are done
+    assert codes(slow_client.diagnostics[first]) == on_disk  # the last published: none read the closed text
+
+
 async def test_the_newest_edit_is_checked_first(slow_client: LanguageClient, root):
     """Two documents edited while a check runs: the one edited last, where the user types, is
     checked first."""

@@ -152,9 +152,11 @@ class MblintServer(LanguageServer):
         except Exception as error:  # noqa: BLE001 - a failure of mblint is reported, and the server goes on
             self.report_failure(f"mblint failed while checking {path}", error)
             return
-        if self.superseded(uri, version):
-            return  # a newer text is pending: its lint publishes
         result.read = {os.path.realpath(other): hash(other_text) for other, other_text in texts.items()}
+        for closed in self.closed_since(result):
+            self.queue_recheck(uri, closed)
+        if self.superseded(uri, version):
+            return  # a newer text is pending, or a text it read was thrown away: the next lint publishes
         checked = time.perf_counter()
         self.publish_result(uri, result, document.position_codec)
         published = time.perf_counter()
@@ -178,6 +180,12 @@ class MblintServer(LanguageServer):
                 changed = read != hash(text)
             if changed:
                 self.queue_recheck(other, uri)
+
+    def closed_since(self, result: DocumentLint) -> set[str]:
+        """The documents whose open text ``result`` read and that were closed since: the file on
+        disk stands for them now (``did_close`` re-checks the readers of the last results only)."""
+        open_now = {os.path.realpath(path) for path in self.open_texts()}
+        return (result.read.keys() & result.dependencies) - open_now
 
     def recheck_readers_of(self, changed: set[str]) -> None:
         """Check again the open documents whose last result read one of the ``changed`` files."""
