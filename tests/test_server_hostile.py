@@ -159,3 +159,31 @@ async def test_an_error_is_shown_once_while_it_lasts_and_again_after_its_documen
     docs.open("recipes/graphs.py")
     await docs.diagnostics(uri)
     assert shown() == 2
+
+
+async def test_a_failure_after_the_lint_is_reported_and_the_queue_and_the_collector_go_on(monkeypatch):
+    """A check that fails outside the lint thread (publishing, queueing re-checks) is reported;
+    the documents queued after it are still checked, and the garbage collector, paused while
+    checks are queued, still runs once the queue is empty."""
+    import mblint.server as server_module
+
+    server = server_module.build_server(lambda: None)
+    checked, failures, collections = [], [], []
+
+    async def check(loop, uri, due):
+        checked.append(uri)
+        if uri == "file:///ws/a.py":
+            raise RuntimeError("publishing failed")
+
+    monkeypatch.setattr(server, "check", check)
+    monkeypatch.setattr(server, "report_failure", lambda what, error: failures.append(str(error)))
+    monkeypatch.setattr(server_module, "collect_garbage", lambda: collections.append(len(checked)))
+    server.edits = {"file:///ws/b.py": 0.0, "file:///ws/a.py": 1.0}  # the newest, a.py, first
+    server.wake = asyncio.Event()
+    server.wake.set()
+    worker = asyncio.create_task(server.work())
+    await asyncio.sleep(0.1)
+    assert not worker.done()
+    worker.cancel()
+    assert checked == ["file:///ws/a.py", "file:///ws/b.py"]
+    assert failures == ["publishing failed"] and collections == [2]

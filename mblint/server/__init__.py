@@ -135,7 +135,11 @@ class MblintServer(LanguageServer):
             await self.wake.wait()
             self.wake.clear()
             while self.edits or self.rechecks:
-                await self.check(loop, *self.next_check())
+                uri, due = self.next_check()
+                try:
+                    await self.check(loop, uri, due)
+                except Exception as error:  # noqa: BLE001 - reported; the other documents are still checked
+                    self.report_failure(f"mblint failed while publishing the check of {uri}", error)
             collect_garbage()
 
     async def check(self, loop, uri: str, due: float | None) -> None:
