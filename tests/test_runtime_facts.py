@@ -79,7 +79,7 @@ def test_a_check_in_another_form_is_no_fact(tmp_path):
         "source": "megatron/bridge/training/flex_dispatcher_backend.py:6"}}
 
 
-def test_bases_that_make_a_cycle_give_no_fact_and_no_endless_walk(tmp_path):
+def test_bases_that_make_a_cycle_are_walked_once_each_and_the_walk_ends(tmp_path):
     """A hostile source: the packed dataset and its base derive from each other."""
     name = PACKED_DATASETS[0].rpartition(".")[0]
     path = tmp_path / "gpt_sft.py"
