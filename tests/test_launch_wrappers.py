@@ -67,7 +67,9 @@ def test_a_shell_string_in_a_container_is_not_analysed_either(tmp_path, mb06):
 @pytest.mark.parametrize("wrapper", ["timeout 3600", "timeout -s KILL --kill-after=60 10h", "nice -n 5", "nice -n5",
                                      "stdbuf -oL -eL", "stdbuf --output=L", "taskset -c 0-7", "taskset 0xff",
                                      "sudo", "sudo -E", "sudo -E -u trainer", "sudo -nEu trainer", "sudo --",
-                                     "sudo -E timeout 10h nice -n 1"])
+                                     "sudo -E timeout 10h nice -n 1", "setsid", "setsid -f", "ionice -c2 -n7",
+                                     "ionice -c 3", "flock /tmp/train.lock", "flock -w 10 -x /tmp/train.lock",
+                                     "unbuffer", "setsid nohup stdbuf -oL"])
 def test_a_wrapper_that_runs_the_same_arguments_and_files_is_read_through(tmp_path, mb06, wrapper):
     """The same command with the same arguments and files: the job is checked (PB001 on TP=3)."""
     findings = lint(tmp_path, mb06, f"{wrapper} {TORCHRUN}\n")
@@ -105,6 +107,9 @@ def test_sudo_resets_the_environment_unless_told_to_keep_it(tmp_path, mb06):
     "taskset -p 0x3 1234",
     "xargs -n1 echo < hosts.txt",
     "apptainer pull docker://nvcr.io/nvidia/nemo:25.09",
+    "setsid pkill -f torchrun",
+    "ionice -c3 -p 1234",
+    "flock -n /tmp/train.lock echo torchrun",
 ])
 def test_a_wrapped_command_that_is_no_training_launch_is_silent(tmp_path, mb06, line):
     assert lint(tmp_path, mb06, f"#!/bin/bash\n{line}\n") == []

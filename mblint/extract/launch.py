@@ -106,6 +106,12 @@ TRANSPARENT = {
     "nice": (set(), {"-n", "--adjustment"}, 0),
     "stdbuf": (set(), {"-i", "--input", "-o", "--output", "-e", "--error"}, 0),
     "taskset": ({"-a", "--all-tasks", "-c", "--cpu-list"}, set(), 1),
+    "setsid": ({"-c", "--ctty", "-f", "--fork", "-w", "--wait"}, set(), 0),
+    "ionice": ({"-t", "--ignore"}, {"-c", "--class", "-n", "--classdata"}, 0),
+    "flock": ({"-s", "--shared", "-x", "-e", "--exclusive", "-u", "--unlock", "-n", "--nb", "--nonblock", "-o",
+               "--close", "-F", "--no-fork", "--verbose"}, {"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"},
+              1),
+    "unbuffer": ({"-p"}, set(), 0),
 }
 # sudo runs the same arguments on the same files, with the environment reset (env_reset,
 # sudoers' env_keep decides what stays) unless -E keeps it. Its options that change neither.

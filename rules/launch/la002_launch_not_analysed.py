@@ -33,7 +33,8 @@ run through a command that runs it elsewhere, at that command: in a container (`
 (`ssh`), as MPI ranks (`mpirun`), with more arguments (`xargs`), or through a `sudo` option
 that changes the folder or re-parses the command (`-i`, `-s`, `-D`): its files, arguments or
 environment are not the script's, so mblint does not guess them (`timeout`, `nice`, `stdbuf`,
-`taskset`, `sudo` are read through). These are warnings.
+`taskset`, `setsid`, `ionice`, `flock FILE`, `unbuffer`, `sudo` are read through). These are
+warnings.
 
 As info: the world size is unknown because a launcher option's value is (`--nnodes=$NNODES`);
 the job is checked, only what the rules check against the world size is not (those rules are
