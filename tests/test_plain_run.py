@@ -15,6 +15,8 @@ import pytest
 
 from integration_support import run
 
+RUN_MAIN = "\n\nif __name__ == \"__main__\":\n    main()\n"  # what makes the file a script
+
 QUICKSTART = '''"""Finetune Llama 3.2 1B with LoRA, quickly."""
 
 from megatron.bridge.recipes.llama import llama32_1b_peft_config
@@ -98,7 +100,7 @@ def test_the_plain_run_takes_the_argparse_defaults_and_the_default_override_file
         "    cfg.checkpoint.pretrained_checkpoint = args.checkpoint\n"
         "    cfg.train.micro_batch_size = args.mbs\n"
         "    cfg = process_config_with_overrides(cfg, config_filepath=args.config_file)\n"
-        "    finetune(cfg, None)\n")
+        "    finetune(cfg, None)\n" + RUN_MAIN)
     document = lint(project, mb06, "train.py", options=("--no-cache", "--select", "PK001,OT003,OT008,SY005,LA002"))
     assert places(document) == [("OT008", "conf/o.yaml", 2, 3), ("PK001", "train.py", 23, 5)], document["findings"]
 
@@ -122,7 +124,7 @@ def test_a_plain_run_mblint_cannot_analyse_is_not_analysed(project: Path, mb06: 
         "from megatron.bridge.training.finetune import finetune\n"
         "from megatron.bridge.training.utils.omegaconf_utils import process_config_with_overrides\n"
         "from mycompany.configs import my_config, tune\n\n\n"
-        f"def main():\n{body}    finetune(config=cfg, forward_step_func=None)\n")
+        f"def main():\n{body}    finetune(config=cfg, forward_step_func=None)\n" + RUN_MAIN)
     line = 9 + body.count("\n")
     document = lint(project, mb06, "train.py")
     assert places(document) == [("SY005", "train.py", line, 5)], document["findings"]
@@ -166,7 +168,7 @@ def test_the_override_file_the_plain_run_loads_is_not_reported_twice(project: Pa
         "    cfg = llama32_1b_peft_config()\n"
         "    cfg.checkpoint.pretrained_checkpoint = '/ckpt'\n"
         "    cfg = process_config_with_overrides(cfg, config_filepath=args.config_file, cli_overrides=rest)\n"
-        "    finetune(cfg, None)\n")
+        "    finetune(cfg, None)\n" + RUN_MAIN)
     assert places(lint(project, mb06, "train.py"), "PK001") == [("PK001", "conf/o.yaml", 2, 3)]
     assert places(lint(project, mb06, "train.py", "conf/o.yaml"), "PK001") == [("PK001", "conf/o.yaml", 2, 3)]
 
@@ -207,7 +209,7 @@ def test_the_plain_run_s_result_depends_on_the_files_its_job_reads(project: Path
         "def main():\n"
         "    cfg = mine_config()\n"
         "    cfg = process_config_with_overrides(cfg, config_filepath='conf/o.yaml')\n"
-        "    finetune(cfg, None)\n")
+        "    finetune(cfg, None)\n" + RUN_MAIN)
     options = ("--cache-dir", str(project / "cache"), "--select", "PK001,SY005")
     assert places(lint(project, mb06, "train.py", options=options)) == []
     time.sleep(3.2)  # a run right after an edit is not recorded (its timestamps cannot tell)
@@ -234,7 +236,7 @@ def test_a_hostile_training_script_stays_bounded(project: Path, mb06: Path) -> N
         f"    flag = {chain}\n"
         "    config = llama32_1b_peft_config()\n"
         "    config.train.micro_batch_size = 2\n"
-        + nested + "".join(lines))
+        + nested + "".join(lines) + RUN_MAIN)
     start = time.perf_counter()
     document = lint(project, mb06, "train.py", options=("--no-cache", "--select", "PK001,SY005,SY002"))
     assert time.perf_counter() - start < 20
@@ -310,3 +312,43 @@ def test_an_option_s_value_is_what_its_argparse_type_makes_it(project: Path, mb0
         assert places(lint(project, mb06, "go.sh", options=options)) == expected, given
         (project / "go.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node=8 train.py\n")  # default '1': 1
         assert places(lint(project, mb06, "go.sh", options=options)) == [], given
+
+
+@pytest.mark.parametrize("calls, runs", [
+    ("", False),  # a module of helpers: other scripts call train(); running it runs nothing
+    ("if __name__ == '__main__':\n    train()\n", True),
+    ("if __name__ == '__main__':\n    import fire\n    fire.Fire(train)\n", True),  # named, not called, still run
+    ("train()\n", True),
+])
+def test_only_a_trainer_call_that_running_the_module_reaches_makes_a_plain_run(
+        project: Path, mb06: Path, calls: str, runs: bool) -> None:
+    """A module whose function calls a trainer for the scripts that import it is no job of its
+    own: no "the job `python trainlib.py` runs" finding, checked or not analysed."""
+    (project / "trainlib.py").write_text(
+        "from megatron.bridge.recipes.llama import llama32_1b_peft_config\n"
+        "from megatron.bridge.training.finetune import finetune\n\n\n"
+        "def _run(cfg):\n"
+        "    finetune(config=cfg, forward_step_func=None)\n\n\n"
+        "def train():\n"
+        "    cfg = llama32_1b_peft_config()\n"
+        "    cfg.train.micro_batch_size = 2\n"
+        "    _run(cfg)\n\n\n" + calls)
+    document = lint(project, mb06, "trainlib.py", options=("--no-cache", "--select", "PK001,SY005,LA002"))
+    assert places(document) == ([("SY005", "trainlib.py", 6, 5)] if runs else []), document["findings"]
+
+
+def test_a_decorated_function_counts_as_run(project: Path, mb06: Path) -> None:
+    """`@app.command()` registers the function with a command-line framework that runs it."""
+    (project / "train.py").write_text(
+        "import typer\n"
+        "from megatron.bridge.recipes.llama import llama32_1b_peft_config\n"
+        "from megatron.bridge.training.finetune import finetune\n\n"
+        "app = typer.Typer()\n\n\n"
+        "@app.command()\n"
+        "def train():\n"
+        "    cfg = llama32_1b_peft_config()\n"
+        "    cfg.train.micro_batch_size = 2\n"
+        "    finetune(config=cfg, forward_step_func=None)\n\n\n"
+        "app()\n")
+    document = lint(project, mb06, "train.py", options=("--no-cache", "--select", "PK001,SY005,LA002"))
+    assert places(document) != [], "the job the command runs is checked or said not analysed"

@@ -623,10 +623,31 @@ def plain_run(engine: Any, script: Path, searched: set) -> tuple[ast.Call, Entry
     override files were looked for. Raises SourceError."""
     tree = engine.project.interpreter_for(script).finder.load(script).tree
     found = trainer_call(tree)
-    if found is None:
+    if found is None or not runs_when_executed(tree, found[1]):
         return None
     entry = _runnable(analyse_entry(engine, script, [], searched=searched))
     return found[1], entry if entry is not None else f"{script.name} builds no configuration mblint knows"
+
+
+def runs_when_executed(tree: ast.Module, call: ast.Call) -> bool:
+    """Whether running the module as a script can reach ``call``: it is in the module's own
+    statements (the ``if __name__ == "__main__":`` block among them) or in a function or class
+    of the module that such code names, directly or through other reached ones. A decorated
+    function counts as reached (a decorator may register it: ``@app.command()``). A module of
+    helpers that call a trainer for others runs no job of its own."""
+    definitions = {stmt.name: stmt for stmt in tree.body
+                   if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    pending = [stmt for stmt in tree.body if stmt not in definitions.values() or stmt.decorator_list]
+    reached: set[int] = {id(stmt) for stmt in pending}
+    while pending:
+        for node in ast.walk(pending.pop()):
+            if node is call:
+                return True
+            named = definitions.get(node.id) if isinstance(node, ast.Name) else None
+            if named is not None and id(named) not in reached:
+                reached.add(id(named))
+                pending.append(named)
+    return False
 
 
 def _runnable(found: Entry | str | None) -> Entry | str | None:
