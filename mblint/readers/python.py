@@ -103,8 +103,6 @@ class PythonReader:
         ``# mblint: world-size=N``; else unknown), its findings on the script's lines; what
         cannot be known is SY005 at the trainer call. The files the job read; None when the
         module is no training script."""
-        from mblint.extract.launch import Launch
-        from mblint.extract.shell import Command, Span, Word
         from mblint.readers.entry import plain_run
 
         engine = self.engine
@@ -128,6 +126,9 @@ class PythonReader:
         if isinstance(entry, str):
             not_checked(entry)
             return searched
+        from mblint.extract.launch import Launch  # the shell reader, only for a training script
+        from mblint.extract.shell import Command, Span, Word
+
         span = Span(call.lineno, call.col_offset + 1, call.lineno, call.col_offset + 1 + len(call.func.id))
         launch = Launch(Command([], span), "script", Word(None, span), script=str(path))
         reads = engine.readers.launch.run(
