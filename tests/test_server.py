@@ -198,17 +198,23 @@ async def slow_client(lsp_client: LanguageClient, root):
     await lsp_client.shutdown_session()
 
 
-async def test_a_newer_edit_supersedes_the_check_in_progress(slow_client: LanguageClient, root):
-    """Each check of graphs.py takes over half a second (its CG003 sleeps); an edit made
-    meanwhile makes the running check's result stale: it is not published, only the newest is."""
-    published = []
+def record_publications(client: LanguageClient) -> tuple[list, asyncio.Task]:
+    """(file name, version) of each diagnostics notification from now on, and the task that
+    records them (cancel it when done)."""
+    published: list = []
 
     async def collect():
         while True:
-            params = await slow_client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-            published.append(params.version)
+            params = await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            published.append((params.uri.rsplit("/", 1)[-1], params.version))
 
-    collecting = asyncio.create_task(collect())
+    return published, asyncio.create_task(collect())
+
+
+async def test_a_newer_edit_supersedes_the_check_in_progress(slow_client: LanguageClient, root):
+    """Each check of graphs.py takes over half a second (its CG003 sleeps); an edit made
+    meanwhile makes the running check's result stale: it is not published, only the newest is."""
+    published, collecting = record_publications(slow_client)
     docs = Documents(slow_client, root)
     uri = docs.open("recipes/graphs.py")
     await docs.diagnostics(uri)
@@ -221,7 +227,7 @@ async def test_a_newer_edit_supersedes_the_check_in_progress(slow_client: Langua
     await docs.diagnostics(uri)
     await asyncio.sleep(1.0)  # a stale result would have come by now
     collecting.cancel()
-    assert published == [1, 5]
+    assert published == [("graphs.py", 1), ("graphs.py", 5)]
 
 
 DEPENDANT = """from megatron.bridge.models import GPTModelProvider
@@ -250,14 +256,7 @@ async def test_a_newer_edit_of_a_base_builder_goes_before_the_rechecks_of_its_ol
     first, second = docs.open("recipes/first.py"), docs.open("recipes/second.py")
     for uri in (base, first, second):
         await docs.diagnostics(uri)
-    published = []
-
-    async def collect():
-        while True:
-            params = await slow_client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-            published.append((params.uri.rsplit("/", 1)[-1], params.version))
-
-    collecting = asyncio.create_task(collect())
+    published, collecting = record_publications(slow_client)
     text = (root / "recipes" / "base.py").read_text()
     docs.change(base, text.replace("global_batch_size=8", "global_batch_size=16"))  # version 2
     await docs.diagnostics(base)
@@ -305,14 +304,7 @@ async def test_the_newest_edit_is_checked_first(slow_client: LanguageClient, roo
         "conf/sft.yaml", language="yaml")
     for uri in (graphs, sft, override):
         await docs.diagnostics(uri)
-    published = []
-
-    async def collect():
-        while True:
-            params = await slow_client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-            published.append((params.uri.rsplit("/", 1)[-1], params.version))
-
-    collecting = asyncio.create_task(collect())
+    published, collecting = record_publications(slow_client)
     docs.change(graphs, (root / "recipes" / "graphs.py").read_text() + "\n")  # checked for over 0.5 s
     await asyncio.sleep(0.15)
     docs.change(sft, (root / "recipes" / "sft.py").read_text() + "\n")
